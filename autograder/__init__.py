@@ -1,0 +1,1 @@
+"""Hidden autograder for the scaled dot-product attention assignment (instructors only)."""

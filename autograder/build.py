@@ -1,0 +1,93 @@
+"""``sdpa-build``: regenerate what students receive from the single source in ``reference/``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from autograder.template import stub_source
+
+REFERENCE = Path("reference/attention.py")
+TEMPLATE = Path("student_template/attention.py")
+
+HEADER = "# Your implementation. Replace every `raise NotImplementedError`, then run `pytest` in this folder.\n"
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The project folder: the first of ``start`` and its parents that holds the reference."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / REFERENCE).is_file():
+            return folder
+    package_root = Path(__file__).resolve().parent.parent
+    if (package_root / REFERENCE).is_file():
+        return package_root
+    raise FileNotFoundError(f"no {REFERENCE} in {here} or its parents: run sdpa-build in the project folder")
+
+
+def build_template(root: Path) -> str:
+    """The student's attention.py: the reference with a stub in place of every solution region."""
+    return HEADER + stub_source((root / REFERENCE).read_text())
+
+
+def targets() -> dict[Path, Callable[[Path], str | bytes]]:
+    """Every generated file, relative to the project folder, with the function that writes it."""
+    return {TEMPLATE: build_template}
+
+
+def stale_files(root: Path) -> list[Path]:
+    """The generated files whose committed content differs from what a build would write."""
+    stale = []
+    for path, build in targets().items():
+        expected = build(root)
+        data = expected.encode() if isinstance(expected, str) else expected
+        target = root / path
+        if not target.is_file() or target.read_bytes() != data:
+            stale.append(path)
+    return stale
+
+
+def write_all(root: Path) -> list[Path]:
+    """Write every generated file; return the ones that changed."""
+    changed = stale_files(root)
+    for path, build in targets().items():
+        if path in changed:
+            content = build(root)
+            data = content.encode() if isinstance(content, str) else content
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_bytes(data)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sdpa-build", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
+    parser.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
+    parser.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
+    args = parser.parse_args(argv)
+    try:
+        root = find_root(args.root)
+    except FileNotFoundError as error:
+        print(f"sdpa-build: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        stale = stale_files(root)
+        for path in stale:
+            print(f"stale: {path} (run sdpa-build to regenerate it)")
+        if not stale:
+            print("generated files are up to date")
+        return 1 if stale else 0
+    for path in write_all(root):
+        print(f"wrote {path}")
+    if args.gradescope:
+        from autograder.gradescope import write_bundle
+
+        write_bundle(root, args.gradescope)
+        print(f"wrote {args.gradescope}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Public tests: small examples you can check by hand. Run `pytest` in this folder.
+
+Passing them is a good sign, not a guarantee: the grader checks more cases (other shapes,
+masks, dtypes, gradients) on inputs you do not see.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from attention import (
+    MultiHeadAttention,
+    attention_output,
+    attention_scores,
+    causal_mask,
+    dot_product_variance,
+    masked_softmax,
+    padding_mask,
+    scale_scores,
+    scaled_dot_product_attention,
+)
+
+
+def close(actual, expected):
+    torch.testing.assert_close(actual, torch.as_tensor(expected, dtype=actual.dtype))
+
+
+def test_attention_scores_by_hand():
+    """Each score is one query dotted with one key: (2, 2) x (3, 2) -> (2, 3)."""
+    Q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    K = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    close(attention_scores(Q, K), [[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]])
+
+
+def test_scale_scores_by_hand():
+    """With d_k = 4 the scores are divided by sqrt(4) = 2."""
+    close(scale_scores(torch.tensor([[4.0, -8.0]]), 4), [[2.0, -4.0]])
+
+
+def test_causal_mask_square_and_wide():
+    """Query i sees keys 0..i; with more keys than queries the mask stays top-left aligned."""
+    assert causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert causal_mask(2, 4).tolist() == [[True, False, False, False], [True, True, False, False]]
+    assert causal_mask(2).dtype == torch.bool
+
+
+def test_padding_mask_one_length_per_sequence():
+    """Lengths (1, 3) with 4 keys: a (B, 1, T_k) mask, True for the real keys."""
+    mask = padding_mask(torch.tensor([1, 3]), 4)
+    assert mask.shape == (2, 1, 4)
+    assert mask.tolist() == [[[True, False, False, False]], [[True, True, True, False]]]
+
+
+def test_masked_softmax_by_hand():
+    """softmax([0, ln 3]) = [1/4, 3/4]; masking the second key gives [1, 0]."""
+    scores = torch.tensor([[0.0, math.log(3.0)]])
+    close(masked_softmax(scores), [[0.25, 0.75]])
+    close(masked_softmax(scores, torch.tensor([[True, False]])), [[1.0, 0.0]])
+
+
+def test_masked_softmax_fully_masked_row_is_zero_not_nan():
+    """A row whose keys are all masked gets weights 0, never NaN."""
+    weights = masked_softmax(torch.zeros(2, 3), torch.tensor([[True, True, True], [False, False, False]]))
+    assert not weights.isnan().any()
+    close(weights[1], [0.0, 0.0, 0.0])
+
+
+def test_attention_output_by_hand():
+    """Weights (1/2, 1/2) average the two value rows."""
+    close(attention_output(torch.tensor([[0.5, 0.5]]), torch.tensor([[2.0, 0.0], [0.0, 4.0]])), [[1.0, 2.0]])
+
+
+def test_scaled_dot_product_attention_lesson_shapes():
+    """The lesson's question: (32, 50, 64), (32, 50, 64), (32, 50, 128) -> (32, 50, 128)."""
+    torch.manual_seed(0)
+    Q, K, V = torch.randn(32, 50, 64), torch.randn(32, 50, 64), torch.randn(32, 50, 128)
+    output, weights = scaled_dot_product_attention(Q, K, V)
+    assert output.shape == (32, 50, 128)
+    assert weights.shape == (32, 50, 50)
+    torch.testing.assert_close(output, F.scaled_dot_product_attention(Q, K, V))
+
+
+def test_scaled_dot_product_attention_causal_by_hand():
+    """Equal scores everywhere: query i spreads its weight evenly over keys 0..i."""
+    Q = K = torch.zeros(1, 3, 2)
+    _, weights = scaled_dot_product_attention(Q, K, torch.zeros(1, 3, 2), is_causal=True)
+    close(weights[0], [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+
+
+def test_scaled_dot_product_attention_padded_batch():
+    """Padded keys get no weight, and the output matches PyTorch's own attention."""
+    torch.manual_seed(1)
+    Q, K, V = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    mask = padding_mask(torch.tensor([2, 5]), 5)
+    output, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
+    assert weights[0, :, 2:].eq(0).all()
+    torch.testing.assert_close(output, F.scaled_dot_product_attention(Q, K, V, attn_mask=mask))
+
+
+def test_scaled_dot_product_attention_fully_masked_row():
+    """A query that may attend to nothing gets zero weights and a zero output."""
+    Q, K, V = torch.ones(1, 2, 4), torch.ones(1, 3, 4), torch.ones(1, 3, 4)
+    mask = torch.tensor([[True, True, True], [False, False, False]])
+    output, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
+    close(weights[0, 1], [0.0, 0.0, 0.0])
+    close(output[0, 1], [0.0, 0.0, 0.0, 0.0])
+
+
+def test_MultiHeadAttention_shapes():
+    """Two heads over d_model = 8: output (B, T_q, d_model), weights (B, heads, T_q, T_k)."""
+    mha = MultiHeadAttention(8, 2)
+    output, weights = mha(torch.randn(3, 4, 8), torch.randn(3, 5, 8), torch.randn(3, 5, 8))
+    assert output.shape == (3, 4, 8)
+    assert weights.shape == (3, 2, 4, 5)
+
+
+def test_dot_product_variance_grows_like_d_k():
+    """Var(q . k) is about d_k: this is why the scores are divided by sqrt(d_k)."""
+    variance = dot_product_variance(16, generator=torch.Generator().manual_seed(0))
+    assert 13.0 < variance < 19.0

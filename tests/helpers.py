@@ -1,0 +1,28 @@
+"""Paths and small helpers shared by the project's tests."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "reference" / "attention.py"
+TEMPLATE_DIR = ROOT / "student_template"
+SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+BIN = Path(sys.executable).parent
+
+
+def student_folder(tmp_path: Path, attention_source: str | None = None) -> Path:
+    """A copy of student_template/ alone, optionally with attention.py replaced."""
+    folder = tmp_path / "student"
+    shutil.copytree(TEMPLATE_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    if attention_source is not None:
+        (folder / "attention.py").write_text(attention_source)
+    return folder
+
+
+def run(args: list[str], cwd: Path | None = None, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+    """Run a real command, capturing its text output."""
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, **kwargs)

@@ -1,0 +1,104 @@
+"""The build turns the reference into the student's stubs, and nothing of the solution leaks."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from autograder.build import TEMPLATE, build_template, stale_files
+from autograder.template import MarkerError, solution_lines, stub_source
+from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, run, student_folder
+
+STUDENT_FILES = ["attention.py", "test_attention.py", "conftest.py", "pytest.ini"]
+
+
+def received_texts() -> dict[str, str]:
+    """Every text file a student receives."""
+    return {path.name: path.read_text() for path in TEMPLATE_DIR.iterdir() if path.is_file()}
+
+
+def test_generated_files_are_not_stale():
+    """The committed generated files are exactly what sdpa-build writes."""
+    assert stale_files(ROOT) == [], "run sdpa-build and commit the result"
+
+
+def test_check_reports_a_stale_template(tmp_path):
+    """`sdpa-build --check` exits 1 and names the file when the template was edited by hand."""
+    (tmp_path / "reference").mkdir()
+    shutil.copy(REFERENCE, tmp_path / "reference")
+    (tmp_path / "student_template").mkdir()
+    (tmp_path / TEMPLATE).write_text(build_template(ROOT) + "# edited by hand\n")
+    result = run([str(BIN / "sdpa-build"), "--check", "--root", str(tmp_path)])
+    assert result.returncode == 1
+    assert "stale: student_template/attention.py" in result.stdout
+
+
+def test_build_rewrites_a_stale_template(tmp_path):
+    """`sdpa-build` writes the template again, and then `--check` passes."""
+    (tmp_path / "reference").mkdir()
+    shutil.copy(REFERENCE, tmp_path / "reference")
+    result = run([str(BIN / "sdpa-build"), "--root", str(tmp_path)])
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / TEMPLATE).read_text() == build_template(ROOT)
+    assert TEMPLATE not in stale_files(tmp_path)
+
+
+def test_no_solution_line_reaches_the_student():
+    """No line written between the solution markers appears in any file of student_template/."""
+    lines = solution_lines(REFERENCE.read_text())
+    assert len(lines) > 20
+    for name, text in received_texts().items():
+        leaked = [line for line in lines if line in text]
+        assert leaked == [], f"{name} contains solution lines: {leaked}"
+
+
+def test_leak_detection_catches_a_leak():
+    """A stub builder that kept one solution line would be caught by the same comparison."""
+    source = REFERENCE.read_text()
+    leaky = stub_source(source) + "\n" + solution_lines(source)[0] + "\n"
+    assert [line for line in solution_lines(source) if line in leaky]
+
+
+def test_stub_keeps_signatures_and_docstrings():
+    """Outside the solution regions the template is the reference, line for line."""
+    source = REFERENCE.read_text()
+    template = (TEMPLATE_DIR / "attention.py").read_text()
+    for line in source.splitlines():
+        if line.strip().startswith(("def ", "class ", '"""', "Args:", "Returns:")):
+            assert line in template
+
+
+@pytest.mark.parametrize(
+    "source, problem",
+    [
+        ("### BEGIN SOLUTION\nx = 1\n", "never closed"),
+        ("x = 1\n### END SOLUTION\n", "without"),
+        ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n", "inside another"),
+    ],
+)
+def test_unbalanced_markers_are_refused(source, problem):
+    """Broken markers stop the build with the line number, instead of leaking or eating code."""
+    with pytest.raises(MarkerError, match=problem):
+        stub_source(source)
+
+
+def test_public_tests_guide_a_student_on_the_untouched_template(tmp_path):
+    """In a folder holding only student_template/, every test fails in one line and names the next function."""
+    folder = student_folder(tmp_path)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(STUDENT_FILES)
+    result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
+    assert result.returncode == 1
+    assert "Next: implement attention_scores in attention.py" in result.stdout
+    assert "Traceback" not in result.stdout
+    lines = [line for line in result.stdout.splitlines() if "is not implemented yet" in line]
+    assert len(lines) == 13
+    assert "13 failed" in result.stdout
+
+
+def test_public_tests_pass_on_the_reference(tmp_path):
+    """The reference solution passes every public test."""
+    folder = student_folder(tmp_path, REFERENCE.read_text())
+    result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
+    assert result.returncode == 0, result.stdout
+    assert "13 passed" in result.stdout
