@@ -1,0 +1,95 @@
+"""attention_scores, scale_scores, causal_mask, padding_mask and attention_output, one at a time."""
+
+import pytest
+import torch
+
+from autograder.expect import expect_tensor
+from autograder.mistakes import SENTENCES, causal_variants, scale_variants
+from autograder.student import StudentFault
+from reference import attention as ref
+
+
+@pytest.mark.check(function="attention_scores", category="shape")
+def test_scores_shape(loaded, draw, settings):
+    """(..., T_q, d_k) x (..., T_k, d_k) -> (..., T_q, T_k), with zero, one and two leading dims."""
+    B, H, T_q, T_k, d_k = draw.sizes(5)
+    cases = [("2-D inputs", ()), ("batched inputs (B, T, d_k)", (B,)), ("inputs with a head axis (B, H, T, d_k)", (B, H))]
+    for label, lead in cases:
+        Q, K = draw.normal(*lead, T_q, d_k), draw.normal(*lead, T_k, d_k)
+        try:
+            got = loaded.attention_scores(Q, K)
+        except StudentFault as error:
+            if len(lead) == 2:
+                raise StudentFault(f"{error}. Likely cause: {SENTENCES['transpose_12']}") from None
+            raise
+        expect_tensor(got, ref.attention_scores(Q, K), what=f"attention_scores on {label}", tolerance=settings.tolerance("float64"))
+
+
+@pytest.mark.check(function="attention_scores", category="values")
+def test_scores_values(loaded, draw, settings):
+    """Each score is one query dotted with one key, in float64 and float32."""
+    B, T_q, T_k, d_k = draw.sizes(4)
+    for dtype in (torch.float64, torch.float32):
+        Q, K = draw.normal(B, T_q, d_k, dtype=dtype), draw.normal(B, T_k, d_k, dtype=dtype)
+        expected = ref.attention_scores(Q.double(), K.double())
+        name = str(dtype).removeprefix("torch.")
+        expect_tensor(
+            loaded.attention_scores(Q, K), expected, what=f"attention_scores in {name}",
+            tolerance=settings.tolerance(name), dtype=dtype,
+        )
+
+
+@pytest.mark.check(function="scale_scores", category="values")
+def test_scale_values(loaded, draw, settings):
+    """Scores are divided by sqrt(d_k), for several d_k."""
+    B, T_q, T_k = draw.sizes(3)
+    for d_k in (16, 64):
+        scores = draw.normal(B, T_q, T_k, scale=d_k**0.5)
+        expect_tensor(
+            loaded.scale_scores(scores, d_k), ref.scale_scores(scores, d_k), what=f"scale_scores with d_k={d_k}",
+            tolerance=settings.tolerance("float64"), variants=scale_variants(scores, d_k),
+        )
+
+
+@pytest.mark.check(function="causal_mask", category="causal")
+def test_causal_square(loaded, draw, settings):
+    """causal_mask(T) is True on and below the diagonal, as a bool tensor."""
+    (T,) = draw.sizes(1, low=3)
+    expect_tensor(loaded.causal_mask(T), ref.causal_mask(T), what=f"causal_mask({T})", tolerance=(0, 0),
+                  variants=causal_variants(T, T))
+
+
+@pytest.mark.check(function="causal_mask", category="causal")
+def test_causal_rectangular(loaded, draw, settings):
+    """With T_q != T_k the mask stays top-left aligned, like is_causal=True in PyTorch."""
+    small, large = sorted(draw.sizes(2, low=3))
+    for T_q, T_k in ((small, large), (large, small)):
+        expect_tensor(loaded.causal_mask(T_q, T_k), ref.causal_mask(T_q, T_k), what=f"causal_mask(T_q={T_q}, T_k={T_k})",
+                      tolerance=(0, 0), variants=causal_variants(T_q, T_k))
+
+
+@pytest.mark.check(function="padding_mask", category="masking")
+def test_padding_lengths(loaded, draw, settings):
+    """Lengths (B,) give a (B, 1, T_k) mask, lengths (B, T_q) a (B, T_q, T_k) mask."""
+    B, T_q, T_k = draw.sizes(3)
+    per_sequence = draw.lengths(B, T_k)
+    per_query = draw.lengths(B * T_q, T_k).reshape(B, T_q)
+    for lengths, label in ((per_sequence, "lengths of shape (B,)"), (per_query, "lengths of shape (B, T_q)")):
+        expected = ref.padding_mask(lengths, T_k)
+        inverted = {"mask_inverted": ~expected}
+        expect_tensor(loaded.padding_mask(lengths, T_k), expected, what=f"padding_mask with {label}", tolerance=(0, 0),
+                      variants=inverted)
+
+
+@pytest.mark.check(function="attention_output", category="values")
+def test_output_values(loaded, draw, settings):
+    """weights @ V, with a head axis and d_v different from every other size."""
+    B, H, T_q, T_k, d_v = draw.sizes(5)
+    weights = torch.softmax(draw.normal(B, H, T_q, T_k), dim=-1)
+    V = draw.normal(B, H, T_k, d_v)
+    for dtype in (torch.float64, torch.float32):
+        name = str(dtype).removeprefix("torch.")
+        expect_tensor(
+            loaded.attention_output(weights.to(dtype), V.to(dtype)), ref.attention_output(weights, V),
+            what=f"attention_output in {name}", tolerance=settings.tolerance(name), dtype=dtype,
+        )

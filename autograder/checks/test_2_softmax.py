@@ -1,0 +1,88 @@
+"""masked_softmax: values, masks, fully masked rows, large scores, and no mutation."""
+
+import pytest
+import torch
+
+from autograder.expect import expect_tensor, fail
+from autograder.mistakes import SENTENCES, softmax_variants
+from reference import attention as ref
+
+
+def _reference_grad(scores, mask, grad_output):
+    scores = scores.detach().clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(ref.masked_softmax(scores, mask), scores, grad_output)
+    return grad
+
+
+@pytest.mark.check(function="masked_softmax", category="values")
+def test_softmax_values(loaded, draw, settings):
+    """Without a mask: an ordinary softmax over the last (key) axis, in float64 and float32."""
+    B, T_q, T_k = draw.sizes(3)
+    scores = draw.normal(B, T_q, T_k, scale=3.0)
+    for dtype in (torch.float64, torch.float32):
+        name = str(dtype).removeprefix("torch.")
+        expect_tensor(
+            loaded.masked_softmax(scores.to(dtype)), ref.masked_softmax(scores.to(dtype).double()), what=f"masked_softmax without a mask in {name}",
+            tolerance=settings.tolerance(name), variants=softmax_variants(scores, None), dtype=dtype,
+        )
+
+
+@pytest.mark.check(function="masked_softmax", category="masking")
+def test_softmax_masked(loaded, draw, settings):
+    """Masked keys get weight exactly 0, with masks that broadcast from (T_q, T_k) and (B, 1, T_k)."""
+    B, T_q, T_k = draw.sizes(3)
+    scores = draw.normal(B, T_q, T_k, scale=3.0)
+    for mask, label in ((draw.mask(T_q, T_k), "a (T_q, T_k) mask"), (draw.mask(B, 1, T_k), "a (B, 1, T_k) mask")):
+        expected = ref.masked_softmax(scores, mask)
+        got = loaded.masked_softmax(scores, mask)
+        what = f"masked_softmax with {label}"
+        expect_tensor(got, expected, what=what, tolerance=settings.tolerance("float64"), variants=softmax_variants(scores, mask))
+
+
+@pytest.mark.check(function="masked_softmax", category="nan-safety")
+def test_softmax_fully_masked(loaded, draw, settings):
+    """A row with no allowed key is all zeros, never NaN, and its gradient is finite."""
+    B, T_q, T_k = draw.sizes(3)
+    scores = draw.normal(B, T_q, T_k)
+    mask = draw.mask(B, T_q, T_k)
+    mask[0, 0] = False
+    mask[-1, -1] = False
+    grad_output = draw.normal(B, T_q, T_k)
+    reply = loaded.run("masked_softmax", scores, mask, grad=[0], grad_outputs=[grad_output])
+    variants = softmax_variants(scores, mask)
+    tolerance = settings.tolerance("float64")
+    expect_tensor(reply.value, ref.masked_softmax(scores, mask), what="masked_softmax with fully masked rows",
+                  tolerance=tolerance, variants=variants)
+    grad = reply.grads[0]
+    if not bool(grad.isfinite().all()):
+        fail("the gradient of masked_softmax with fully masked rows contains NaN or inf", SENTENCES["nan_rows"])
+    expect_tensor(grad, _reference_grad(scores, mask, grad_output), what="the gradient of masked_softmax with fully masked rows",
+                  tolerance=settings.tolerance("float64", gradient=True))
+
+
+@pytest.mark.check(function="masked_softmax", category="stability")
+def test_softmax_stability(loaded, draw, settings):
+    """Scores around 1e4 (float32 and float64) neither overflow nor give NaN."""
+    B, T_q, T_k = draw.sizes(3)
+    scores = draw.normal(B, T_q, T_k, scale=1e4)
+    mask = draw.mask(B, T_q, T_k)
+    for dtype in (torch.float32, torch.float64):
+        name = str(dtype).removeprefix("torch.")
+        for used_mask, label in ((None, "without a mask"), (mask, "with a mask")):
+            got = loaded.masked_softmax(scores.to(dtype), used_mask)
+            if isinstance(got, torch.Tensor) and not bool(got.isfinite().all()):
+                fail(f"masked_softmax on scores of size 1e4 in {name} {label}: contains NaN or inf", SENTENCES["overflow"])
+            expected = ref.masked_softmax(scores.to(dtype).double(), used_mask)
+            expect_tensor(got, expected, what=f"masked_softmax on scores of size 1e4 in {name} {label}",
+                          tolerance=settings.tolerance(name), dtype=dtype)
+
+
+@pytest.mark.check(function="masked_softmax", category="no-mutation")
+def test_softmax_no_mutation(loaded, draw, settings):
+    """masked_softmax leaves its scores and its mask as they were."""
+    B, T_q, T_k = draw.sizes(3)
+    reply = loaded.run("masked_softmax", draw.normal(B, T_q, T_k), draw.mask(B, T_q, T_k))
+    names = [name for name, changed in zip(("scores", "mask"), reply.mutated) if changed]
+    if names:
+        fail(f"masked_softmax modified its argument(s) {', '.join(names)} in place (for example with masked_fill_)"
+             "; use the out-of-place masked_fill, which returns a new tensor")

@@ -1,0 +1,137 @@
+"""scaled_dot_product_attention: shapes, agreement with PyTorch's own, masks, dtypes, gradients."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from autograder.expect import expect_tensor, fail
+from autograder.mistakes import sdpa_variants
+from reference import attention as ref
+
+
+
+def _name(dtype):
+    return str(dtype).removeprefix("torch.")
+
+
+def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracle=None):
+    """Output against ``oracle`` (default: the reference) and weights against the reference, in float64."""
+    output, weights = _pair(loaded.scaled_dot_product_attention(Q, K, V, mask=mask, is_causal=is_causal), label)
+    expected_output, expected_weights = ref.scaled_dot_product_attention(Q, K, V, mask, is_causal)
+    if oracle is not None:
+        expected_output = oracle
+    variants = sdpa_variants(Q, K, V, mask, is_causal)
+    tolerance = settings.tolerance(_name(Q.dtype))
+    expect_tensor(output, expected_output, what=f"the output {label}", tolerance=tolerance,
+                  variants={name: out for name, (out, _) in variants.items()})
+    expect_tensor(weights, expected_weights, what=f"the weights {label}", tolerance=tolerance,
+                  variants={name: w for name, (_, w) in variants.items()})
+
+
+def _pair(result, label):
+    if not (isinstance(result, tuple) and len(result) == 2):
+        fail(f"scaled_dot_product_attention {label}: expected a pair (output, weights), got {type(result).__name__}")
+    return result
+
+
+@pytest.mark.check(function="scaled_dot_product_attention", category="shape")
+def test_sdpa_lesson_shape(loaded, draw, settings):
+    """The lesson's question: (32, 50, 64), (32, 50, 64), (32, 50, 128) -> (32, 50, 128) and weights (32, 50, 50)."""
+    Q, K, V = draw.normal(32, 50, 64, dtype=torch.float32), draw.normal(32, 50, 64, dtype=torch.float32), draw.normal(32, 50, 128, dtype=torch.float32)
+    output, weights = _pair(loaded.scaled_dot_product_attention(Q, K, V), "on the lesson's shapes")
+    for tensor, shape, what in ((output, (32, 50, 128), "output"), (weights, (32, 50, 50), "weights")):
+        if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
+            found = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            fail(f"the {what} on the lesson's shapes: shape {found}, expected {shape}")
+
+
+@pytest.mark.check(function="scaled_dot_product_attention", category="matches-torch")
+def test_sdpa_matches_torch(loaded, draw, settings):
+    """Agrees with F.scaled_dot_product_attention without a mask and with broadcast bool masks."""
+    B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
+    Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
+    cases = [
+        ("without a mask", None),
+        ("with a (T_q, T_k) mask", draw.mask(T_q, T_k)),
+        ("with a (B, 1, 1, T_k) padding mask", draw.mask(B, 1, 1, T_k)),
+        ("with a (B, H, T_q, T_k) mask", draw.mask(B, H, T_q, T_k)),
+    ]
+    for label, mask in cases:
+        oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+        _compare(loaded, settings, label, Q, K, V, mask=mask, oracle=oracle)
+    Q3, K3, V3 = Q[:, 0], K[:, 0], V[:, 0]
+    _compare(loaded, settings, "on (B, T, d) inputs", Q3, K3, V3, oracle=F.scaled_dot_product_attention(Q3, K3, V3))
+
+
+@pytest.mark.check(function="scaled_dot_product_attention", category="causal")
+def test_sdpa_causal(loaded, draw, settings):
+    """is_causal=True with T_q < T_k and T_q > T_k (top-left aligned), and causal plus padding."""
+    B, H, small, large, d_k, d_v = draw.sizes(6)
+    small, large = sorted((small, large))
+    for T_q, T_k in ((small, large), (large, small)):
+        Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
+        oracle = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
+        _compare(loaded, settings, f"with is_causal=True, T_q={T_q}, T_k={T_k}", Q, K, V, is_causal=True, oracle=oracle)
+    T = large
+    Q, K, V = draw.normal(B, H, T, d_k), draw.normal(B, H, T, d_k), draw.normal(B, H, T, d_v)
+    padding = ref.padding_mask(draw.lengths(B, T), T)[:, None]  # (B, 1, 1, T)
+    oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=padding & torch.ones(T, T, dtype=torch.bool).tril())
+    _compare(loaded, settings, "with is_causal=True and a padding mask", Q, K, V, mask=padding, is_causal=True, oracle=oracle)
+
+
+@pytest.mark.check(function="scaled_dot_product_attention", category="nan-safety")
+def test_sdpa_fully_masked(loaded, draw, settings):
+    """Queries that may attend to nothing get zero weights, a zero output and finite gradients."""
+    B, T_q, T_k, d_k, d_v = draw.sizes(5)
+    Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
+    mask = draw.mask(B, T_q, T_k)
+    mask[0, 1] = False
+    mask[-1, 0] = False
+    _compare(loaded, settings, "with fully masked rows", Q, K, V, mask=mask,
+             oracle=F.scaled_dot_product_attention(Q, K, V, attn_mask=mask))
+    grad_outputs = [draw.normal(B, T_q, d_v), draw.normal(B, T_q, T_k)]
+    reply = loaded.run("scaled_dot_product_attention", Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
+    for name, grad in zip("QKV", reply.grads):
+        if not bool(grad.isfinite().all()):
+            fail(f"the gradient for {name} with fully masked rows contains NaN or inf",
+                 "exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max, and divide them by 1, not by 0")
+
+
+@pytest.mark.check(function="scaled_dot_product_attention", category="dtype")
+def test_sdpa_dtypes(loaded, draw, settings):
+    """float32, float16 and bfloat16 inputs give outputs of the same dtype, within that dtype's tolerance."""
+    B, T_q, T_k, d_k, d_v = draw.sizes(5)
+    Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
+    mask = draw.mask(B, T_q, T_k)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        low = [x.to(dtype) for x in (Q, K, V)]
+        output, weights = _pair(loaded.scaled_dot_product_attention(*low, mask=mask), f"in {_name(dtype)}")
+        expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
+        tolerance = settings.tolerance(_name(dtype))
+        expect_tensor(output, expected_output, what=f"the output in {_name(dtype)}", tolerance=tolerance, dtype=dtype)
+        expect_tensor(weights, expected_weights, what=f"the weights in {_name(dtype)}", tolerance=tolerance, dtype=dtype)
+
+
+@pytest.mark.check(function="scaled_dot_product_attention", category="gradient")
+def test_sdpa_gradients(loaded, draw, settings):
+    """Gradients for Q, K and V match the reference's, through both the output and the weights."""
+    B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
+    Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
+    mask = draw.mask(B, 1, T_q, T_k)
+    grad_outputs = [draw.normal(B, H, T_q, d_v), draw.normal(B, H, T_q, T_k)]
+    reply = loaded.run("scaled_dot_product_attention", Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
+    inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
+    expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask), inputs, grad_outputs)
+    for name, got, want in zip("QKV", reply.grads, expected):
+        expect_tensor(got, want, what=f"the gradient for {name}", tolerance=settings.tolerance("float64", gradient=True))
+
+
+@pytest.mark.check(function="scaled_dot_product_attention", category="no-mutation")
+def test_sdpa_no_mutation(loaded, draw, settings):
+    """Q, K, V and the mask are left as they were."""
+    B, T_q, T_k, d_k, d_v = draw.sizes(5)
+    args = (draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v), draw.mask(B, T_q, T_k))
+    reply = loaded.run("scaled_dot_product_attention", *args)
+    names = [name for name, changed in zip(("Q", "K", "V", "mask"), reply.mutated) if changed]
+    if names:
+        fail(f"scaled_dot_product_attention modified {', '.join(names)} in place; use out-of-place operations")

@@ -1,0 +1,102 @@
+"""MultiHeadAttention against nn.MultiheadAttention, and dot_product_variance."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from autograder.expect import expect_tensor, fail
+
+
+def _torch_mha(draw, d_model, heads, bias):
+    """nn.MultiheadAttention with random weights, and the same weights under the handout's names."""
+    torch_mha = nn.MultiheadAttention(d_model, heads, bias=bias, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        for param in torch_mha.parameters():
+            param.copy_(draw.normal(*param.shape, scale=d_model**-0.5))
+    state = {}
+    for index, name in enumerate(("w_q", "w_k", "w_v")):
+        state[f"{name}.weight"] = torch_mha.in_proj_weight[index * d_model : (index + 1) * d_model].detach().clone()
+        if bias:
+            state[f"{name}.bias"] = torch_mha.in_proj_bias[index * d_model : (index + 1) * d_model].detach().clone()
+    state["w_o.weight"] = torch_mha.out_proj.weight.detach().clone()
+    if bias:
+        state["w_o.bias"] = torch_mha.out_proj.bias.detach().clone()
+    return torch_mha, state
+
+
+def _compare(loaded, settings, label, torch_mha, state, init, query, key, value, mask=None, is_causal=False, torch_mask=None, key_padding=None):
+    reply = loaded.mha(init, state, query, key, value, mask=mask, is_causal=is_causal)
+    result = reply.value
+    if not (isinstance(result, tuple) and len(result) == 2):
+        fail(f"MultiHeadAttention {label}: forward should return (out, weights), got {type(result).__name__}")
+    expected_out, expected_weights = torch_mha(
+        query, key, value, attn_mask=torch_mask, key_padding_mask=key_padding, need_weights=True, average_attn_weights=False
+    )
+    tolerance = settings.tolerance("float64")
+    expect_tensor(result[0], expected_out.detach(), what=f"MultiHeadAttention's output {label}", tolerance=tolerance)
+    expect_tensor(result[1], expected_weights.detach(), what=f"MultiHeadAttention's weights {label}", tolerance=tolerance)
+
+
+@pytest.mark.check(function="MultiHeadAttention", category="multi-head")
+def test_mha_matches_torch(loaded, draw, settings):
+    """Same output and per-head weights as nn.MultiheadAttention(batch_first=True) with the same weights."""
+    heads, d_head, B, T_q, T_k = draw.sizes(5, low=2, high=9)
+    d_model = heads * d_head
+    for bias in (True, False):
+        torch_mha, state = _torch_mha(draw, d_model, heads, bias)
+        query, key, value = draw.normal(B, T_q, d_model), draw.normal(B, T_k, d_model), draw.normal(B, T_k, d_model)
+        _compare(loaded, settings, f"with bias={bias}", torch_mha, state, (d_model, heads, bias), query, key, value)
+
+
+@pytest.mark.check(function="MultiHeadAttention", category="multi-head")
+def test_mha_masks(loaded, draw, settings):
+    """A (B, 1, 1, T_k) padding mask and is_causal=True behave as in nn.MultiheadAttention."""
+    heads, d_head, B, T = draw.sizes(4, low=2, high=9)
+    d_model = heads * d_head
+    torch_mha, state = _torch_mha(draw, d_model, heads, True)
+    x = draw.normal(B, T, d_model)
+    keep = draw.mask(B, T)
+    _compare(loaded, settings, "with a padding mask", torch_mha, state, (d_model, heads, True), x, x, x,
+             mask=keep[:, None, None, :], key_padding=~keep)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    _compare(loaded, settings, "with is_causal=True", torch_mha, state, (d_model, heads, True), x, x, x,
+             is_causal=True, torch_mask=~causal)
+
+
+def _variance(loaded, d_k, num_samples, seed):
+    value = loaded.dot_product_variance(d_k, num_samples, generator={"$generator": seed})
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        fail(f"dot_product_variance({d_k}) returned {type(value).__name__}, expected a float")
+    return float(value)
+
+
+@pytest.mark.check(function="dot_product_variance", category="variance")
+def test_variance_close(loaded, draw, settings):
+    """The empirical variance of q . k is close to d_k, for several d_k."""
+    rtol = settings["tolerance"]["variance_rtol"]
+    for d_k in (8, 64, 256):
+        value = _variance(loaded, d_k, 10000, draw.integer(0, 2**31))
+        if not math.isfinite(value) or abs(value - d_k) > rtol * d_k:
+            hint = "the variance of q . k should be about d_k"
+            if math.isfinite(value) and abs(value - 1) < 0.2:
+                hint = "about 1 is the variance after scaling; return the variance of the raw dot products"
+            elif math.isfinite(value) and abs(value - math.sqrt(d_k)) < 0.2 * math.sqrt(d_k):
+                hint = "about sqrt(d_k) is the standard deviation; return the variance"
+            fail(f"dot_product_variance({d_k}) is {value:.4g}, more than {rtol:.0%} away from d_k = {d_k}", hint)
+
+
+@pytest.mark.check(function="dot_product_variance", category="variance")
+def test_variance_uses_generator(loaded, draw, settings):
+    """The result comes from samples drawn with the given generator: same seed, same value; new seed, new value."""
+    d_k = draw.integer(8, 32)
+    seeds = [draw.integer(0, 2**31) for _ in range(4)]
+    first, again = _variance(loaded, d_k, 8, seeds[0]), _variance(loaded, d_k, 8, seeds[0])
+    if first != again:
+        fail("dot_product_variance gave two different values for the same generator seed; draw with generator=generator")
+    values = {first} | {_variance(loaded, d_k, 8, seed) for seed in seeds[1:]}
+    if len(values) == 1:
+        fail("dot_product_variance gives the same value for every generator; it must estimate the variance from samples")

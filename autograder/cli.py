@@ -1,0 +1,56 @@
+"""``sdpa-grade``: grade one submission, or a class with ``--batch``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from autograder.config import ConfigError, load_settings
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sdpa-grade", description="Grade scaled dot-product attention submissions.")
+    p.add_argument("submission", nargs="?", type=Path, help="an attention.py, a notebook, or a student's folder")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write Gradescope's results.json here")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the timing check runs")
+    p.add_argument("--config", type=Path, metavar="FILE", help="settings that override the defaults")
+    p.add_argument("--batch", type=Path, metavar="DIR", help="grade every student folder in DIR")
+    p.add_argument("--jobs", type=int, default=2, help="submissions graded at once in --batch (default 2)")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
+    p.add_argument("--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)")
+    p.add_argument("--force", action="store_true", help="--batch: grade again students already graded")
+    p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as error:
+        print(f"sdpa-grade: {error}", file=sys.stderr)
+        return 2
+    if args.batch is not None:
+        from autograder.batch import run_batch
+
+        return run_batch(args, settings)
+    if args.submission is None:
+        parser().error("give a SUBMISSION, or --batch DIR")
+    from autograder.grade import grade
+    from autograder.report import table
+
+    grading = grade(args.submission, settings, device=args.device, seed=args.seed)
+    print(table(grading.result))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(grading.result, indent=2))
+    if grading.grader_error:
+        print(f"sdpa-grade: the grader failed:\n{grading.grader_error}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

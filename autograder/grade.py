@@ -1,0 +1,97 @@
+"""Grade one submission: read it, run the hidden checks against its worker, score, report.
+
+The stages run in the order of ``STAGES``; each takes and returns the same ``Grading``
+record, so that a stage can be read, tested and replaced alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from autograder import report, scoring
+from autograder.config import Settings
+from autograder.plugin import GradingPlugin, Outcome
+from autograder.submission import Ungradable, read_submission
+
+CHECKS = Path(__file__).with_name("checks")
+
+
+@dataclass
+class Grading:
+    """Everything known about one submission's grading, filled in stage by stage."""
+
+    submission: Path
+    settings: Settings
+    device: str = "cpu"
+    seed: int = field(default_factory=lambda: secrets.randbits(62))
+    folder: Path | None = None
+    source: Path | None = None
+    ungradable: str = ""
+    grader_error: str = ""
+    outcomes: list[Outcome] = field(default_factory=list)
+    scored: list[scoring.Scored] = field(default_factory=list)
+    log: str = ""
+    started: float = field(default_factory=time.perf_counter)
+    result: dict = field(default_factory=dict)
+
+
+def read(grading: Grading) -> Grading:
+    try:
+        grading.source = read_submission(grading.submission, grading.folder)
+    except Ungradable as reason:
+        grading.ungradable = str(reason)
+    return grading
+
+
+def run_checks(grading: Grading) -> Grading:
+    if grading.ungradable:
+        return grading
+    plugin = GradingPlugin(grading.source, grading.settings, grading.seed, grading.device)
+    args = [
+        str(CHECKS), "-c", str(CHECKS / "pytest.ini"), "--rootdir", str(CHECKS), "-q",
+        "--timeout", str(grading.settings["limits"]["check_timeout"]),
+    ]  # fmt: skip
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = pytest.main(args, plugins=[plugin])
+    grading.log = output.getvalue()
+    grading.outcomes = list(plugin.outcomes.values())
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not grading.outcomes:
+        grading.grader_error = f"the hidden checks could not run (pytest exit {int(code)}):\n{grading.log[-3000:]}"
+    errors = [o for o in grading.outcomes if o.status == "grader-error"]
+    if errors:
+        grading.grader_error = "\n".join(f"{o.check}: {o.message}" for o in errors)
+    return grading
+
+
+def score(grading: Grading) -> Grading:
+    grading.scored = scoring.score(grading.outcomes, grading.settings)
+    return grading
+
+
+def build_result(grading: Grading) -> Grading:
+    grading.result = report.results_json(grading)
+    return grading
+
+
+STAGES = [read, run_checks, score, build_result]
+
+
+def grade(submission: Path, settings: Settings, *, device: str = "cpu", seed: int | None = None) -> Grading:
+    """Run every stage on one submission and return the filled-in record."""
+    grading = Grading(Path(submission), settings, device)
+    if seed is not None:
+        grading.seed = seed
+    with tempfile.TemporaryDirectory(prefix="sdpa-submission-") as folder:
+        grading.folder = Path(folder)
+        for stage in STAGES:
+            grading = stage(grading)
+    return grading

@@ -1,0 +1,98 @@
+"""The classic mistakes, as known-wrong variants of the reference, and the sentence that names each.
+
+A check computes the variants on its own inputs, in the trusted process; when the student's
+output matches one of them and not the reference, the feedback names that mistake.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from reference import attention as ref
+
+SENTENCES = {
+    "no_scale": "you did not divide the scores by sqrt(d_k); reread 'Why scale?' in the handout",
+    "divide_by_dk": "you divided by d_k, not by sqrt(d_k); reread 'Why scale?' in the handout",
+    "multiply_by_sqrt": "you multiplied by sqrt(d_k) instead of dividing; reread 'Why scale?' in the handout",
+    "query_axis": "the softmax runs over the query axis (dim=-2), not over the keys (dim=-1); reread 'The formula'",
+    "mask_inverted": "the mask's polarity is inverted: True means 'may attend'; reread 'Masks'",
+    "zero_fill": "masked scores were set to 0 instead of -inf, so masked keys still get weight; reread 'Masks'",
+    "mask_after_softmax": "the mask was applied after the softmax, so the weights no longer sum to 1; reread 'Masks'",
+    "nan_rows": "rows where every key is masked come out as NaN (0/0); they must be all zeros; reread 'Fully masked rows'",
+    "uniform_rows": "rows where every key is masked get uniform weights (a finite fill such as -1e6); they must be all zeros;"
+    " reread 'Fully masked rows'",
+    "causal_flipped": "the causal triangle is flipped: query i may see keys j <= i, not j >= i; reread 'Masks'",
+    "causal_bottom_right": "the causal mask is aligned bottom-right; it must be top-left (torch.tril with diagonal 0),"
+    " as is_causal=True in PyTorch; reread 'Masks'",
+    "causal_strict": "the causal mask hides the diagonal: a query may attend to its own position; reread 'Masks'",
+    "overflow": "large scores overflow: subtract each row's maximum before exponentiating; reread 'Numerical stability'",
+    "transpose_12": "you transposed axes 1 and 2 instead of the last two (-2, -1): this breaks with extra head dims;"
+    " reread the shape table",
+}
+
+
+def _softmax_filled(scores: Tensor, mask: Tensor | None, fill: float, dim: int = -1) -> Tensor:
+    if mask is not None:
+        scores = scores.masked_fill(~mask, fill)
+    return torch.softmax(scores, dim=dim)
+
+
+def softmax_variants(scores: Tensor, mask: Tensor | None) -> dict[str, Tensor]:
+    """masked_softmax done wrong, each in one classic way."""
+    variants = {"query_axis": _softmax_filled(scores, mask, -math.inf, dim=-2).nan_to_num(0.0)}
+    if mask is not None:
+        variants |= {
+            "mask_inverted": ref.masked_softmax(scores, ~mask),
+            "zero_fill": _softmax_filled(scores, mask, 0.0),
+            "mask_after_softmax": torch.softmax(scores, dim=-1) * mask,
+            "nan_rows": _softmax_filled(scores, mask, -math.inf),
+            "uniform_rows": _softmax_filled(scores, mask, -1e6),
+        }
+    return variants
+
+
+def scale_variants(scores: Tensor, d_k: int) -> dict[str, Tensor]:
+    return {"no_scale": scores, "divide_by_dk": scores / d_k, "multiply_by_sqrt": scores * math.sqrt(d_k)}
+
+
+def causal_variants(T_q: int, T_k: int) -> dict[str, Tensor]:
+    ones = torch.ones(T_q, T_k, dtype=torch.bool)
+    return {
+        "causal_flipped": torch.triu(ones),
+        "causal_bottom_right": torch.tril(ones, diagonal=T_k - T_q),
+        "causal_strict": torch.tril(ones, diagonal=-1),
+    }
+
+
+def sdpa_variants(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causal: bool) -> dict[str, tuple[Tensor, Tensor]]:
+    """scaled_dot_product_attention done wrong: (output, weights) of each variant."""
+    d_k = Q.size(-1)
+    raw = ref.attention_scores(Q, K)
+    full_mask = mask
+    if is_causal:
+        causal = ref.causal_mask(Q.size(-2), K.size(-2))
+        full_mask = causal if mask is None else mask & causal
+    weights = {name: ref.masked_softmax(s, full_mask) for name, s in scale_variants(raw, d_k).items()}
+    weights |= softmax_variants(ref.scale_scores(raw, d_k), full_mask)
+    if is_causal:
+        for name, wrong in causal_variants(Q.size(-2), K.size(-2)).items():
+            combined = wrong if mask is None else mask & wrong
+            weights[name] = ref.masked_softmax(ref.scale_scores(raw, d_k), combined)
+    return {name: (w @ V, w) for name, w in weights.items()}
+
+
+def name_mistake(actual: Tensor, variants: dict[str, Tensor], atol: float, rtol: float) -> str | None:
+    """The sentence for the first variant the student's tensor matches, if any."""
+    for name, wrong in variants.items():
+        if wrong.shape == actual.shape and _close(actual.double(), wrong.double(), atol, rtol):
+            return SENTENCES[name]
+    return None
+
+
+def _close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
+    same_nan = actual.isnan() == expected.isnan()
+    error = (actual - expected).abs().nan_to_num(0.0, posinf=math.inf)
+    return bool(same_nan.all() and (error <= atol + rtol * expected.abs().nan_to_num(0.0)).all())

@@ -1,0 +1,135 @@
+"""The pytest plugin that runs the hidden checks: fixtures, the ``check`` marker, and outcomes.
+
+Checks never compute points: they declare the student function they are about and their
+category with ``@pytest.mark.check(function=..., category=...)``; points come from the
+settings and are applied later, by autograder.scoring.
+"""
+
+from __future__ import annotations
+
+import traceback
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder.cases import Draw
+from autograder.config import Settings
+from autograder.expect import CheckFailure
+from autograder.sandbox import Sandbox
+from autograder.student import Student, StudentFault
+
+CATEGORIES = {
+    "shape", "values", "matches-torch", "nan-safety", "stability", "causal", "masking", "gradient",
+    "dtype", "no-mutation", "multi-head", "variance", "timing", "integrity", "load",
+}  # fmt: skip
+
+
+@dataclass
+class Outcome:
+    """One check's result, before points: passed, failed, not-run, or the grader's own error."""
+
+    check: str
+    function: str
+    category: str
+    status: str
+    message: str = ""
+
+
+class GradingPlugin:
+    def __init__(self, submission: Path, settings: Settings, seed: int, device: str) -> None:
+        # underscored: pytest would take public attributes named like fixtures for fixtures
+        self._submission = submission
+        self._settings = settings
+        self._seed = seed
+        self._device = device
+        self.outcomes: dict[str, Outcome] = {}
+        self.sandbox: Sandbox | None = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Every check declares a known category and has points in the settings, before anything runs."""
+        for item in items:
+            marker = item.get_closest_marker("check")
+            if marker is None:
+                raise pytest.UsageError(f"{item.nodeid} has no @pytest.mark.check marker")
+            if marker.kwargs.get("category") not in CATEGORIES:
+                raise pytest.UsageError(f"{item.nodeid}: unknown category {marker.kwargs.get('category')!r}")
+            if check_id(item) not in self._settings.points:
+                raise pytest.UsageError(f"{item.nodeid}: no [points] entry {check_id(item)!r} in the settings")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            marker = item.get_closest_marker("check")
+            status, message = _status(report, call)
+            self.outcomes[check_id(item)] = Outcome(
+                check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message
+            )
+
+    def pytest_sessionfinish(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+    @pytest.fixture(scope="session")
+    def student(self) -> Student:
+        limits = self._settings["limits"]
+        if self.sandbox is None:
+            self.sandbox = Sandbox(
+                self._submission,
+                memory_mb=limits["memory_mb"],
+                output_kb=limits["output_kb"],
+                load_timeout=limits["load_timeout"],
+            ).__enter__()
+            self.sandbox.load()
+        return Student(self.sandbox, limits["call_timeout"])
+
+    @pytest.fixture
+    def loaded(self, student: Student) -> Student:
+        """The student's module, or the reason it could not be loaded, as a failure of the check."""
+        reply = self.sandbox.load_reply
+        if not reply.ok:
+            raise StudentFault(f"attention.py could not be loaded: {reply.describe()}")
+        return student
+
+    @pytest.fixture
+    def source(self) -> str:
+        """The submission's Python source, read here in the trusted process."""
+        return self._submission.read_text(encoding="utf-8")
+
+    @pytest.fixture
+    def settings(self) -> Settings:
+        return self._settings
+
+    @pytest.fixture
+    def device(self) -> str:
+        return self._device
+
+    @pytest.fixture
+    def draw(self, request: pytest.FixtureRequest) -> Draw:
+        """Inputs of this check: fresh each run, independent of the order the checks run in."""
+        return Draw(self._seed ^ zlib.crc32(request.node.name.encode()))
+
+
+def check_id(item: pytest.Item) -> str:
+    return item.name.removeprefix("test_")
+
+
+def _status(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[str, str]:
+    if report.passed:
+        return "passed", ""
+    if report.skipped:
+        return "not-run", str(report.longrepr[2]).removeprefix("Skipped: ")
+    error = call.excinfo.value if call.excinfo else None
+    if isinstance(error, (CheckFailure, StudentFault)):
+        return "failed", str(error)
+    if call.excinfo and call.excinfo.typename == "Failed" and "Timeout" in str(error):
+        return "failed", "the check ran out of time (the student's code is far too slow or stuck)"
+    detail = "".join(traceback.format_exception(error)) if error else str(report.longrepr)
+    return "grader-error", detail

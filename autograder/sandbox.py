@@ -1,0 +1,244 @@
+"""Runs the student's code in worker processes, never in this one.
+
+``Sandbox`` owns a zygote (see worker.py) and one live child at a time. ``call`` sends a
+request and waits for the answer within a time limit; a child that crashed, hung or exited
+is killed and replaced before the next call. A target that hung once is not waited on again.
+When the sandbox closes, every process the submission started is gone.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import wire
+
+_OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass
+class Reply:
+    """What one call produced: a value, or the reason there is none."""
+
+    ok: bool
+    value: object = None
+    grads: list | None = None
+    ops: list[str] = field(default_factory=list)
+    mutated: list[bool] = field(default_factory=list)
+    error: str = ""
+    message: str = ""
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        return f"{self.error}: {self.message}" if self.message else self.error
+
+
+def _library_folder(root: Path) -> Path:
+    """A folder of links to site-packages without this project's packages, plus wire.py."""
+    lib = root / "lib"
+    lib.mkdir()
+    site = Path(sysconfig.get_paths()["purelib"])
+    for entry in site.iterdir():
+        if not entry.name.startswith(_OWN_PACKAGES) and not entry.name.endswith(".pth"):
+            (lib / entry.name).symlink_to(entry)
+    shutil.copy(Path(wire.__file__), lib / "wire.py")
+    return lib
+
+
+def _become_subreaper() -> None:
+    """Orphans of the submission's processes become our children, so that close() can find them."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+class Sandbox:
+    """The student's module, loaded in a worker process, behind a request/answer interface."""
+
+    def __init__(self, submission: Path, *, memory_mb: int, output_kb: int, load_timeout: float) -> None:
+        self.submission = submission
+        self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10}
+        self.load_timeout = load_timeout
+        self.hung: set[str] = set()
+        self.restarts = 0
+        self.load_reply: Reply | None = None
+        self._child: tuple[int, socket.socket] | None = None
+        self._zygote: subprocess.Popen | None = None
+
+    def __enter__(self) -> Sandbox:
+        _become_subreaper()
+        self.folder = Path(tempfile.mkdtemp(prefix="sdpa-grade-"))
+        self.scratch = self.folder / "scratch"
+        self.scratch.mkdir()
+        shutil.copy(self.submission, self.scratch / "attention.py")
+        lib = _library_folder(self.folder)
+        self._control, theirs = socket.socketpair()
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.scratch), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
+        worker = self.folder / "worker.py"
+        shutil.copy(Path(__file__).with_name("worker.py"), worker)
+        self._zygote = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(worker), str(lib), str(self.scratch), json.dumps(self.limits)]
+            + [str(theirs.fileno())],
+            cwd=self.scratch,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=[theirs.fileno()],
+            start_new_session=True,
+        )
+        theirs.close()
+        self._control.settimeout(60)
+        if self._control.recv(1) != b"R":
+            raise RuntimeError(f"the worker did not start: {self._zygote.stderr.read().decode()[-2000:]}")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def load(self) -> Reply:
+        """Load the submission in a fresh child; the reply names its top-level definitions."""
+        self.load_reply = self._request({"op": "load", "path": "attention.py"}, "load", self.load_timeout)
+        return self.load_reply
+
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
+        """Call ``target`` of the student's module with plain tensors; never raises for the student's faults."""
+        if self.load_reply is None or not self.load_reply.ok:
+            return Reply(False, error="NotLoaded", message="the submission did not load")
+        if target in self.hung:
+            return Reply(False, error="Timeout", message=f"{target} did not finish in an earlier call; not run again")
+        request = {"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, **options}
+        return self._request(request, target, timeout)
+
+    def _request(self, request: dict, target: str, timeout: float) -> Reply:
+        if self._child is None:
+            self._spawn()
+            if request["op"] != "load" and self.load_reply is not None:
+                reloaded = self._exchange({"op": "load", "path": "attention.py"}, self.load_timeout)
+                if not reloaded.ok:
+                    return reloaded
+        reply = self._exchange(request, timeout)
+        if reply.error == "Timeout":
+            self.hung.add(target)
+        return reply
+
+    def _exchange(self, request: dict, timeout: float) -> Reply:
+        pid, conn = self._child
+        started = time.perf_counter()
+        try:
+            wire.send(conn, request)
+            ready, _, _ = select.select([conn], [], [], timeout)
+            if not ready:
+                self._kill_child()
+                return Reply(False, error="Timeout", message=f"no answer within {timeout:g} s (infinite loop?)")
+            conn.settimeout(timeout)
+            answer = wire.receive(conn)
+        except (EOFError, ConnectionError, socket.timeout) as error:
+            self._kill_child()
+            reason = "the worker process died during the call (a crash, a segfault, os._exit or too much memory)"
+            if isinstance(error, socket.timeout):
+                reason = f"no complete answer within {timeout:g} s"
+            return Reply(False, error="WorkerDied", message=reason)
+        except wire.WireError as error:
+            self._kill_child()
+            return Reply(False, error="WireError", message=f"the answer could not be read: {error}")
+        elapsed = time.perf_counter() - started
+        if not isinstance(answer, dict):
+            return Reply(False, error="WireError", message="the answer was not a message")
+        if not answer.get("ok"):
+            return Reply(False, error=str(answer.get("error", "Error")), message=str(answer.get("message", "")))
+        return Reply(
+            True,
+            value=answer.get("value"),
+            grads=answer.get("grads"),
+            ops=[str(op) for op in answer.get("ops", [])],
+            mutated=[bool(m) for m in answer.get("mutated", [])],
+            # timed by our own clock: the worker cannot claim to be faster than it was
+            seconds=elapsed,
+        )
+
+    def _spawn(self) -> None:
+        ours, theirs = socket.socketpair()
+        socket.send_fds(self._control, [b"S"], [theirs.fileno()])
+        theirs.close()
+        pid = int.from_bytes(self._recv_exact(8), "big")
+        self._child = (pid, ours)
+        self.restarts += 1
+
+    def _recv_exact(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self._control.recv(size - len(data))
+            if not chunk:
+                raise RuntimeError("the worker's zygote exited")
+            data += chunk
+        return data
+
+    def _kill_child(self) -> None:
+        if self._child is None:
+            return
+        pid, conn = self._child
+        conn.close()
+        for target in (-pid, pid):
+            try:
+                os.kill(target, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self._child = None
+
+    def close(self) -> None:
+        """Kill the child, the zygote and anything they left behind; delete the scratch folder."""
+        self._kill_child()
+        if self._zygote is not None:
+            self._control.close()
+            try:
+                os.killpg(self._zygote.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._zygote.wait()
+            self._zygote.stderr.close()
+            self._zygote = None
+        _kill_orphans()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _kill_orphans() -> None:
+    """Kill and reap every process re-parented to us, as long as any remains."""
+    for _ in range(50):
+        orphans = _children(os.getpid())
+        if not orphans:
+            return
+        for pid in orphans:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        time.sleep(0.01)

@@ -1,0 +1,56 @@
+"""The student's module as the hidden checks see it: a proxy whose calls run in the worker."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from autograder.sandbox import Reply, Sandbox
+
+
+class StudentFault(Exception):
+    """The student's code raised, crashed, hung or returned something unusable."""
+
+
+class Student:
+    """``student.masked_softmax(scores, mask)`` runs the student's function in the worker.
+
+    Plain calls return the function's value; ``run`` returns the whole reply (gradients,
+    mutation flags). Every fused-attention op a call ran is remembered per function.
+    """
+
+    def __init__(self, sandbox: Sandbox, timeout: float) -> None:
+        self._sandbox = sandbox
+        self._timeout = timeout
+        self.ops: dict[str, set[str]] = defaultdict(set)
+
+    def run(self, target: str, *args, grad=(), grad_outputs=None, **kwargs) -> Reply:
+        options = {"grad": list(grad), "grad_outputs": grad_outputs}
+        reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
+        self._raise_for(target, reply)
+        return reply
+
+    def mha(self, init: tuple, state: dict, *args, grad=(), grad_outputs=None, **kwargs) -> Reply:
+        """Build MultiHeadAttention(*init) in the worker, load ``state`` into it, call it."""
+        options = {"init": list(init), "state": state, "grad": list(grad), "grad_outputs": grad_outputs}
+        reply = self._sandbox.call("MultiHeadAttention", args, kwargs, timeout=self._timeout, **options)
+        self._raise_for("MultiHeadAttention", reply)
+        return reply
+
+    def time(self, target: str, *args, repeat: int, **kwargs) -> float:
+        """Seconds for ``repeat`` calls, as bounded by this process's own clock."""
+        reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, repeat=repeat)
+        self._raise_for(target, reply)
+        return reply.seconds
+
+    def _raise_for(self, target: str, reply: Reply) -> None:
+        self.ops[target].update(reply.ops)
+        if reply.ok:
+            return
+        if reply.error == "NotImplementedError":
+            raise StudentFault(f"{target} is not implemented yet (it raises NotImplementedError)")
+        raise StudentFault(f"{target} failed: {reply.describe()}")
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.run(name, *args, **kwargs).value

@@ -1,0 +1,56 @@
+"""Read a submission (an attention.py or a notebook) into the Python source the worker loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+class Ungradable(Exception):
+    """The submission cannot be graded at all; the message says why, for the student."""
+
+
+def notebook_source(text: str) -> str:
+    """The code of a notebook's solution and set-up cells; test cells, magics and shell escapes left out."""
+    try:
+        notebook = json.loads(text)
+        cells = notebook["cells"]
+    except (ValueError, KeyError, TypeError):
+        raise Ungradable("the notebook is not valid .ipynb JSON") from None
+    parts = []
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+        if nbgrader.get("grade") and not nbgrader.get("solution"):
+            continue  # a test cell: the grader brings its own checks
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        kept = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+        parts.append("\n".join(kept))
+    return "\n\n".join(parts) + "\n"
+
+
+def read_submission(path: Path, folder: Path) -> Path:
+    """Write the submission's Python source to ``folder/attention.py`` and return that path."""
+    if path.is_dir():
+        candidates = sorted(path.rglob("attention.py")) or sorted(path.rglob("*.ipynb"))
+        candidates = [c for c in candidates if ".ipynb_checkpoints" not in c.parts]
+        if not candidates:
+            raise Ungradable(f"no attention.py or notebook in {path.name}/")
+        path = candidates[0]
+    if not path.is_file():
+        raise Ungradable(f"{path} does not exist")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise Ungradable(f"{path.name} is not UTF-8 text") from None
+    if path.suffix == ".ipynb":
+        text = notebook_source(text)
+    elif path.suffix != ".py":
+        raise Ungradable(f"{path.name} is neither a .py file nor a notebook")
+    if not text.strip():
+        raise Ungradable(f"{path.name} is empty")
+    target = folder / "attention.py"
+    target.write_text(text, encoding="utf-8")
+    return target

@@ -1,0 +1,129 @@
+"""The messages between the grader and the worker: JSON headers and raw tensor bytes, never pickle.
+
+A message is an 8-byte big-endian length, a JSON header of that length, then the raw bytes
+of every tensor the header names. Tensors appear in the header as
+``{"$tensor": index, "dtype": "float32", "shape": [2, 3]}``; tuples as ``{"$tuple": [...]}``.
+This file imports only the standard library and torch: the worker runs it without the
+grader's packages on its path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+
+import torch
+
+DTYPES = {
+    name: getattr(torch, name)
+    for name in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "uint8", "int8", "bool")
+}
+_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+MAX_MESSAGE = 1 << 30
+
+
+class WireError(ValueError):
+    """A message that breaks the protocol: wrong type, size or shape."""
+
+
+def encode(value) -> tuple[bytes, list[bytes]]:
+    """A plain value or tensor structure as (JSON header, blobs)."""
+    blobs: list[bytes] = []
+
+    def plain(item):
+        if isinstance(item, torch.Tensor):
+            if type(item) is not torch.Tensor and not isinstance(item, torch.nn.Parameter):
+                raise WireError(f"a tensor subclass ({type(item).__name__}) cannot be sent")
+            if item.dtype not in _NAMES:
+                raise WireError(f"tensors of dtype {item.dtype} cannot be sent")
+            data = item.detach().to("cpu").contiguous().reshape(-1)
+            blobs.append(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+            return {"$tensor": len(blobs) - 1, "dtype": _NAMES[item.dtype], "shape": list(item.shape)}
+        if isinstance(item, tuple):
+            return {"$tuple": [plain(x) for x in item]}
+        if isinstance(item, list):
+            return [plain(x) for x in item]
+        if isinstance(item, dict):
+            return {str(key): plain(x) for key, x in item.items()}
+        if item is None or type(item) in (bool, int, str):
+            return item
+        if type(item) is float:
+            return item if math.isfinite(item) else {"$float": repr(item)}
+        raise WireError(f"a value of type {type(item).__name__} cannot be sent")
+
+    header = json.dumps({"body": plain(value), "sizes": [len(blob) for blob in blobs]}).encode()
+    return header, blobs
+
+
+def decode(header: bytes, read_blob):
+    """Rebuild a value from its header, reading each tensor's bytes with read_blob(size)."""
+    try:
+        message = json.loads(header)
+        sizes = [int(size) for size in message["sizes"]]
+        body = message["body"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise WireError(f"malformed header: {error}") from None
+    blobs = [read_blob(size) for size in sizes]
+
+    def rebuild(item):
+        if isinstance(item, list):
+            return [rebuild(x) for x in item]
+        if not isinstance(item, dict):
+            return item
+        if "$tuple" in item:
+            return tuple(rebuild(x) for x in item["$tuple"])
+        if "$float" in item:
+            return float(item["$float"])
+        if "$tensor" in item:
+            return _tensor(item, blobs)
+        return {key: rebuild(x) for key, x in item.items()}
+
+    return rebuild(body)
+
+
+def _tensor(item: dict, blobs: list[bytes]) -> torch.Tensor:
+    dtype = DTYPES.get(item.get("dtype"))
+    shape = item.get("shape")
+    index = item.get("$tensor")
+    if dtype is None or not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
+        raise WireError("malformed tensor header")
+    if type(index) is not int or not 0 <= index < len(blobs):
+        raise WireError("tensor header names a missing blob")
+    blob = blobs[index]
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if len(blob) != math.prod(shape) * itemsize:
+        raise WireError(f"tensor of shape {tuple(shape)} and dtype {dtype} does not fit its {len(blob)} bytes")
+    if not blob:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(blob), dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def send(sock, value) -> None:
+    """Write one message to a connected socket."""
+    header, blobs = encode(value)
+    sock.sendall(struct.pack(">Q", len(header)) + header)
+    for blob in blobs:
+        sock.sendall(blob)
+
+
+def receive(sock, limit: int = MAX_MESSAGE):
+    """Read one message from a connected socket; EOFError when the peer has gone."""
+    total = 0
+
+    def exactly(size: int) -> bytes:
+        nonlocal total
+        total += size
+        if total > limit:
+            raise WireError(f"message larger than {limit} bytes")
+        chunks, remaining = [], size
+        while remaining:
+            chunk = sock.recv(min(remaining, 1 << 20))
+            if not chunk:
+                raise EOFError("the peer closed the connection")
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    (length,) = struct.unpack(">Q", exactly(8))
+    return decode(exactly(length), exactly)

@@ -1,0 +1,238 @@
+"""The worker: the only process that imports the student's code.
+
+Started by the grader as ``python -I -S worker.py LIBDIR SCRATCH LIMITS FD`` with a minimal
+environment; LIBDIR holds torch and its dependencies and a copy of wire.py, nothing else. It imports torch once (the "zygote"), then, for every request on its control
+socket, forks a child that loads the submission and serves calls on a socket of its own.
+Children never see the grader's packages, the reference, the config or the results file:
+only plain tensors and plain data cross the sockets (see wire.py).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import sys
+import traceback
+
+FORBIDDEN = ("scaled_dot_product", "multi_head_attention", "flash_attention", "efficient_attention", "multiheadattention")
+
+
+class _CappedStream:
+    """A text stream that keeps at most ``limit`` characters and drops the rest."""
+
+    def __init__(self, stream, limit: int) -> None:
+        self.stream, self.left = stream, limit
+
+    def write(self, text) -> int:
+        text = str(text)
+        if self.left > 0:
+            kept = text[: self.left]
+            self.left -= len(kept)
+            try:
+                self.stream.write(kept)
+                self.stream.flush()
+            except OSError:
+                self.left = 0
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _error(exc: BaseException) -> dict:
+    """What the grader learns of a student's exception: type, message, and the student's own frames."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("attention.py")]
+    where = f" (attention.py, line {frames[-1].lineno})" if frames else ""
+    return {"ok": False, "error": type(exc).__name__, "message": f"{str(exc)[:500]}{where}"}
+
+
+def _recorder():
+    """Context managers that note every fused-attention op the student's code runs."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: set[str] = set()
+
+    def note(name: str) -> None:
+        if any(word in name.lower() for word in FORBIDDEN):
+            seen.add(name)
+
+    class Functions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            note(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            note(str(func))
+            return func(*args, **(kwargs or {}))
+
+    return seen, Functions(), Ops()
+
+
+def _flatten(value) -> list:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _flatten(item)]
+    return []
+
+
+def _instantiate(module, request: dict):
+    """Build the student's MultiHeadAttention with the grader's weights; return its forward."""
+    import torch
+
+    model = module.MultiHeadAttention(*request["init"])
+    dtypes = {tensor.dtype for tensor in request["state"].values()}
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError("MultiHeadAttention must be an nn.Module")
+    model = model.to(dtypes.pop())  # the grader's weights and inputs are float64
+    with torch.no_grad():
+        for name, tensor in request["state"].items():
+            layer_name, _, param = name.partition(".")
+            layer = getattr(model, layer_name, None)
+            if not isinstance(layer, torch.nn.Linear):
+                raise AttributeError(f"MultiHeadAttention has no nn.Linear attribute named {layer_name}")
+            target = getattr(layer, param, None)
+            if target is None or target.shape != tensor.shape:
+                found = None if target is None else tuple(target.shape)
+                raise ValueError(f"{name} has shape {found}, expected {tuple(tensor.shape)}")
+            target.copy_(tensor)
+    return model
+
+
+def _revive(value):
+    """A ``{"$generator": seed}`` placeholder becomes a seeded torch.Generator."""
+    import torch
+
+    if isinstance(value, dict) and set(value) == {"$generator"}:
+        return torch.Generator().manual_seed(int(value["$generator"]))
+    return value
+
+
+def _call(module, request: dict) -> dict:
+    import torch
+
+    target = request["target"]
+    args = [_revive(a) for a in request.get("args", [])]
+    kwargs = {key: _revive(value) for key, value in request.get("kwargs", {}).items()}
+    for index in request.get("grad", []):
+        args[index] = args[index].clone().requires_grad_(True)
+    function = getattr(module, target, None)
+    if function is None:
+        raise AttributeError(f"attention.py has no function named {target}")
+    if request.get("repeat"):  # timing: no recorder, whose overhead would be counted
+        for _ in range(request["repeat"]):
+            function(*args, **kwargs)
+        return {"ok": True}
+    before = [a.clone() if isinstance(a, torch.Tensor) else None for a in args]
+    seen, functions, ops = _recorder()
+    with functions, ops:
+        if target == "MultiHeadAttention":
+            function = _instantiate(module, request)
+        value = function(*args, **kwargs)
+        grads = None
+        if request.get("grad_outputs") is not None:
+            inputs = [args[i] for i in request["grad"]]
+            outputs = _flatten(value)
+            pairs = [(o, g) for o, g in zip(outputs, request["grad_outputs"]) if o.requires_grad]
+            if not pairs:
+                raise RuntimeError("the result does not depend on the inputs through autograd (was it detached?)")
+            grads = torch.autograd.grad(
+                [o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True
+            )
+            grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
+    changed = [b is not None and not torch.equal(b, a.detach()) for b, a in zip(before, args)]
+    return {"ok": True, "value": value, "grads": grads, "ops": sorted(seen), "mutated": changed}
+
+
+def _load(path: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("attention", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["attention"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _serve(conn: socket.socket, limits: dict) -> None:
+    """A child: cap resources, load the submission, answer calls until the grader hangs up."""
+    import wire
+
+    os.setsid()
+    memory = limits["memory_bytes"]
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["output_bytes"], limits["output_bytes"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    log = os.open("output.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    sys.stdin = open(os.devnull)
+    sys.stdout = sys.stderr = _CappedStream(os.fdopen(os.dup(1), "w"), limits["output_bytes"])
+    module = None
+    while True:
+        try:
+            request = wire.receive(conn)
+        except (EOFError, OSError):
+            os._exit(0)
+        try:
+            if request["op"] == "load":
+                module = _load(request["path"])
+                reply = {"ok": True, "names": sorted(n for n in vars(module) if not n.startswith("_"))}
+            elif module is None:
+                reply = {"ok": False, "error": "NotLoaded", "message": "the submission is not loaded"}
+            else:
+                reply = _call(module, request)
+        except BaseException as exc:  # noqa: BLE001 - the student's SystemExit and KeyboardInterrupt too
+            reply = _error(exc)
+        try:
+            wire.send(conn, reply)
+        except wire.WireError as error:
+            wire.send(conn, {"ok": False, "error": "WireError", "message": str(error)})
+
+
+def main() -> None:
+    """The zygote: import torch once, then fork one child per socket the grader sends."""
+    libdir, scratch, limits_text, control_fd = sys.argv[1:5]
+    sys.path[:0] = [libdir]
+    import json
+
+    import torch  # noqa: F401 - imported once here so every child starts warm
+
+    torch.set_num_threads(1)
+    limits = json.loads(limits_text)
+    os.chdir(scratch)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    control = socket.socket(fileno=int(control_fd))
+    control.sendall(b"R")
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(control, 1, 1)
+        except OSError:
+            return
+        if not fds:
+            return
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _serve(socket.socket(fileno=fds[0]), limits)
+            os._exit(0)
+        os.close(fds[0])
+        control.sendall(pid.to_bytes(8, "big"))
+
+
+if __name__ == "__main__":
+    main()
