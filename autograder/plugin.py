@@ -86,6 +86,7 @@ class GradingPlugin:
                 memory_mb=limits["memory_mb"],
                 output_kb=limits["output_kb"],
                 load_timeout=limits["load_timeout"],
+                after_hang_timeout=limits["after_hang_timeout"],
             ).__enter__()
             self.sandbox.load()
         return Student(self.sandbox, limits["call_timeout"])

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from autograder import wire
 
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
@@ -38,12 +40,26 @@ class Reply:
     grads: list | None = None
     ops: list[str] = field(default_factory=list)
     mutated: list[bool] = field(default_factory=list)
+    after: list = field(default_factory=list)
     error: str = ""
     message: str = ""
     seconds: float = 0.0
 
     def describe(self) -> str:
         return f"{self.error}: {self.message}" if self.message else self.error
+
+
+def _mutated(sent: tuple, after: list) -> list[bool]:
+    """For each argument: did the call change it? Compared here, with our own torch.equal."""
+    changed = []
+    for index, before in enumerate(sent):
+        now = after[index] if index < len(after) else None
+        if not isinstance(before, torch.Tensor):
+            changed.append(False)
+        else:
+            same = isinstance(now, torch.Tensor) and now.shape == before.shape and now.dtype == before.dtype
+            changed.append(not (same and torch.equal(now, before)))
+    return changed
 
 
 def _library_folder(root: Path) -> Path:
@@ -82,8 +98,11 @@ def _children(pid: int) -> list[int]:
 class Sandbox:
     """The student's module, loaded in a worker process, behind a request/answer interface."""
 
-    def __init__(self, submission: Path, *, memory_mb: int, output_kb: int, load_timeout: float) -> None:
+    def __init__(
+        self, submission: Path, *, memory_mb: int, output_kb: int, load_timeout: float, after_hang_timeout: float
+    ) -> None:
         self.submission = submission
+        self.after_hang_timeout = after_hang_timeout
         self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10}
         self.load_timeout = load_timeout
         self.hung: set[str] = set()
@@ -133,9 +152,14 @@ class Sandbox:
         if self.load_reply is None or not self.load_reply.ok:
             return Reply(False, error="NotLoaded", message="the submission did not load")
         if target in self.hung:
-            return Reply(False, error="Timeout", message=f"{target} did not finish in an earlier call; not run again")
+            return Reply(False, error="Timeout", message=f"{target} did not finish in an earlier call, so it was not run again")
+        if self.hung:
+            timeout = min(timeout, self.after_hang_timeout)
         request = {"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, **options}
-        return self._request(request, target, timeout)
+        reply = self._request(request, target, timeout)
+        if reply.ok and not options.get("repeat"):
+            reply.mutated = _mutated(args, reply.after)
+        return reply
 
     def _request(self, request: dict, target: str, timeout: float) -> Reply:
         if self._child is None:
@@ -179,7 +203,7 @@ class Sandbox:
             value=answer.get("value"),
             grads=answer.get("grads"),
             ops=[str(op) for op in answer.get("ops", [])],
-            mutated=[bool(m) for m in answer.get("mutated", [])],
+            after=answer.get("after") if isinstance(answer.get("after"), list) else [],
             # timed by our own clock: the worker cannot claim to be faster than it was
             seconds=elapsed,
         )

@@ -54,14 +54,16 @@ def _median_ratio(loaded, args, repeat, rounds):
 def test_timing_cpu(loaded, draw, settings):
     """On the CPU, the student's attention takes at most `budget` times the reference's time."""
     timing = settings["timing"]
-    B, H, T, d = 4, 4, 128, 32
+    # one long sequence with small heads: a loop over positions costs T times the per-op
+    # overhead, while honest variants (einsum, float64 inside, ...) stay within 2x (docs/performance.md)
+    B, H, T, d = 1, 1, 256, 16
     args = (draw.normal(B, H, T, d, dtype=torch.float32), draw.normal(B, H, T, d, dtype=torch.float32),
             draw.normal(B, H, T, d, dtype=torch.float32), torch.ones(T, T, dtype=torch.bool).tril())
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the worker computes on one thread too
     try:
         for _ in range(1 + timing["retries"]):
-            ratio = _median_ratio(loaded, args, repeat=5, rounds=timing["rounds"])
+            ratio = _median_ratio(loaded, args, repeat=20, rounds=timing["rounds"])
             if ratio <= timing["budget"]:
                 return
     finally:

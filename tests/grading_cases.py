@@ -1,0 +1,105 @@
+"""What each submission under tests/submissions must score: the checks it fails and the feedback it gets."""
+
+from __future__ import annotations
+
+SDPA_VALUES = {"sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked", "sdpa_dtypes", "sdpa_gradients"}
+SDPA_ALL = SDPA_VALUES | {"sdpa_lesson_shape", "sdpa_no_mutation"}
+SOFTMAX_ALL = {"softmax_values", "softmax_masked", "softmax_fully_masked", "softmax_stability", "softmax_no_mutation"}
+MHA = {"mha_matches_torch", "mha_masks"}
+GATED_SDPA = {"integrity_sdpa", "timing_cpu"}
+GATED_MHA = {"integrity_mha"}
+EVERYTHING_ABOVE_SDPA = SDPA_ALL | MHA | GATED_SDPA | GATED_MHA
+
+# name -> (checks that earn nothing, {check: a phrase its feedback must contain})
+CASES: dict[str, tuple[set[str], dict[str, str]]] = {
+    "reference": (set(), {}),
+    # broken or hostile from the first line: nothing can be earned
+    "syntax_error": ({"*"}, {"scores_shape": "could not be loaded: SyntaxError"}),
+    "import_error": ({"*"}, {"scores_shape": "could not be loaded: ModuleNotFoundError"}),
+    "loop_at_import": ({"*"}, {"scores_shape": "could not be loaded: Timeout"}),
+    "sys_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: SystemExit"}),
+    "os_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: WorkerDied"}),
+    # hostile in one function: costs that function and what is built on it, nothing else
+    "hang_in_softmax": (SOFTMAX_ALL | EVERYTHING_ABOVE_SDPA, {"softmax_values": "no answer within"}),
+    "sys_exit_in_call": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "SystemExit: grading over"}),
+    "os_exit_in_call": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "worker process died"}),
+    "segfault": ({"padding_lengths"}, {"padding_lengths": "worker process died"}),
+    "memory_blowup": (
+        {"causal_square", "causal_rectangular", "sdpa_causal", "mha_masks"} | GATED_SDPA | GATED_MHA,
+        {"causal_square": "MemoryError"},
+    ),
+    "flood_output": (set(), {}),
+    "read_stdin": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "EOFError"}),
+    "background_process": (set(), {}),
+    "patch_torch_compare": ({"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA, {"scale_values": "did not divide"}),
+    "fake_results": ({"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA, {"scale_values": "divided by d_k"}),
+    "tensor_subclass": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "tensor subclass"}),
+    "wrong_signature": (
+        (SDPA_ALL - {"sdpa_lesson_shape"}) | MHA | GATED_SDPA | GATED_MHA,
+        {"sdpa_matches_torch": "unexpected keyword argument 'mask'"},
+    ),
+    "missing_function": (
+        {"variance_close", "variance_uses_generator"},
+        {"variance_close": "no function named dot_product_variance"},
+    ),
+    # the classic mistakes, each named
+    "mistake_no_scale": (
+        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"scale_values": "did not divide the scores by sqrt(d_k)", "sdpa_matches_torch": "did not divide the scores"},
+    ),
+    "mistake_divide_by_dk": (
+        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"scale_values": "divided by d_k, not by sqrt(d_k)", "sdpa_matches_torch": "divided by d_k"},
+    ),
+    "mistake_query_axis": (
+        SOFTMAX_ALL - {"softmax_no_mutation"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"softmax_values": "over the query axis", "sdpa_matches_torch": "over the query axis"},
+    ),
+    "mistake_mask_inverted": (
+        {"softmax_masked", "softmax_fully_masked", "softmax_stability", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+        {"softmax_masked": "polarity is inverted"},
+    ),
+    "mistake_zero_fill": (
+        {"softmax_masked", "softmax_fully_masked", "softmax_stability", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+        {"softmax_masked": "set to 0 instead of -inf"},
+    ),
+    "mistake_mask_after_softmax": (
+        {"softmax_masked", "softmax_fully_masked", "softmax_stability", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+        {"softmax_masked": "applied after the softmax"},
+    ),
+    "mistake_nan_rows": (
+        {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
+        {"softmax_fully_masked": "come out as NaN", "sdpa_fully_masked": "come out as NaN"},
+    ),
+    # -1e6 does not even fit in float16: the dtype check fails too
+    "mistake_uniform_rows": (
+        {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
+        {"softmax_fully_masked": "uniform weights", "sdpa_fully_masked": "uniform weights"},
+    ),
+    "mistake_causal_flipped": (
+        {"causal_square", "causal_rectangular", "sdpa_causal", "mha_masks"} | GATED_SDPA | GATED_MHA,
+        {"causal_square": "triangle is flipped", "sdpa_causal": "triangle is flipped"},
+    ),
+    "mistake_causal_bottom_right": (
+        {"causal_rectangular", "sdpa_causal"} | GATED_SDPA,
+        {"causal_rectangular": "aligned bottom-right", "sdpa_causal": "aligned bottom-right"},
+    ),
+    "mistake_transpose_12": (
+        {"scores_shape", "sdpa_matches_torch", "sdpa_causal", "sdpa_gradients"} | MHA | GATED_SDPA | GATED_MHA,
+        {"scores_shape": "transposed axes 1 and 2"},
+    ),
+    "mistake_no_max_subtraction": ({"softmax_stability"}, {"softmax_stability": "subtract each row's maximum"}),
+    # in place on a tensor that requires grad is an error of its own in the gradient check
+    "mistake_mutation": ({"softmax_no_mutation", "softmax_fully_masked"}, {"softmax_no_mutation": "in place"}),
+    "mistake_mutation_hidden": ({"softmax_no_mutation", "softmax_fully_masked"}, {"softmax_no_mutation": "in place"}),
+    "mistake_loop_over_queries": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
+    "cheat_fused": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "fused attention"}),
+    "cheat_fused_getattr": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "ran PyTorch's fused attention"}),
+    "cheat_hardcoded_variance": ({"variance_uses_generator"}, {"variance_uses_generator": "same value for every generator"}),
+    # correct solutions written differently: full marks
+    "correct_einsum": (set(), {}),
+    "correct_stable_softmax": (set(), {}),
+    "correct_finfo_fill": (set(), {}),
+    "correct_scale_q_first": (set(), {}),
+    "correct_float64_inside": (set(), {}),
+}

@@ -1,0 +1,1 @@
+del dot_product_variance

@@ -1,0 +1,7 @@
+import torch
+
+
+def masked_softmax(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-2).nan_to_num(0.0)

@@ -1,0 +1,1 @@
+import numpy_but_misspelled  # noqa

@@ -1,0 +1,122 @@
+"""Every submission under tests/submissions, graded in one real `sdpa-grade --batch` run, scores exactly as stated."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from autograder.config import load_settings
+from tests.grading_cases import CASES
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
+
+FAST_LIMITS = """
+[limits]
+call_timeout = 5.0
+load_timeout = 5.0
+after_hang_timeout = 1.0
+memory_mb = 2048
+"""
+POINTS = load_settings().points
+GRADED = {name: points for name, points in POINTS.items() if name != "timing_gpu"}
+
+
+def build_class(folder):
+    """One file per case: standalone submissions as they are, overlays appended to the reference."""
+    reference = REFERENCE.read_text()
+    for path in sorted((SUBMISSIONS / "standalone").glob("*.py")):
+        (folder / path.name).write_text(path.read_text())
+    for path in sorted((SUBMISSIONS / "overlays").glob("*.py")):
+        (folder / path.name).write_text(f"{reference}\n\n# --- {path.name} ---\n{path.read_text()}")
+    (folder / "reference.py").write_text(reference)
+    (folder / "template.py").write_text((ROOT / "student_template" / "attention.py").read_text())
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Grade the whole class once, two at a time, as an instructor would."""
+    base = tmp_path_factory.mktemp("class")
+    folder = base / "submissions"
+    folder.mkdir()
+    build_class(folder)
+    config = base / "fast.toml"
+    config.write_text(FAST_LIMITS)
+    out = base / "grades"
+    result = run(
+        [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "2", "--json-dir", str(out),
+         "--csv", str(base / "grades.csv"), "--config", str(config)],
+        timeout=1200,
+    )  # fmt: skip
+    return {"result": result, "out": out, "folder": folder, "base": base}
+
+
+def load(graded, name):
+    return json.loads((graded["out"] / f"{name}.json").read_text())
+
+
+def test_batch_finished_cleanly(graded):
+    """The batch exits 0 and prints the class summary."""
+    result = graded["result"]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Class summary" in result.stdout
+    assert "Named mistakes" in result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_submission_scores_exactly(graded, name):
+    """The failing checks earn 0, the others full points, and the feedback names the problem."""
+    failing, phrases = CASES[name]
+    result = load(graded, name)
+    scores = {test["name"].split(": ")[1]: test for test in result["tests"]}
+    assert set(scores) == set(POINTS)
+    expected_zero = set(GRADED) if failing == {"*"} else failing
+    for check, points in GRADED.items():
+        want = 0 if check in expected_zero else points
+        assert scores[check]["score"] == want, f"{check}: {scores[check]['output']}"
+        assert scores[check]["max_score"] == points
+    assert result["score"] == sum(test["score"] for test in result["tests"])
+    assert result["score"] == sum(p for check, p in GRADED.items() if check not in expected_zero)
+    for check, phrase in phrases.items():
+        assert phrase in scores[check]["output"], scores[check]["output"]
+
+
+def test_template_scores_zero_with_a_reason(graded):
+    """The untouched template earns nothing, integrity and timing included."""
+    result = load(graded, "template")
+    assert result["score"] == 0
+    assert all("not implemented yet" in t["output"] or "no points" in t["output"] or "not run" in t["output"]
+               for t in result["tests"])
+
+
+def test_empty_file_is_ungradable(graded):
+    """An empty attention.py gets a clear reason and 0, with a valid results file."""
+    result = load(graded, "empty")
+    assert result["score"] == 0
+    assert "is empty" in result["ungradable"]
+
+
+def test_hostile_submission_graded_in_about_honest_time(graded):
+    """A submission that hangs is not waited on at full length for every call."""
+    assert load(graded, "hang_in_softmax")["execution_time"] < 30
+
+
+def test_no_process_outlives_grading(graded):
+    """Processes a submission started, daemons included, are gone when grading ends."""
+    found = subprocess.run(["pgrep", "-f", "sleep 98765"], capture_output=True, text=True)
+    assert found.stdout.strip() == ""
+
+
+def test_fake_results_do_not_count(graded):
+    """A submission that writes a results.json does not change the grade the grader writes."""
+    assert load(graded, "fake_results")["score"] < 55
+
+
+def test_grades_csv_and_resume(graded):
+    """The CSV lists every student; a second run skips them all unless --force."""
+    lines = (graded["base"] / "grades.csv").read_text().splitlines()
+    assert lines[0] == "student,score,max_score,status"
+    assert len(lines) == 1 + len(CASES) + 2  # the cases, plus empty and template
+    again = run([str(BIN / "sdpa-grade"), "--batch", str(graded["folder"]), "--json-dir", str(graded["out"])])
+    assert again.returncode == 0
+    assert f"{len(lines) - 1} already graded, 0 to grade" in again.stderr
