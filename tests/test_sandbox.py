@@ -1,0 +1,73 @@
+"""The worker sandbox: what student code can see, and what survives it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from autograder.sandbox import Sandbox
+
+PROBE = '''
+import importlib.util, os, sys, torch
+
+def attention_scores(Q, K):
+    names = ("autograder", "reference", "tests", "torch")
+    return torch.tensor([importlib.util.find_spec(name) is not None for name in names])
+
+def scale_scores(scores, d_k):
+    return torch.tensor([len(os.environ), int(os.path.exists("attention.py")), len(os.listdir("."))])
+
+def causal_mask(T_q, T_k=None, *, device=None):
+    return torch.tensor(float(torch.get_num_threads()))
+
+def padding_mask(valid_lens, T_k):
+    valid_lens.add_(1)
+    return valid_lens
+'''
+
+
+def sandbox(tmp_path: Path, source: str) -> Sandbox:
+    path = tmp_path / "attention.py"
+    path.write_text(source)
+    return Sandbox(path, memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1)
+
+
+def test_student_code_cannot_import_the_grader(tmp_path):
+    """The worker's path holds torch but not the autograder, the reference or the tests."""
+    with sandbox(tmp_path, PROBE) as box:
+        assert box.load().ok
+        found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=10).value
+    assert found.tolist() == [False, False, False, True]
+
+
+def test_student_code_runs_in_a_bare_scratch_folder(tmp_path):
+    """A minimal environment, a scratch folder holding only the submission (and its output log), one thread."""
+    with sandbox(tmp_path, PROBE) as box:
+        box.load()
+        env_size, has_file, entries = box.call("scale_scores", (torch.zeros(1), 4), timeout=10).value.tolist()
+        threads = box.call("causal_mask", (3,), timeout=10).value
+    assert env_size <= 6 and has_file == 1 and entries <= 3
+    assert float(threads) == 1.0
+
+
+def test_in_place_changes_are_seen_by_the_grader(tmp_path):
+    """Mutation is judged in the grader's process, from the argument the worker hands back."""
+    with sandbox(tmp_path, PROBE) as box:
+        box.load()
+        reply = box.call("padding_mask", (torch.tensor([1, 2]), 3), timeout=10)
+    assert reply.ok and reply.mutated == [True, False]
+
+
+def test_a_hung_function_is_not_waited_on_twice(tmp_path):
+    """After a time-out the child is replaced, the hung function is skipped, and others run with a short limit."""
+    source = PROBE + "\ndef attention_output(w, V):\n    while True:\n        pass\n"
+    with sandbox(tmp_path, source) as box:
+        box.load()
+        first = box.call("attention_output", (torch.zeros(1), torch.zeros(1)), timeout=2)
+        second = box.call("attention_output", (torch.zeros(1), torch.zeros(1)), timeout=2)
+        after = box.call("causal_mask", (3,), timeout=10)
+    assert first.error == "Timeout" and "no answer within 2 s" in first.message
+    assert second.error == "Timeout" and "not run again" in second.message
+    assert after.ok
+    assert box.restarts == 2

@@ -1,0 +1,60 @@
+"""The wire format: plain tensors and data only, and every malformed message refused."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import torch
+
+from autograder import wire
+
+
+def roundtrip(value):
+    a, b = socket.socketpair()
+    with a, b:
+        wire.send(a, value)
+        return wire.receive(b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.bool, torch.int64])
+def test_tensors_round_trip_bit_for_bit(dtype):
+    """Every supported dtype comes back with the same shape and bits, non-contiguous input included."""
+    tensor = (torch.randn(3, 5) * 10).to(dtype).t()
+    back = roundtrip({"x": (tensor, [1, 2.5, "s", None, float("nan")])})
+    assert back["x"][0].dtype == dtype and back["x"][0].shape == (5, 3)
+    assert torch.equal(back["x"][0], tensor)
+    assert back["x"][1][:4] == [1, 2.5, "s", None]
+
+
+def test_tensor_subclasses_are_refused():
+    """A tensor subclass is not sent: it could carry behaviour, not just data."""
+
+    class Sneaky(torch.Tensor):
+        pass
+
+    with pytest.raises(wire.WireError, match="subclass"):
+        wire.encode(torch.zeros(2).as_subclass(Sneaky))
+
+
+def test_arbitrary_objects_are_refused():
+    """Only plain data crosses: no pickled objects, classes or functions."""
+    with pytest.raises(wire.WireError, match="cannot be sent"):
+        wire.encode(object())
+
+
+@pytest.mark.parametrize(
+    "body, sizes, blob, problem",
+    [
+        ({"$tensor": 0, "dtype": "float32", "shape": [4]}, [8], b"\0" * 8, "does not fit"),
+        ({"$tensor": 0, "dtype": "object", "shape": [1]}, [8], b"\0" * 8, "malformed tensor"),
+        ({"$tensor": 3, "dtype": "float32", "shape": [1]}, [4], b"\0" * 4, "missing blob"),
+        ({"$tensor": 0, "dtype": "float32", "shape": [-1]}, [4], b"\0" * 4, "malformed tensor"),
+    ],
+)
+def test_malformed_messages_are_refused(body, sizes, blob, problem):
+    """A worker that lies about a tensor's size or type gets a WireError, not a crash."""
+    header = json.dumps({"body": body, "sizes": sizes}).encode()
+    with pytest.raises(wire.WireError, match=problem):
+        wire.decode(header, lambda size: blob[:size])
