@@ -34,7 +34,9 @@ def build_template(root: Path) -> str:
 
 def targets() -> dict[Path, Callable[[Path], str | bytes]]:
     """Every generated file, relative to the project folder, with the function that writes it."""
-    return {TEMPLATE: build_template}
+    from autograder import notebook
+
+    return {TEMPLATE: build_template, notebook.NOTEBOOK: notebook.build_notebook}
 
 
 def stale_files(root: Path) -> list[Path]:

@@ -19,6 +19,7 @@ import pytest
 from autograder import report, scoring
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
+from autograder.sandbox import Sandbox
 from autograder.submission import Ungradable, read_submission
 
 CHECKS = Path(__file__).with_name("checks")
@@ -43,6 +44,19 @@ class Grading:
     result: dict = field(default_factory=dict)
 
 
+def run_pytest(plugin: GradingPlugin, settings: Settings, timeout: float | None = None) -> tuple[int, str]:
+    """Run the hidden checks with ``plugin``; return pytest's exit code and its (captured) output.
+
+    ``timeout`` bounds each check (pytest-timeout); by default the settings' check_timeout.
+    """
+    timeout = settings["limits"]["check_timeout"] if timeout is None else timeout
+    args = [str(CHECKS), "-c", str(CHECKS / "pytest.ini"), "--rootdir", str(CHECKS), "-q", "--timeout", str(timeout)]
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = pytest.main(args, plugins=[plugin])
+    return code, output.getvalue()
+
+
 def read(grading: Grading) -> Grading:
     try:
         grading.source = read_submission(grading.submission, grading.folder)
@@ -54,15 +68,9 @@ def read(grading: Grading) -> Grading:
 def run_checks(grading: Grading) -> Grading:
     if grading.ungradable:
         return grading
-    plugin = GradingPlugin(grading.source, grading.settings, grading.seed, grading.device)
-    args = [
-        str(CHECKS), "-c", str(CHECKS / "pytest.ini"), "--rootdir", str(CHECKS), "-q",
-        "--timeout", str(grading.settings["limits"]["check_timeout"]),
-    ]  # fmt: skip
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = pytest.main(args, plugins=[plugin])
-    grading.log = output.getvalue()
+    source, limits = grading.source, grading.settings["limits"]
+    plugin = GradingPlugin(lambda: Sandbox.started(source, limits), grading.settings, grading.seed, grading.device)
+    code, grading.log = run_pytest(plugin, grading.settings)
     grading.outcomes = list(plugin.outcomes.values())
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not grading.outcomes:
         grading.grader_error = f"the hidden checks could not run (pytest exit {int(code)}):\n{grading.log[-3000:]}"

@@ -7,11 +7,15 @@ import ast
 FUSED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")
 
 
-def fused_uses(source: str) -> list[str]:
-    """Places where the source reaches for PyTorch's fused attention (``F.scaled_dot_product_attention``, ...)."""
+def fused_uses(source: str, depth: int = 3) -> list[str]:
+    """Places where the source reaches for PyTorch's fused attention (``F.scaled_dot_product_attention``, ...).
+
+    String literals that are themselves Python (a notebook's cells, code given to exec) are
+    searched too, ``depth`` levels deep.
+    """
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return []
     found = []
     for node in ast.walk(tree):
@@ -21,6 +25,8 @@ def fused_uses(source: str) -> list[str]:
                 found.append(f"line {node.lineno}: .{node.attr}")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
             found += [f"line {node.lineno}: import of {alias.name}" for alias in node.names if _is_fused(alias.name)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and "\n" in node.value:
+            found += fused_uses(node.value, depth - 1)
     return found
 
 

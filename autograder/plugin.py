@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import traceback
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Protocol
 
 import pytest
 import torch
@@ -18,13 +19,23 @@ import torch
 from autograder.cases import Draw
 from autograder.config import Settings
 from autograder.expect import CheckFailure
-from autograder.sandbox import Sandbox
+from autograder.sandbox import Reply
 from autograder.student import Student, StudentFault
 
 CATEGORIES = {
     "shape", "values", "matches-torch", "nan-safety", "stability", "causal", "masking", "gradient",
     "dtype", "no-mutation", "multi-head", "variance", "timing", "integrity", "load",
 }  # fmt: skip
+
+
+class Runner(Protocol):
+    """What runs the student's code: ``autograder.sandbox.Sandbox``, or ``autograder.kernel.InProcess``."""
+
+    load_reply: Reply | None
+
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -39,19 +50,29 @@ class Outcome:
 
 
 class GradingPlugin:
-    def __init__(self, submission: Path, settings: Settings, seed: int, device: str) -> None:
+    """Fixtures and bookkeeping for one grading run.
+
+    ``connect`` starts whatever runs the student's code (a worker sandbox for sdpa-grade, the
+    student's own kernel for nbgrader) and returns it; it is called at most once, lazily.
+    ``only_function`` restricts the run to the checks of one student function.
+    """
+
+    def __init__(
+        self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str, only_function: str | None = None
+    ) -> None:
         # underscored: pytest would take public attributes named like fixtures for fixtures
-        self._submission = submission
+        self._connect = connect
         self._settings = settings
         self._seed = seed
         self._device = device
+        self._only = only_function
         self.outcomes: dict[str, Outcome] = {}
-        self.sandbox: Sandbox | None = None
+        self._runner: Runner | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """Every check declares a known category and has points in the settings, before anything runs."""
         for item in items:
             marker = item.get_closest_marker("check")
@@ -61,6 +82,10 @@ class GradingPlugin:
                 raise pytest.UsageError(f"{item.nodeid}: unknown category {marker.kwargs.get('category')!r}")
             if check_id(item) not in self._settings.points:
                 raise pytest.UsageError(f"{item.nodeid}: no [points] entry {check_id(item)!r} in the settings")
+        if self._only is not None:
+            dropped = [item for item in items if item.get_closest_marker("check").kwargs["function"] != self._only]
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if item not in dropped]
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -74,35 +99,27 @@ class GradingPlugin:
             )
 
     def pytest_sessionfinish(self) -> None:
-        if self.sandbox is not None:
-            self.sandbox.close()
+        if self._runner is not None:
+            self._runner.close()
 
     @pytest.fixture(scope="session")
     def student(self) -> Student:
-        limits = self._settings["limits"]
-        if self.sandbox is None:
-            self.sandbox = Sandbox(
-                self._submission,
-                memory_mb=limits["memory_mb"],
-                output_kb=limits["output_kb"],
-                load_timeout=limits["load_timeout"],
-                after_hang_timeout=limits["after_hang_timeout"],
-            ).__enter__()
-            self.sandbox.load()
-        return Student(self.sandbox, limits["call_timeout"])
+        if self._runner is None:
+            self._runner = self._connect()
+        return Student(self._runner, self._settings["limits"]["call_timeout"])
 
     @pytest.fixture
     def loaded(self, student: Student) -> Student:
         """The student's module, or the reason it could not be loaded, as a failure of the check."""
-        reply = self.sandbox.load_reply
+        reply = self._runner.load_reply
         if not reply.ok:
             raise StudentFault(f"attention.py could not be loaded: {reply.describe()}")
         return student
 
     @pytest.fixture
-    def source(self) -> str:
-        """The submission's Python source, read here in the trusted process."""
-        return self._submission.read_text(encoding="utf-8")
+    def source(self, student: Student) -> str:
+        """The submission's Python source, as the runner read it (in the trusted process for sdpa-grade)."""
+        return self._runner.source
 
     @pytest.fixture
     def settings(self) -> Settings:

@@ -49,7 +49,24 @@ class Reply:
         return f"{self.error}: {self.message}" if self.message else self.error
 
 
-def _mutated(sent: tuple, after: list) -> list[bool]:
+def reply_from(answer, elapsed: float) -> Reply:
+    """A Reply from the worker's answer, trusting nothing in it but plain values."""
+    if not isinstance(answer, dict):
+        return Reply(False, error="WireError", message="the answer was not a message")
+    if not answer.get("ok"):
+        return Reply(False, error=str(answer.get("error", "Error")), message=str(answer.get("message", "")))
+    return Reply(
+        True,
+        value=answer.get("value"),
+        grads=answer.get("grads"),
+        ops=[str(op) for op in answer.get("ops", [])],
+        after=answer.get("after") if isinstance(answer.get("after"), list) else [],
+        # timed by our own clock: the worker cannot claim to be faster than it was
+        seconds=elapsed,
+    )
+
+
+def mutated(sent: tuple, after: list) -> list[bool]:
     """For each argument: did the call change it? Compared here, with our own torch.equal."""
     changed = []
     for index, before in enumerate(sent):
@@ -142,6 +159,24 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @property
+    def source(self) -> str:
+        """The submission's source, read in this (the trusted) process."""
+        return self.submission.read_text(encoding="utf-8")
+
+    @classmethod
+    def started(cls, submission: Path, limits: dict) -> Sandbox:
+        """A running sandbox with the submission loaded, limits as in the settings' [limits]."""
+        sandbox = cls(
+            submission,
+            memory_mb=limits["memory_mb"],
+            output_kb=limits["output_kb"],
+            load_timeout=limits["load_timeout"],
+            after_hang_timeout=limits["after_hang_timeout"],
+        ).__enter__()
+        sandbox.load()
+        return sandbox
+
     def load(self) -> Reply:
         """Load the submission in a fresh child; the reply names its top-level definitions."""
         self.load_reply = self._request({"op": "load", "path": "attention.py"}, "load", self.load_timeout)
@@ -158,7 +193,7 @@ class Sandbox:
         request = {"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, **options}
         reply = self._request(request, target, timeout)
         if reply.ok and not options.get("repeat"):
-            reply.mutated = _mutated(args, reply.after)
+            reply.mutated = mutated(args, reply.after)
         return reply
 
     def _request(self, request: dict, target: str, timeout: float) -> Reply:
@@ -193,20 +228,7 @@ class Sandbox:
         except wire.WireError as error:
             self._kill_child()
             return Reply(False, error="WireError", message=f"the answer could not be read: {error}")
-        elapsed = time.perf_counter() - started
-        if not isinstance(answer, dict):
-            return Reply(False, error="WireError", message="the answer was not a message")
-        if not answer.get("ok"):
-            return Reply(False, error=str(answer.get("error", "Error")), message=str(answer.get("message", "")))
-        return Reply(
-            True,
-            value=answer.get("value"),
-            grads=answer.get("grads"),
-            ops=[str(op) for op in answer.get("ops", [])],
-            after=answer.get("after") if isinstance(answer.get("after"), list) else [],
-            # timed by our own clock: the worker cannot claim to be faster than it was
-            seconds=elapsed,
-        )
+        return reply_from(answer, time.perf_counter() - started)
 
     def _spawn(self) -> None:
         ours, theirs = socket.socketpair()

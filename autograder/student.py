@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from autograder.sandbox import Reply, Sandbox
+from autograder.sandbox import Reply
 
 
 class StudentFault(Exception):
@@ -18,7 +18,7 @@ class Student:
     mutation flags). Every fused-attention op a call ran is remembered per function.
     """
 
-    def __init__(self, sandbox: Sandbox, timeout: float) -> None:
+    def __init__(self, sandbox, timeout: float) -> None:
         self._sandbox = sandbox
         self._timeout = timeout
         self.ops: dict[str, set[str]] = defaultdict(set)

@@ -26,9 +26,17 @@ def notebook_source(text: str) -> str:
             continue  # a test cell: the grader brings its own checks
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
-        kept = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
-        parts.append("\n".join(kept))
-    return "\n\n".join(parts) + "\n"
+        kept = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        parts.append(_as_cell(kept, len(parts) + 1))
+    return "".join(parts)
+
+
+def _as_cell(code: str, number: int) -> str:
+    """Run one cell's code so that its error stops that cell only, as in a notebook run by nbgrader."""
+    return (
+        f"try:\n    exec(compile({code!r}, 'cell{number}/attention.py', 'exec'), globals())\n"
+        f"except Exception as error:\n    print('cell {number} raised', type(error).__name__, error)\n\n"
+    )
 
 
 def read_submission(path: Path, folder: Path) -> Path:

@@ -1,0 +1,90 @@
+"""The nbgrader path: the hidden checks run inside the student's own kernel, as nbgrader does.
+
+A hidden test cell of the notebook is only ``run_check("<check>", globals())``. The first
+cell of a function runs all of that function's checks once, against the functions the
+notebook defined, and keeps their scores for the function's later cells. This path trusts
+the kernel it runs in, as nbgrader itself does; ``sdpa-grade`` is the tamper-resistant one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import types
+
+import torch
+
+from autograder import worker
+from autograder.catalogue import catalogue
+from autograder.config import load_settings
+from autograder.sandbox import Reply, mutated, reply_from
+
+API = (
+    "attention_scores", "scale_scores", "causal_mask", "padding_mask", "masked_softmax", "attention_output",
+    "scaled_dot_product_attention", "MultiHeadAttention", "dot_product_variance",
+)  # fmt: skip
+_SCORES: dict[tuple[int, str], dict] = {}  # (id of the notebook's namespace, function) -> check -> Scored
+
+
+class InProcess:
+    """Runs the student's functions in this process, with the same requests as the worker."""
+
+    def __init__(self, namespace: dict) -> None:
+        self.module = types.SimpleNamespace(**{name: namespace[name] for name in API if name in namespace})
+        self.load_reply = Reply(True)
+        self.hung: set[str] = set()
+        self.source = "\n".join(_source_of(namespace[name]) for name in API if name in namespace)
+
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
+        if target in self.hung:
+            return Reply(False, error="Timeout", message=f"{target} did not finish in an earlier call, so it was not run again")
+        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        request = {"target": target, "args": copies, "kwargs": kwargs or {}, **options}
+        started = time.perf_counter()
+        try:
+            answer = worker._call(self.module, request)
+        except BaseException as exc:  # noqa: BLE001 - a student's error becomes a failed check
+            answer = worker._error(exc)
+        reply = reply_from(answer, time.perf_counter() - started)
+        if reply.error == "Failed" and "Timeout" in reply.message:  # pytest-timeout stopped the call
+            self.hung.add(target)
+        if reply.ok and not options.get("repeat"):
+            reply.mutated = mutated(args, reply.after)
+        return reply
+
+    def close(self) -> None:
+        pass
+
+
+def _source_of(obj) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def run_check(check: str, namespace: dict) -> None:
+    """Pass silently when the student's code passes ``check``; otherwise raise AssertionError with the feedback."""
+    entry = next((e for e in catalogue() if e.check == check), None)
+    if entry is None:
+        raise KeyError(f"no hidden check named {check!r}")
+    key = (id(namespace), entry.function)
+    if key not in _SCORES:
+        _SCORES[key] = _grade_function(entry.function, namespace)
+    scored = _SCORES[key][check]
+    if scored.score < scored.max_score:
+        raise AssertionError(f"{check}: {scored.feedback}")
+
+
+def _grade_function(function: str, namespace: dict) -> dict:
+    import secrets
+
+    from autograder.grade import run_pytest
+    from autograder.plugin import GradingPlugin
+    from autograder.scoring import score
+
+    settings = load_settings()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    plugin = GradingPlugin(lambda: InProcess(namespace), settings, secrets.randbits(62), device, only_function=function)
+    run_pytest(plugin, settings, timeout=settings["limits"]["call_timeout"])
+    return {item.outcome.check: item for item in score(list(plugin.outcomes.values()), settings)}

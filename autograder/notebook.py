@@ -1,0 +1,139 @@
+"""Build the nbgrader source notebook from the reference, the handout and the public tests.
+
+Cells, in order: the handout's introduction; a set-up cell (imports and the public tests'
+helper); then for each function the handout sections that teach it, the function with
+nbgrader's solution markers, its public tests (a visible test cell worth 0 points) and one
+hidden test cell per hidden check, whose code is only a call into the installed autograder;
+finally the knowledge check. Written with nbformat, so nbgrader's schema is respected.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from autograder.catalogue import catalogue
+from autograder.config import load_settings
+from autograder.quiz import QUESTIONS
+
+NOTEBOOK = Path("assignments/source/sdpa/sdpa.ipynb")
+HANDOUT = Path("docs/handout.md")
+PUBLIC_TESTS = Path("student_template/test_attention.py")
+# the handout sections that come before each function (the rest come first, as the introduction)
+SECTIONS = {
+    "attention_scores": ["The formula", "The shape table"],
+    "scale_scores": ["Why scale?"],
+    "causal_mask": ["Masks"],
+    "masked_softmax": ["Fully masked rows", "Numerical stability"],
+    "scaled_dot_product_attention": ["Putting it together", "The fused version"],
+    "MultiHeadAttention": ["Multi-head attention"],
+    "dot_product_variance": ["The variance behind the scale"],
+}
+# checks that cannot agree with sdpa-grade in a kernel without a GPU are left out of the notebook
+NOT_IN_NOTEBOOK = {"timing_gpu"}
+
+
+def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, points: float | None = None, locked: bool = False):
+    nbgrader = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
+                "task": False}
+    if grade:
+        nbgrader["points"] = points
+    return {"nbgrader": nbgrader}
+
+
+def _sections(text: str) -> tuple[str, dict[str, str]]:
+    """The handout's title block, and each '## ' section by its heading."""
+    head, *rest = text.split("\n## ")
+    sections = {}
+    for block in rest:
+        heading = block.split("\n", 1)[0].strip()
+        sections[heading] = f"## {block.strip()}\n"
+    return head.strip() + "\n", sections
+
+
+def _definitions(source: str) -> tuple[str, list[tuple[str, str]]]:
+    """The reference's imports, and each top-level function or class with its source (markers included)."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    first = next(node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef)))
+    imports = [
+        ast.get_source_segment(source, node) for node in tree.body[: tree.body.index(first)] if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
+    definitions = []
+    for index, node in enumerate(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+            # up to the next statement: the closing "### END SOLUTION" comment lies past the last line ast knows
+            end = tree.body[index + 1].lineno - 1 if index + 1 < len(tree.body) else len(lines)
+            definitions.append((node.name, "\n".join(lines[start:end]).rstrip()))
+    return "\n".join(i for i in imports if "__future__" not in i), definitions
+
+
+def _public_tests(source: str, names: list[str]) -> tuple[str, dict[str, list[str]]]:
+    """The public tests' helpers, and each test (as source) under the function it tests."""
+    tree = ast.parse(source)
+    helpers, tests = [], {name: [] for name in names}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            owner = max((n for n in names if n in node.name), key=len)
+            tests[owner].append(ast.get_source_segment(source, node) + f"\n\n\n{node.name}()")
+        elif isinstance(node, ast.FunctionDef):
+            helpers.append(ast.get_source_segment(source, node))
+    return "\n\n\n".join(helpers), tests
+
+
+def build_notebook(root: Path) -> str:
+    reference = (root / "reference" / "attention.py").read_text()
+    imports, definitions = _definitions(reference)
+    names = [name for name, _ in definitions]
+    title, sections = _sections((root / HANDOUT).read_text())
+    helpers, tests = _public_tests((root / PUBLIC_TESTS).read_text(), names)
+    points = load_settings(environ={}).points
+    taught = {heading for headings in SECTIONS.values() for heading in headings}
+
+    cells = [new_markdown_cell(title)]
+    cells += [new_markdown_cell(text) for heading, text in sections.items() if heading not in taught]
+    setup = f"{imports}\nimport torch.nn.functional as F\n\n\n{helpers}"
+    cells.append(new_code_cell(setup, metadata=_meta("setup", locked=True)))
+    for name, code in definitions:
+        cells += [new_markdown_cell(sections[heading]) for heading in SECTIONS.get(name, [])]
+        cells.append(new_markdown_cell(f"### `{name}`\n\nFill in the code below, then run the cell and the tests after it."))
+        cells.append(new_code_cell(code, metadata=_meta(name, solution=True)))
+        if tests[name]:
+            visible = "# Public tests: small examples you can check by hand.\n\n" + "\n\n\n".join(tests[name])
+            cells.append(new_code_cell(visible, metadata=_meta(f"public_{name}", grade=True, points=0, locked=True)))
+        for entry in catalogue():
+            if entry.function == name and entry.check not in NOT_IN_NOTEBOOK:
+                hidden = (
+                    f"# Hidden check {entry.check} ({points[entry.check]:g} points): {entry.doc}\n"
+                    "### BEGIN HIDDEN TESTS\n"
+                    "from autograder.kernel import run_check\n\n"
+                    f'run_check("{entry.check}", globals())\n'
+                    "### END HIDDEN TESTS"
+                )
+                cells.append(new_code_cell(hidden, metadata=_meta(f"check_{entry.check}", grade=True, points=points[entry.check], locked=True)))
+    cells.append(new_markdown_cell("## Knowledge check\n\nAnswer each question by setting the variable in the cell below it."))
+    for question in QUESTIONS:
+        cells.append(new_markdown_cell(f"**{question.name}.** {question.text}\n\nExample of the form: `{question.name} = {question.example}`"))
+        answer = f"### BEGIN SOLUTION\n{question.name} = {question.answer!r}\n### END SOLUTION"
+        cells.append(new_code_cell(answer, metadata=_meta(question.name, solution=True)))
+        check = (
+            f"# Checks {question.name} (1 point)\n### BEGIN HIDDEN TESTS\nfrom autograder.quiz import check_answer\n\n"
+            f"check_answer({question.name!r}, {question.name})\n### END HIDDEN TESTS"
+        )
+        cells.append(new_code_cell(check, metadata=_meta(f"check_{question.name}", grade=True, points=1, locked=True)))
+    notebook = new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+    )
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"cell-{index:03d}"  # stable ids: the committed notebook must not change from build to build
+    nbformat.validate(notebook)
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,118 @@
+"""The instructor's whole nbgrader workflow, on real nbgrader, with three students."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+
+import nbformat
+import pytest
+
+from autograder.quiz import QUESTIONS
+from autograder.template import solution_lines
+from tests.helpers import BIN, REFERENCE, ROOT, run
+
+pytestmark = pytest.mark.slow
+COURSE = ["--course", "sdpa-course"]
+SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$\n?", re.MULTILINE)
+LOOP = '''def dot_product_variance(d_k, num_samples=10000, generator=None):
+    while True:
+        pass
+'''
+
+
+def nbgrader(*args, cwd, env):
+    result = run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, timeout=900)
+    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    return result
+
+
+def answered(release, source, overrides):
+    """The released notebook with every solution cell filled in from the source, then ``overrides`` by grade id."""
+    solutions = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    notebook = nbformat.from_dict(json.loads(json.dumps(release)))
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = overrides.get(grade_id, SOLUTION_MARKERS.sub("", solutions[grade_id]))
+    return notebook
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """Generate, release, fetch, submit (three students), collect, autograde, give feedback, export."""
+    base = tmp_path_factory.mktemp("nbgrader")
+    course = base / "course"
+    shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"))
+    exchange = course / "exchange"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # alembic must be on PATH
+    nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
+    nbgrader("release_assignment", "sdpa", "--force", cwd=course, env=env)
+    source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
+    students = {
+        "alice": {},  # correct everywhere
+        "bob": {"scale_scores": "import math\n\n\ndef scale_scores(scores, d_k):\n    return scores / d_k\n",
+                "q_variance": "q_variance = 8"},  # a classic mistake, and one wrong answer
+        "carol": {"dot_product_variance": LOOP},  # loops forever in one function
+    }
+    for name, overrides in students.items():
+        home = base / "students" / name
+        home.mkdir(parents=True)
+        student_env = {**env, "USER": name, "LOGNAME": name}
+        nbgrader("fetch_assignment", "sdpa", *COURSE, f"--Exchange.root={exchange}", cwd=home, env=student_env)
+        path = home / "sdpa" / "sdpa.ipynb"
+        nbformat.write(answered(nbformat.read(path, as_version=4), source, overrides), path)
+        nbgrader("submit", "sdpa", *COURSE, f"--student={name}", f"--Exchange.root={exchange}", cwd=home, env=student_env)
+    nbgrader("collect", "sdpa", cwd=course, env=env)
+    nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
+    nbgrader("generate_feedback", "sdpa", "--force", cwd=course, env=env)
+    nbgrader("export", cwd=course, env=env)
+    return {"course": course, "env": env, "base": base}
+
+
+def test_release_holds_no_solution_and_no_hidden_test(course):
+    """The notebook students receive has no solution line and no hidden check."""
+    text = (course["course"] / "release" / "sdpa" / "sdpa.ipynb").read_text()
+    lines = solution_lines(REFERENCE.read_text())
+    assert [line for line in lines if json.dumps(line)[1:-1] in text] == []
+    assert "run_check" not in text and "check_answer" not in text
+    for question in QUESTIONS:
+        assert f"{question.name} = {question.answer!r}" not in text
+
+
+def _scores(course):
+    with open(course["course"] / "grades.csv") as handle:
+        return {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in csv.DictReader(handle)}
+
+
+def test_export_scores_each_student(course):
+    """Alice gets everything; Bob loses the scaling checks and one answer; Carol loses only the variance checks."""
+    scores = _scores(course)
+    assert scores["alice"] == (65.0, 65.0)
+    # bob: scale_values, sdpa values (2 + 4 + 3 + 2 + 2 + 3), mha (4 + 2), gated integrity and timing (2 + 2 + 1), q_variance
+    assert scores["bob"] == (65.0 - 2 - 14 - 6 - 5 - 1, 65.0)
+    assert scores["carol"] == (65.0 - 3, 65.0)
+
+
+def test_feedback_reveals_no_test_logic(course):
+    """Generated feedback shows the failure sentence, not the hidden inputs, expected values or check code."""
+    feedback = next((course["course"] / "feedback" / "bob" / "sdpa").glob("*.html")).read_text()
+    assert "divided by d_k, not by sqrt(d_k)" in feedback
+    assert "draw.normal" not in feedback and "expect_tensor" not in feedback
+    assert "q_variance = 64" not in feedback and "answer=64" not in feedback
+
+
+def test_sdpa_grade_agrees_with_nbgrader_on_submitted(course, tmp_path):
+    """sdpa-grade --batch on nbgrader's submitted/ folder gives each student the same fraction of the code checks."""
+    out = tmp_path / "grades"
+    result = run([str(BIN / "sdpa-grade"), "--batch", str(course["course"] / "submitted"), "--json-dir", str(out)], timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    quiz_points = len(QUESTIONS)
+    for student, (score, maximum) in _scores(course).items():
+        graded = json.loads((out / f"{student}.json").read_text())
+        quiz_lost = 1 if student == "bob" else 0
+        code_fraction = (score - (quiz_points - quiz_lost)) / (maximum - quiz_points)
+        assert graded["score"] / graded["max_score"] == pytest.approx(code_fraction), student
