@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder.config import Settings
+from autograder.sandbox import Zygote, become_subreaper, kill_orphans
 
 _CAUSE = re.compile(r"Likely cause: (.+?)(?:;|\.$)")
 
@@ -46,13 +47,13 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def _grade_in_child(submission: Path, target: Path, settings: Settings, device: str) -> None:
+def _grade_in_child(submission: Path, target: Path, settings: Settings, device: str, zygote: Zygote) -> None:
     """In a forked child: grade, write the result, exit. Never returns."""
     code = 0
     try:
         from autograder.grade import grade
 
-        grading = grade(submission, settings, device=device)
+        grading = grade(submission, settings, device=device, zygote=zygote)
         result = grading.result
         code = 3 if grading.grader_error else 0
     except BaseException:  # noqa: BLE001 - the grader's own fault, recorded for the instructor
@@ -82,26 +83,7 @@ def run_batch(args, settings: Settings) -> int:
 
     import autograder.grade  # noqa: F401 - imported once here, before forking, so children start warm
 
-    running: dict[int, str] = {}
-    failures = 0
-    done = 0
-    started = time.perf_counter()
-    queue = list(todo)
-    while queue or running:
-        while queue and len(running) < args.jobs:
-            name = queue.pop(0)
-            pid = os.fork()
-            if pid == 0:
-                _grade_in_child(roster[name], targets[name], settings, args.device)
-            running[pid] = name
-        pid, status = os.wait()
-        name = running.pop(pid, None)
-        if name is None:
-            continue
-        done += 1
-        if os.waitstatus_to_exitcode(status) != 0:
-            failures += 1
-        _progress(done, len(todo), name, targets[name], started)
+    failures = _grade_all(todo, roster, targets, settings, args)
     results = {name: _read(targets[name]) for name in roster}
     if args.csv:
         _write_csv(args.csv, results)
@@ -110,6 +92,39 @@ def run_batch(args, settings: Settings) -> int:
         print(f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results", file=sys.stderr)
         return 3
     return 0
+
+
+def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, args) -> int:
+    """Grade ``todo``, ``args.jobs`` at a time, sharing one worker zygote; return how many failed the grader."""
+    if not todo:
+        return 0
+    become_subreaper()  # what a submission leaves running comes back to us, and is killed below
+    zygote = Zygote()
+    zygote.wait_ready()
+    running: dict[int, str] = {}
+    failures = done = 0
+    started = time.perf_counter()
+    queue = list(todo)
+    try:
+        while queue or running:
+            while queue and len(running) < args.jobs:
+                name = queue.pop(0)
+                pid = os.fork()
+                if pid == 0:
+                    _grade_in_child(roster[name], targets[name], settings, args.device, zygote)
+                running[pid] = name
+            pid, status = os.wait()
+            name = running.pop(pid, None)
+            if name is None:
+                continue  # an orphan re-parented to us
+            done += 1
+            failures += os.waitstatus_to_exitcode(status) != 0
+            _progress(done, len(todo), name, targets[name], started)
+            kill_orphans(keep=frozenset({zygote.process.pid, *running}))
+    finally:
+        zygote.close()
+        kill_orphans(keep=frozenset(running))
+    return failures
 
 
 def _read(path: Path) -> dict:

@@ -19,10 +19,12 @@ import pytest
 from autograder import report, scoring
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
-from autograder.sandbox import Sandbox
+from autograder.sandbox import Sandbox, Zygote
 from autograder.submission import Ungradable, read_submission
 
 CHECKS = Path(__file__).with_name("checks")
+# pytest plugins the hidden checks do not use; each costs time in every grading
+UNUSED_PLUGINS = ("logging", "unraisableexception", "threadexception", "junitxml", "doctest", "pastebin", "legacypath")
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Grading:
     log: str = ""
     started: float = field(default_factory=time.perf_counter)
     result: dict = field(default_factory=dict)
+    zygote: Zygote | None = None  # a batch's shared worker zygote; None: the grading starts its own
 
 
 def run_pytest(plugin: GradingPlugin, settings: Settings, timeout: float | None = None) -> tuple[int, str]:
@@ -51,6 +54,8 @@ def run_pytest(plugin: GradingPlugin, settings: Settings, timeout: float | None 
     """
     timeout = settings["limits"]["check_timeout"] if timeout is None else timeout
     args = [str(CHECKS), "-c", str(CHECKS / "pytest.ini"), "--rootdir", str(CHECKS), "-q", "--timeout", str(timeout)]
+    for plugin_name in UNUSED_PLUGINS:
+        args += ["-p", f"no:{plugin_name}"]
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         code = pytest.main(args, plugins=[plugin])
@@ -68,9 +73,18 @@ def read(grading: Grading) -> Grading:
 def run_checks(grading: Grading) -> Grading:
     if grading.ungradable:
         return grading
-    source, limits = grading.source, grading.settings["limits"]
-    plugin = GradingPlugin(lambda: Sandbox.started(source, limits), grading.settings, grading.seed, grading.device)
-    code, grading.log = run_pytest(plugin, grading.settings)
+    # the worker starts importing torch now, while pytest starts and collects the checks
+    sandbox = Sandbox.starting(grading.source, grading.settings["limits"], grading.zygote)
+
+    def connect() -> Sandbox:
+        sandbox.load()
+        return sandbox
+
+    plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device)
+    try:
+        code, grading.log = run_pytest(plugin, grading.settings)
+    finally:
+        sandbox.close()
     grading.outcomes = list(plugin.outcomes.values())
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not grading.outcomes:
         grading.grader_error = f"the hidden checks could not run (pytest exit {int(code)}):\n{grading.log[-3000:]}"
@@ -93,9 +107,11 @@ def build_result(grading: Grading) -> Grading:
 STAGES = [read, run_checks, score, build_result]
 
 
-def grade(submission: Path, settings: Settings, *, device: str = "cpu", seed: int | None = None) -> Grading:
+def grade(
+    submission: Path, settings: Settings, *, device: str = "cpu", seed: int | None = None, zygote: Zygote | None = None
+) -> Grading:
     """Run every stage on one submission and return the filled-in record."""
-    grading = Grading(Path(submission), settings, device)
+    grading = Grading(Path(submission), settings, device, zygote=zygote)
     if seed is not None:
         grading.seed = seed
     with tempfile.TemporaryDirectory(prefix="sdpa-submission-") as folder:

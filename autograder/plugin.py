@@ -47,6 +47,7 @@ class Outcome:
     category: str
     status: str
     message: str = ""
+    seconds: float = 0.0
 
 
 class GradingPlugin:
@@ -95,7 +96,7 @@ class GradingPlugin:
             marker = item.get_closest_marker("check")
             status, message = _status(report, call)
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message
+                check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message, report.duration
             )
 
     def pytest_sessionfinish(self) -> None:

@@ -91,7 +91,7 @@ def _library_folder(root: Path) -> Path:
     return lib
 
 
-def _become_subreaper() -> None:
+def become_subreaper() -> None:
     """Orphans of the submission's processes become our children, so that close() can find them."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -112,11 +112,70 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+class Zygote:
+    """The worker's zygote process (see worker.py): imports torch once, then forks a child per request.
+
+    A single grading starts its own; a batch starts one, and every grading in it asks
+    ``client()`` for a connection of its own, so torch is imported once per batch.
+    """
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="sdpa-worker-"))
+        lib = _library_folder(self.folder)
+        worker = self.folder / "worker.py"
+        shutil.copy(Path(__file__).with_name("worker.py"), worker)
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(worker), str(lib), str(theirs.fileno())],
+            cwd=self.folder,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=[theirs.fileno()],
+            start_new_session=True,
+        )
+        theirs.close()
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        """Wait until the zygote has imported torch (the grader gets ready meanwhile)."""
+        if not self._ready:
+            self._control.settimeout(120)
+            if self._control.recv(1) != b"R":
+                raise RuntimeError(f"the worker did not start: {self.process.stderr.read().decode()[-2000:]}")
+            self._ready = True
+
+    def client(self) -> socket.socket:
+        """A new connection to the zygote, for one grading."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        socket.send_fds(self._control, [b"C"], [theirs.fileno()])
+        theirs.close()
+        return ours
+
+    def close(self) -> None:
+        self._control.close()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+        self.process.stderr.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 class Sandbox:
     """The student's module, loaded in a worker process, behind a request/answer interface."""
 
     def __init__(
-        self, submission: Path, *, memory_mb: int, output_kb: int, load_timeout: float, after_hang_timeout: float
+        self,
+        submission: Path,
+        *,
+        memory_mb: int,
+        output_kb: int,
+        load_timeout: float,
+        after_hang_timeout: float,
+        zygote: Zygote | None = None,
     ) -> None:
         self.submission = submission
         self.after_hang_timeout = after_hang_timeout
@@ -126,34 +185,33 @@ class Sandbox:
         self.restarts = 0
         self.load_reply: Reply | None = None
         self._child: tuple[int, socket.socket] | None = None
-        self._zygote: subprocess.Popen | None = None
+        self._zygote = zygote
+        self._own_zygote: Zygote | None = None
+        self._client: socket.socket | None = None
+
+    @classmethod
+    def starting(cls, submission: Path, limits: dict, zygote: Zygote | None = None) -> Sandbox:
+        """A sandbox whose worker is starting, limits as in the settings' [limits]; load() when needed."""
+        return cls(
+            submission,
+            memory_mb=limits["memory_mb"],
+            output_kb=limits["output_kb"],
+            load_timeout=limits["load_timeout"],
+            after_hang_timeout=limits["after_hang_timeout"],
+            zygote=zygote,
+        ).__enter__()
 
     def __enter__(self) -> Sandbox:
-        _become_subreaper()
+        become_subreaper()
         self.folder = Path(tempfile.mkdtemp(prefix="sdpa-grade-"))
         self.scratch = self.folder / "scratch"
         self.scratch.mkdir()
         shutil.copy(self.submission, self.scratch / "attention.py")
-        lib = _library_folder(self.folder)
-        self._control, theirs = socket.socketpair()
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.scratch), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
-        worker = self.folder / "worker.py"
-        shutil.copy(Path(__file__).with_name("worker.py"), worker)
-        self._zygote = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(worker), str(lib), str(self.scratch), json.dumps(self.limits)]
-            + [str(theirs.fileno())],
-            cwd=self.scratch,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            pass_fds=[theirs.fileno()],
-            start_new_session=True,
-        )
-        theirs.close()
-        self._control.settimeout(60)
-        if self._control.recv(1) != b"R":
-            raise RuntimeError(f"the worker did not start: {self._zygote.stderr.read().decode()[-2000:]}")
+        # a shared zygote is our child when the batch runs in this process: never an orphan to kill
+        self._shared = frozenset() if self._zygote is None else frozenset({self._zygote.process.pid})
+        if self._zygote is None:
+            self._zygote = self._own_zygote = Zygote()
+        self._client = self._zygote.client()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -164,21 +222,8 @@ class Sandbox:
         """The submission's source, read in this (the trusted) process."""
         return self.submission.read_text(encoding="utf-8")
 
-    @classmethod
-    def started(cls, submission: Path, limits: dict) -> Sandbox:
-        """A running sandbox with the submission loaded, limits as in the settings' [limits]."""
-        sandbox = cls(
-            submission,
-            memory_mb=limits["memory_mb"],
-            output_kb=limits["output_kb"],
-            load_timeout=limits["load_timeout"],
-            after_hang_timeout=limits["after_hang_timeout"],
-        ).__enter__()
-        sandbox.load()
-        return sandbox
-
     def load(self) -> Reply:
-        """Load the submission in a fresh child; the reply names its top-level definitions."""
+        """Load the submission in a fresh child; the reply says whether it imported."""
         self.load_reply = self._request({"op": "load", "path": "attention.py"}, "load", self.load_timeout)
         return self.load_reply
 
@@ -231,21 +276,18 @@ class Sandbox:
         return reply_from(answer, time.perf_counter() - started)
 
     def _spawn(self) -> None:
+        if self._own_zygote is not None:
+            self._own_zygote.wait_ready()
         ours, theirs = socket.socketpair()
-        socket.send_fds(self._control, [b"S"], [theirs.fileno()])
+        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits}).encode()
+        socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
-        pid = int.from_bytes(self._recv_exact(8), "big")
-        self._child = (pid, ours)
+        self._client.settimeout(120)
+        answer = self._client.recv(8)
+        if len(answer) != 8:
+            raise RuntimeError("the worker's zygote exited")
+        self._child = (int.from_bytes(answer, "big"), ours)
         self.restarts += 1
-
-    def _recv_exact(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = self._control.recv(size - len(data))
-            if not chunk:
-                raise RuntimeError("the worker's zygote exited")
-            data += chunk
-        return data
 
     def _kill_child(self) -> None:
         if self._child is None:
@@ -260,25 +302,22 @@ class Sandbox:
         self._child = None
 
     def close(self) -> None:
-        """Kill the child, the zygote and anything they left behind; delete the scratch folder."""
+        """Kill the child (and our zygote, if we own one) and anything they left behind; delete the scratch folder."""
         self._kill_child()
-        if self._zygote is not None:
-            self._control.close()
-            try:
-                os.killpg(self._zygote.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self._zygote.wait()
-            self._zygote.stderr.close()
-            self._zygote = None
-        _kill_orphans()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._own_zygote is not None:
+            self._own_zygote.close()
+            self._own_zygote = None
+        kill_orphans(keep=self._shared)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _kill_orphans() -> None:
-    """Kill and reap every process re-parented to us, as long as any remains."""
+def kill_orphans(keep: frozenset[int] = frozenset()) -> None:
+    """Kill and reap every process re-parented to us (but ``keep``), as long as any remains."""
     for _ in range(50):
-        orphans = _children(os.getpid())
+        orphans = [pid for pid in _children(os.getpid()) if pid not in keep]
         if not orphans:
             return
         for pid in orphans:

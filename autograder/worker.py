@@ -1,7 +1,7 @@
 """The worker: the only process that imports the student's code.
 
-Started by the grader as ``python -I -S worker.py LIBDIR SCRATCH LIMITS FD`` with a minimal
-environment; LIBDIR holds torch and its dependencies and a copy of wire.py, nothing else. It imports torch once (the "zygote"), then, for every request on its control
+Started by the grader as ``python -I -S worker.py LIBDIR FD`` with a minimal environment;
+LIBDIR holds torch and its dependencies and a copy of wire.py, nothing else. It imports torch once (the "zygote"), then, for every request on its control
 socket, forks a child that loads the submission and serves calls on a socket of its own.
 Children never see the grader's packages, the reference, the config or the results file:
 only plain tensors and plain data cross the sockets (see wire.py).
@@ -164,11 +164,14 @@ def _load(path: str):
     return module
 
 
-def _serve(conn: socket.socket, limits: dict) -> None:
-    """A child: cap resources, load the submission, answer calls until the grader hangs up."""
+def _serve(conn: socket.socket, spec: dict) -> None:
+    """A child: move into its scratch folder, cap resources, load the submission, answer calls."""
     import wire
 
     os.setsid()
+    os.chdir(spec["scratch"])
+    os.environ["HOME"] = spec["scratch"]
+    limits = spec["limits"]
     memory = limits["memory_bytes"]
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["output_bytes"], limits["output_bytes"]))
@@ -204,34 +207,65 @@ def _serve(conn: socket.socket, limits: dict) -> None:
             wire.send(conn, {"ok": False, "error": "WireError", "message": str(error)})
 
 
+def _warm_up() -> None:
+    """Pay once, here, what the first recorded call would pay in every child (about a second)."""
+    import torch
+
+    x = torch.ones(2, 3, requires_grad=True)
+    seen, functions, ops = _recorder()
+    with functions, ops:
+        y = torch.softmax(x @ x.transpose(-2, -1), dim=-1).masked_fill(torch.eye(2, dtype=torch.bool), 0.0)
+        torch.autograd.grad(y.sum(), x)
+
+
 def main() -> None:
-    """The zygote: import torch once, then fork one child per socket the grader sends."""
-    libdir, scratch, limits_text, control_fd = sys.argv[1:5]
+    """The zygote: import torch once, then fork a child for every spawn request.
+
+    Requests come on the control socket (from the grader that started us) or on client
+    sockets the control socket hands over (one per grading in a batch). Each is one
+    SOCK_SEQPACKET message: b"C" with a client socket, or b"S" + JSON {"scratch", "limits"}
+    with the socket the new child serves calls on; the child's pid goes back to the asker.
+    """
+    libdir, control_fd = sys.argv[1:3]
     sys.path[:0] = [libdir]
     import json
+    import select
 
-    import torch  # noqa: F401 - imported once here so every child starts warm
+    import torch
+    import torch.nn.functional  # noqa: F401 - imported once here so every child starts warm
+    import torch.overrides  # noqa: F401
+    import torch.utils._python_dispatch  # noqa: F401
 
     torch.set_num_threads(1)
-    limits = json.loads(limits_text)
-    os.chdir(scratch)
+    _warm_up()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     control = socket.socket(fileno=int(control_fd))
-    control.sendall(b"R")
+    control.send(b"R")
+    clients: list[socket.socket] = []
     while True:
-        try:
-            _, fds, _, _ = socket.recv_fds(control, 1, 1)
-        except OSError:
-            return
-        if not fds:
-            return
-        pid = os.fork()
-        if pid == 0:
-            control.close()
-            _serve(socket.socket(fileno=fds[0]), limits)
-            os._exit(0)
-        os.close(fds[0])
-        control.sendall(pid.to_bytes(8, "big"))
+        ready, _, _ = select.select([control, *clients], [], [])
+        for conn in ready:
+            try:
+                message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
+            except OSError:
+                message, fds = b"", []
+            if not message:
+                if conn is control:
+                    return  # the grader has gone: so do we
+                clients.remove(conn)
+                conn.close()
+            elif message[:1] == b"C" and fds:
+                clients.append(socket.socket(fileno=fds[0]))
+            elif message[:1] == b"S" and fds:
+                spec = json.loads(message[1:])
+                pid = os.fork()
+                if pid == 0:
+                    for other in (control, *clients):
+                        other.close()  # a child can reach no grader but its own
+                    _serve(socket.socket(fileno=fds[0]), spec)
+                    os._exit(0)
+                os.close(fds[0])
+                conn.send(pid.to_bytes(8, "big"))
 
 
 if __name__ == "__main__":

@@ -23,11 +23,18 @@ def test_generated_files_are_not_stale():
     assert stale_files(ROOT) == [], "run sdpa-build and commit the result"
 
 
+def sources_only(folder):
+    """A project folder holding only what the build reads: the reference, the handout, the public tests."""
+    for path in (REFERENCE, ROOT / "docs" / "handout.md", TEMPLATE_DIR / "test_attention.py"):
+        target = folder / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    return folder
+
+
 def test_check_reports_a_stale_template(tmp_path):
     """`sdpa-build --check` exits 1 and names the file when the template was edited by hand."""
-    (tmp_path / "reference").mkdir()
-    shutil.copy(REFERENCE, tmp_path / "reference")
-    (tmp_path / "student_template").mkdir()
+    sources_only(tmp_path)
     (tmp_path / TEMPLATE).write_text(build_template(ROOT) + "# edited by hand\n")
     result = run([str(BIN / "sdpa-build"), "--check", "--root", str(tmp_path)])
     assert result.returncode == 1
@@ -35,13 +42,13 @@ def test_check_reports_a_stale_template(tmp_path):
 
 
 def test_build_rewrites_a_stale_template(tmp_path):
-    """`sdpa-build` writes the template again, and then `--check` passes."""
-    (tmp_path / "reference").mkdir()
-    shutil.copy(REFERENCE, tmp_path / "reference")
+    """`sdpa-build` writes the template and the notebook again, and then `--check` passes."""
+    sources_only(tmp_path)
     result = run([str(BIN / "sdpa-build"), "--root", str(tmp_path)])
     assert result.returncode == 0, result.stderr
     assert (tmp_path / TEMPLATE).read_text() == build_template(ROOT)
-    assert TEMPLATE not in stale_files(tmp_path)
+    assert stale_files(tmp_path) == []
+    assert run([str(BIN / "sdpa-build"), "--check", "--root", str(tmp_path)]).returncode == 0
 
 
 def test_no_solution_line_reaches_the_student():

@@ -1,0 +1,76 @@
+"""`sdpa-grade` on one submission, as an instructor runs it: terminal table, results.json, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder.plugin import CATEGORIES
+from autograder.submission import notebook_source
+from tests.helpers import BIN, REFERENCE, ROOT, run
+
+SOURCE_NOTEBOOK = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
+
+
+def grade(path, tmp_path, *extra):
+    out = tmp_path / "results.json"
+    result = run([str(BIN / "sdpa-grade"), str(path), "--json", str(out), *extra])
+    return result, json.loads(out.read_text())
+
+
+def test_reference_gets_full_marks_in_gradescope_format(tmp_path):
+    """Exit 0, a table ending in the total, and a results.json Gradescope can read, with tags."""
+    result, results = grade(REFERENCE, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "total" in result.stdout and "55/55" in result.stdout
+    assert set(results) >= {"score", "execution_time", "output", "tests"}
+    assert results["score"] == 55 == sum(test["score"] for test in results["tests"])
+    for test in results["tests"]:
+        assert set(test) >= {"name", "score", "max_score", "output", "visibility", "tags"}
+        function, category = test["tags"]
+        assert category in CATEGORIES and function in test["name"]
+
+
+def test_notebook_with_solutions_gets_full_marks(tmp_path):
+    """The source notebook (solution and set-up cells, not its test cells) grades like the reference."""
+    result, results = grade(SOURCE_NOTEBOOK, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert results["score"] == 55
+
+
+def test_missing_submission_is_ungradable_not_a_crash(tmp_path):
+    """A path that does not exist: exit 0, score 0, the reason, and a valid results file."""
+    result, results = grade(tmp_path / "nothing.py", tmp_path)
+    assert result.returncode == 0
+    assert results["score"] == 0 and "does not exist" in results["output"]
+
+
+def test_wrong_kind_of_file_is_ungradable(tmp_path):
+    """A file that is neither .py nor .ipynb gets a clear reason."""
+    path = tmp_path / "attention.txt"
+    path.write_text("x = 1\n")
+    _, results = grade(path, tmp_path)
+    assert "neither a .py file nor a notebook" in results["ungradable"]
+
+
+def test_notebook_cells_skip_magics_tests_and_keep_going(tmp_path):
+    """Magics and shell escapes are dropped, test cells left out, and one failing cell does not stop the next."""
+    notebook = new_notebook(cells=[
+        new_code_cell("%matplotlib inline\n!pip install nothing\nimport torch"),
+        new_code_cell("raise NotImplementedError()"),
+        new_code_cell("def scale_scores(scores, d_k):\n    return scores / d_k ** 0.5"),
+        new_code_cell("assert False", metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1}}),
+    ])  # fmt: skip
+    source = notebook_source(nbformat.writes(notebook))
+    assert "matplotlib" not in source and "pip install" not in source and "assert False" not in source
+    namespace: dict = {}
+    exec(compile(source, "attention.py", "exec"), namespace)
+    assert namespace["scale_scores"](4.0, 4) == 2.0
+
+
+def test_grader_needs_a_submission_or_a_batch():
+    """No arguments: a usage error (exit 2), not a traceback."""
+    result = run([str(BIN / "sdpa-grade")])
+    assert result.returncode == 2 and "give a SUBMISSION" in result.stderr
