@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
     parser.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
     parser.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="settings to ship in the Gradescope bundle")
     args = parser.parse_args(argv)
     try:
         root = find_root(args.root)
@@ -86,7 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.gradescope:
         from autograder.gradescope import write_bundle
 
-        write_bundle(root, args.gradescope)
+        if args.config is not None:
+            from autograder.config import ConfigError, load_settings
+
+            try:
+                load_settings(args.config)
+            except ConfigError as error:
+                print(f"sdpa-build: {error}", file=sys.stderr)
+                return 2
+        write_bundle(root, args.gradescope, args.config)
         print(f"wrote {args.gradescope}")
     return 0
 

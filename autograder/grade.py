@@ -74,7 +74,7 @@ def run_checks(grading: Grading) -> Grading:
     if grading.ungradable:
         return grading
     # the worker starts importing torch now, while pytest starts and collects the checks
-    sandbox = Sandbox.starting(grading.source, grading.settings["limits"], grading.zygote)
+    sandbox = Sandbox.starting(grading.source, grading.settings["limits"], grading.zygote, grading.device)
 
     def connect() -> Sandbox:
         sandbox.load()
@@ -90,7 +90,8 @@ def run_checks(grading: Grading) -> Grading:
         grading.grader_error = f"the hidden checks could not run (pytest exit {int(code)}):\n{grading.log[-3000:]}"
     errors = [o for o in grading.outcomes if o.status == "grader-error"]
     if errors:
-        grading.grader_error = "\n".join(f"{o.check}: {o.message}" for o in errors)
+        others = f"\n(and {len(errors) - 1} more checks: {', '.join(o.check for o in errors[1:])})" if errors[1:] else ""
+        grading.grader_error = f"{errors[0].check}: {errors[0].message}{others}"
     return grading
 
 

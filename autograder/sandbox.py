@@ -99,7 +99,7 @@ def become_subreaper() -> None:
         pass
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -176,10 +176,11 @@ class Sandbox:
         load_timeout: float,
         after_hang_timeout: float,
         zygote: Zygote | None = None,
+        cuda: bool = False,
     ) -> None:
         self.submission = submission
         self.after_hang_timeout = after_hang_timeout
-        self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10}
+        self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10, "cuda": cuda}
         self.load_timeout = load_timeout
         self.hung: set[str] = set()
         self.restarts = 0
@@ -190,10 +191,11 @@ class Sandbox:
         self._client: socket.socket | None = None
 
     @classmethod
-    def starting(cls, submission: Path, limits: dict, zygote: Zygote | None = None) -> Sandbox:
+    def starting(cls, submission: Path, limits: dict, zygote: Zygote | None = None, device: str = "cpu") -> Sandbox:
         """A sandbox whose worker is starting, limits as in the settings' [limits]; load() when needed."""
         return cls(
             submission,
+            cuda=device == "cuda",
             memory_mb=limits["memory_mb"],
             output_kb=limits["output_kb"],
             load_timeout=limits["load_timeout"],
@@ -207,8 +209,8 @@ class Sandbox:
         self.scratch = self.folder / "scratch"
         self.scratch.mkdir()
         shutil.copy(self.submission, self.scratch / "attention.py")
-        # a shared zygote is our child when the batch runs in this process: never an orphan to kill
-        self._shared = frozenset() if self._zygote is None else frozenset({self._zygote.process.pid})
+        # our children now (a shared zygote among them) are not the submission's: never orphans to kill
+        self._before = frozenset(children(os.getpid()))
         if self._zygote is None:
             self._zygote = self._own_zygote = Zygote()
         self._client = self._zygote.client()
@@ -310,14 +312,14 @@ class Sandbox:
         if self._own_zygote is not None:
             self._own_zygote.close()
             self._own_zygote = None
-        kill_orphans(keep=self._shared)
+        kill_orphans(keep=self._before)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def kill_orphans(keep: frozenset[int] = frozenset()) -> None:
     """Kill and reap every process re-parented to us (but ``keep``), as long as any remains."""
     for _ in range(50):
-        orphans = [pid for pid in _children(os.getpid()) if pid not in keep]
+        orphans = [pid for pid in children(os.getpid()) if pid not in keep]
         if not orphans:
             return
         for pid in orphans:

@@ -109,12 +109,24 @@ def _instantiate(module, request: dict):
     return model
 
 
+_DRAWN: dict = {}
+
+
 def _revive(value):
-    """A ``{"$generator": seed}`` placeholder becomes a seeded torch.Generator."""
+    """Placeholders become objects: ``{"$generator": seed}`` a seeded torch.Generator;
+    ``{"$randn": shape, "dtype", "seed", "device"}`` a random tensor drawn here (kept for reuse),
+    so that large timing inputs never cross the socket."""
     import torch
 
     if isinstance(value, dict) and set(value) == {"$generator"}:
         return torch.Generator().manual_seed(int(value["$generator"]))
+    if isinstance(value, dict) and "$randn" in value:
+        key = repr(sorted(value.items()))
+        if key not in _DRAWN:
+            generator = torch.Generator().manual_seed(int(value["seed"]))
+            drawn = torch.randn(*value["$randn"], generator=generator, dtype=getattr(torch, value["dtype"]))
+            _DRAWN[key] = drawn.to(value.get("device", "cpu"))
+        return _DRAWN[key]
     return value
 
 
@@ -132,6 +144,8 @@ def _call(module, request: dict) -> dict:
     if request.get("repeat"):  # timing: no recorder, whose overhead would be counted
         for _ in range(request["repeat"]):
             function(*args, **kwargs)
+        if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+            torch.cuda.synchronize()  # the answer leaves only when the GPU has finished
         return {"ok": True}
     seen, functions, ops = _recorder()
     with functions, ops:
@@ -173,7 +187,9 @@ def _serve(conn: socket.socket, spec: dict) -> None:
     os.environ["HOME"] = spec["scratch"]
     limits = spec["limits"]
     memory = limits["memory_bytes"]
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    # CUDA reserves far more address space than it uses: cap the data segment there instead
+    cap = resource.RLIMIT_DATA if limits.get("cuda") else resource.RLIMIT_AS
+    resource.setrlimit(cap, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["output_bytes"], limits["output_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -29,6 +29,7 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"causal_square": "MemoryError"},
     ),
     "flood_output": (set(), {}),
+    "warnings_printed": (set(), {}),
     "read_stdin": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "EOFError"}),
     "background_process": (set(), {}),
     "patch_torch_compare": ({"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA, {"scale_values": "did not divide"}),

@@ -120,3 +120,17 @@ def test_grades_csv_and_resume(graded):
     again = run([str(BIN / "sdpa-grade"), "--batch", str(graded["folder"]), "--json-dir", str(graded["out"])])
     assert again.returncode == 0
     assert f"{len(lines) - 1} already graded, 0 to grade" in again.stderr
+
+
+def test_force_grades_again(tmp_path):
+    """--force regrades a student already graded; without it the old result is kept as it is."""
+    folder, out = tmp_path / "class", tmp_path / "grades"
+    folder.mkdir()
+    (folder / "alice.py").write_text(REFERENCE.read_text())
+    out.mkdir()
+    (out / "alice.json").write_text('{"score": 1, "max_score": 55, "tests": []}')
+    kept = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out)])
+    assert json.loads((out / "alice.json").read_text())["score"] == 1, kept.stderr
+    forced = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--force"])
+    assert forced.returncode == 0
+    assert json.loads((out / "alice.json").read_text())["score"] == 55

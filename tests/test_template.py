@@ -8,7 +8,8 @@ import pytest
 
 from autograder.build import TEMPLATE, build_template, stale_files
 from autograder.template import MarkerError, solution_lines, stub_source
-from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, run, student_folder
+from tests.grading_cases import CASES
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, run, student_folder
 
 STUDENT_FILES = ["attention.py", "test_attention.py", "conftest.py", "pytest.ini"]
 
@@ -109,3 +110,12 @@ def test_public_tests_pass_on_the_reference(tmp_path):
     result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
     assert result.returncode == 0, result.stdout
     assert "13 passed" in result.stdout
+
+
+def test_public_tests_are_not_the_hidden_suite(tmp_path):
+    """A softmax without the max subtraction passes every public test, yet the hidden stability check fails it."""
+    overlay = (SUBMISSIONS / "overlays" / "mistake_no_max_subtraction.py").read_text()
+    folder = student_folder(tmp_path, REFERENCE.read_text() + "\n" + overlay)
+    result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
+    assert result.returncode == 0, result.stdout
+    assert CASES["mistake_no_max_subtraction"][0] == {"softmax_stability"}  # graded in tests/test_grading.py

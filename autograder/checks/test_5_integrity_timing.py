@@ -72,9 +72,47 @@ def test_timing_cpu(loaded, draw, settings):
          f" on (B, H, T, d) = {(B, H, T, d)}", "a Python loop over positions or batches; use batched matrix products instead")
 
 
+def _randn_spec(shape, dtype, seed, device):
+    """A tensor the worker draws itself (large inputs never cross the socket), and the same one here."""
+    spec = {"$randn": list(shape), "dtype": str(dtype).removeprefix("torch."), "seed": seed, "device": device}
+    local = torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype).to(device)
+    return spec, local
+
+
+def _cuda_seconds(args, repeat):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(repeat):
+        ref.scaled_dot_product_attention(*args)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1000
+
+
 @pytest.mark.check(function="scaled_dot_product_attention", category="timing")
-def test_timing_gpu(loaded, device):
-    """On a CUDA device: the same budget at B=32, H=8, T=1024, d=64 (not run without one)."""
+def test_timing_gpu(loaded, draw, settings, device):
+    """On a CUDA device: the same budget at B=32, H=8, T=1024, d=64, in float16 and float32 (not run without one)."""
     if device != "cuda" or not torch.cuda.is_available():
         pytest.skip("no CUDA device on this grading machine (run sdpa-grade --device cuda on one)")
-    pytest.skip("the CUDA timing check is not implemented yet in this version of the grader")
+    timing = settings["timing"]
+    shape = (32, 8, 1024, 64)
+    for dtype in (torch.float16, torch.float32):
+        pairs = [_randn_spec(shape, dtype, draw.integer(0, 2**31), "cuda") for _ in range(3)]
+        specs, local = [p[0] for p in pairs], [p[1] for p in pairs]
+        repeat = 10
+        for _ in range(1 + timing["retries"]):
+            loaded.time("scaled_dot_product_attention", *specs, repeat=1)  # warm-up, and the worker draws its inputs
+            _cuda_seconds(local, 1)
+            ratios = []
+            for _ in range(timing["rounds"]):
+                # the worker synchronises before it answers; our clock bounds the whole round trip
+                student = loaded.time("scaled_dot_product_attention", *specs, repeat=repeat)
+                ratios.append(student / _cuda_seconds(local, repeat))
+            ratio = statistics.median(ratios)
+            if ratio <= timing["budget"]:
+                break
+        else:
+            fail(f"on CUDA in {str(dtype).removeprefix('torch.')}, scaled_dot_product_attention took {ratio:.1f} times as"
+                 f" long as the reference (allowed: {timing['budget']:g} times) at (B, H, T, d) = {shape}",
+                 "a Python loop over positions or batches; use batched matrix products instead")
