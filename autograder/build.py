@@ -36,7 +36,11 @@ def targets() -> dict[Path, Callable[[Path], str | bytes]]:
     """Every generated file, relative to the project folder, with the function that writes it."""
     from autograder import notebook
 
-    return {TEMPLATE: build_template, notebook.NOTEBOOK: notebook.build_notebook}
+    return {
+        TEMPLATE: build_template,
+        notebook.NOTEBOOK: notebook.build_notebook,
+        notebook.PLOT: lambda root: (root / "docs" / notebook.PLOT.name).read_bytes(),  # the handout's figure
+    }
 
 
 def stale_files(root: Path) -> list[Path]:

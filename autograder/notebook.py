@@ -21,6 +21,7 @@ from autograder.config import load_settings
 from autograder.quiz import QUESTIONS
 
 NOTEBOOK = Path("assignments/source/sdpa/sdpa.ipynb")
+PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader releases it beside the notebook
 HANDOUT = Path("docs/handout.md")
 PUBLIC_TESTS = Path("student_template/test_attention.py")
 # the handout sections that come before each function (the rest come first, as the introduction)

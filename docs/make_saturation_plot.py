@@ -26,7 +26,7 @@ def largest_weight(d_k: int, scaled: bool, generator: torch.Generator) -> float:
 
 
 def svg(series: dict[str, list[float]]) -> str:
-    width, height, left, bottom, top, right = 560, 340, 60, 50, 30, 150
+    width, height, left, bottom, top, right = 640, 340, 60, 50, 30, 200
     plot_w, plot_h = width - left - right, height - top - bottom
 
     def x(i: int) -> float:

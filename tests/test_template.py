@@ -25,8 +25,8 @@ def test_generated_files_are_not_stale():
 
 
 def sources_only(folder):
-    """A project folder holding only what the build reads: the reference, the handout, the public tests."""
-    for path in (REFERENCE, ROOT / "docs" / "handout.md", TEMPLATE_DIR / "test_attention.py"):
+    """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests."""
+    for path in (REFERENCE, ROOT / "docs" / "handout.md", ROOT / "docs" / "saturation.svg", TEMPLATE_DIR / "test_attention.py"):
         target = folder / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target)
