@@ -15,6 +15,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -112,6 +113,31 @@ def children(pid: int) -> list[int]:
     return found
 
 
+NOBODY = 65534
+
+
+def readable_by_others(path: Path) -> bool:
+    """Whether a user with no special rights could reach and read ``path`` (every folder above it searchable)."""
+    path = Path(path).resolve()
+    try:
+        for folder in path.parents:
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                return False
+        return bool(path.stat().st_mode & stat.S_IROTH)
+    except OSError:
+        return False
+
+
+def privilege_drop() -> tuple[bool, str]:
+    """Whether the worker can run as ``nobody`` (we are root, and nobody can read Python and torch), and why."""
+    if os.geteuid() != 0:
+        return False, "the grader does not run as root"
+    for needed in (Path(sys.executable), Path(torch.__file__), Path(sysconfig.get_paths()["stdlib"]) / "os.py"):
+        if not readable_by_others(needed):
+            return False, f"{needed} is not readable by other users"
+    return True, "the worker runs as nobody"
+
+
 class Zygote:
     """The worker's zygote process (see worker.py): imports torch once, then forks a child per request.
 
@@ -124,6 +150,11 @@ class Zygote:
         lib = _library_folder(self.folder)
         worker = self.folder / "worker.py"
         shutil.copy(Path(__file__).with_name("worker.py"), worker)
+        self.drops_privileges, self.privileges = privilege_drop()
+        if self.drops_privileges:
+            for path in (self.folder, lib, lib / "wire.py", worker):
+                os.chmod(path, 0o755)
+        user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.drops_privileges else {}
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", str(worker), str(lib), str(theirs.fileno())],
@@ -134,6 +165,7 @@ class Zygote:
             stderr=subprocess.PIPE,
             pass_fds=[theirs.fileno()],
             start_new_session=True,
+            **user,
         )
         theirs.close()
         self._ready = False
@@ -213,6 +245,10 @@ class Sandbox:
         self._before = frozenset(children(os.getpid()))
         if self._zygote is None:
             self._zygote = self._own_zygote = Zygote()
+        if self._zygote.drops_privileges:  # the worker, as nobody, may enter and write its scratch folder only
+            os.chmod(self.folder, 0o711)
+            os.chown(self.scratch, NOBODY, NOBODY)
+            os.chmod(self.scratch / "attention.py", 0o644)
         self._client = self._zygote.client()
         return self
 

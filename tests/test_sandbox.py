@@ -71,3 +71,19 @@ def test_a_hung_function_is_not_waited_on_twice(tmp_path):
     assert second.error == "Timeout" and "not run again" in second.message
     assert after.ok
     assert box.restarts == 2
+
+
+def test_privileges_are_dropped_only_where_nobody_can_run_python(tmp_path):
+    """As root, the worker runs as nobody when Python and torch are readable by others; the reason is said either way."""
+    from autograder.sandbox import privilege_drop, readable_by_others
+
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    (hidden / "file.py").write_text("x = 1\n")
+    (tmp_path / "open.py").write_text("x = 1\n")
+    tmp_path.chmod(0o755)
+    (tmp_path / "open.py").chmod(0o644)
+    assert not readable_by_others(hidden / "file.py")
+    assert readable_by_others(tmp_path / "open.py") == all(p.stat().st_mode & 0o001 for p in tmp_path.parents)
+    drops, reason = privilege_drop()
+    assert reason and (drops == (reason == "the worker runs as nobody"))
