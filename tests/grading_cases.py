@@ -61,11 +61,11 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"softmax_masked": "polarity is inverted"},
     ),
     "mistake_zero_fill": (
-        {"softmax_masked", "softmax_fully_masked", "softmax_stability", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+        {"softmax_masked", "softmax_fully_masked", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
         {"softmax_masked": "set to 0 instead of -inf"},
     ),
     "mistake_mask_after_softmax": (
-        {"softmax_masked", "softmax_fully_masked", "softmax_stability", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+        {"softmax_masked", "softmax_fully_masked", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
         {"softmax_masked": "applied after the softmax"},
     ),
     "mistake_nan_rows": (
