@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pytest
-import torch
 
 from autograder.cases import Draw
 from autograder.config import Settings

@@ -53,7 +53,6 @@ def _error(exc: BaseException) -> dict:
 
 def _recorder():
     """Context managers that note every fused-attention op the student's code runs."""
-    import torch
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
