@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder.config import Settings
+from autograder.report import grader_failure
 from autograder.sandbox import Zygote, become_subreaper, kill_orphans
 
 _CAUSE = re.compile(r"Likely cause: (.+?)(?:;|\.$)")
@@ -57,8 +58,7 @@ def _grade_in_child(submission: Path, target: Path, settings: Settings, device: 
         result = grading.result
         code = 3 if grading.grader_error else 0
     except BaseException:  # noqa: BLE001 - the grader's own fault, recorded for the instructor
-        result = {"score": 0, "max_score": 0, "execution_time": 0, "tests": [],
-                  "output": "The grader failed on this submission.", "grader_error": traceback.format_exc()}
+        result = grader_failure(traceback.format_exc())
         code = 3
     try:
         _write_atomically(target, json.dumps(result, indent=2))
@@ -131,7 +131,7 @@ def _read(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
-        return {"score": 0, "max_score": 0, "tests": [], "grader_error": f"no readable result in {path}"}
+        return grader_failure(f"no readable result in {path}")
 
 
 def _progress(done: int, total: int, name: str, target: Path, started: float) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from pathlib import Path
 
 from autograder.config import ConfigError, load_settings
@@ -38,16 +39,22 @@ def main(argv: list[str] | None = None) -> int:
         return run_batch(args, settings)
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
-    from autograder.grade import grade
-    from autograder.report import table
+    from autograder.report import grader_failure, table
 
-    grading = grade(args.submission, settings, device=args.device, seed=args.seed)
-    print(table(grading.result))
+    try:
+        from autograder.grade import grade  # inside: a broken install is the grader's failure too
+
+        grading = grade(args.submission, settings, device=args.device, seed=args.seed)
+        result, error = grading.result, grading.grader_error
+    except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
+        result = grader_failure(traceback.format_exc())
+        error = result["grader_error"]
+    print(table(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(grading.result, indent=2))
-    if grading.grader_error:
-        print(f"sdpa-grade: the grader failed:\n{grading.grader_error}", file=sys.stderr)
+        args.json.write_text(json.dumps(result, indent=2))
+    if error:
+        print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
         return 3
     return 0
 

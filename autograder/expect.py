@@ -7,8 +7,6 @@ when the result matches a known-wrong variant, the likely cause.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
@@ -68,12 +66,3 @@ def expect_tensor(
             f" (allowed: {atol:g} + {rtol:g}*|expected|)",
             name_mistake(actual, variants, atol, rtol),
         )
-
-
-def expect_finite(tensor: Tensor, what: str) -> None:
-    if not bool(tensor.isfinite().all()):
-        fail(f"{what}: contains NaN or inf", None)
-
-
-def relative_gap(value: float, target: float) -> float:
-    return math.inf if not math.isfinite(value) else abs(value - target) / abs(target)

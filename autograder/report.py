@@ -46,6 +46,18 @@ def results_json(grading) -> dict:
     return result
 
 
+def grader_failure(detail: str) -> dict:
+    """The results file when the grader itself failed before it could grade: 0, and a reason for the instructor."""
+    return {
+        "score": 0,
+        "max_score": 0,
+        "execution_time": 0,
+        "output": "The grader failed on this submission; your instructor has been told.",
+        "tests": [],
+        "grader_error": detail,
+    }
+
+
 def table(result: dict, width: int = 100) -> str:
     """One line per check (points and feedback), then the total."""
     lines = [f"{'check':<56} {'points':>9}  feedback", "-" * width]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
@@ -74,3 +75,18 @@ def test_grader_needs_a_submission_or_a_batch():
     """No arguments: a usage error (exit 2), not a traceback."""
     result = run([str(BIN / "sdpa-grade")])
     assert result.returncode == 2 and "give a SUBMISSION" in result.stderr
+
+
+def test_grader_failure_still_writes_results(tmp_path):
+    """When the grader itself is broken (here: a broken reference shadows the real one), exit 3 and a valid results.json."""
+    broken = tmp_path / "shadow" / "reference"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    (broken / "attention.py").write_text("raise ImportError('a broken install')\n")
+    out = tmp_path / "results.json"
+    env = {**os.environ, "PYTHONPATH": str(broken.parent)}
+    result = run([str(BIN / "sdpa-grade"), str(REFERENCE), "--json", str(out)], env=env)
+    assert result.returncode == 3, result.stderr
+    assert "the grader failed" in result.stderr
+    results = json.loads(out.read_text())
+    assert results["score"] == 0 and "a broken install" in results["grader_error"]

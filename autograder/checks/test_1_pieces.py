@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from autograder.expect import expect_tensor
+from autograder.expect import dtype_name, expect_tensor
 from autograder.mistakes import SENTENCES, causal_variants, scale_variants
 from autograder.student import StudentFault
 from reference import attention as ref
@@ -32,7 +32,7 @@ def test_scores_values(loaded, draw, settings):
     for dtype in (torch.float64, torch.float32):
         Q, K = draw.normal(B, T_q, d_k, dtype=dtype), draw.normal(B, T_k, d_k, dtype=dtype)
         expected = ref.attention_scores(Q.double(), K.double())
-        name = str(dtype).removeprefix("torch.")
+        name = dtype_name(dtype)
         expect_tensor(
             loaded.attention_scores(Q, K), expected, what=f"attention_scores in {name}",
             tolerance=settings.tolerance(name), dtype=dtype,
@@ -88,7 +88,7 @@ def test_output_values(loaded, draw, settings):
     weights = torch.softmax(draw.normal(B, H, T_q, T_k), dim=-1)
     V = draw.normal(B, H, T_k, d_v)
     for dtype in (torch.float64, torch.float32):
-        name = str(dtype).removeprefix("torch.")
+        name = dtype_name(dtype)
         expect_tensor(
             loaded.attention_output(weights.to(dtype), V.to(dtype)), ref.attention_output(weights, V),
             what=f"attention_output in {name}", tolerance=settings.tolerance(name), dtype=dtype,

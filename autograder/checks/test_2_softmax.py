@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from autograder.expect import expect_tensor, fail
+from autograder.expect import dtype_name, expect_tensor, fail
 from autograder.mistakes import SENTENCES, softmax_variants
 from reference import attention as ref
 
@@ -20,7 +20,7 @@ def test_softmax_values(loaded, draw, settings):
     B, T_q, T_k = draw.sizes(3)
     scores = draw.normal(B, T_q, T_k, scale=3.0)
     for dtype in (torch.float64, torch.float32):
-        name = str(dtype).removeprefix("torch.")
+        name = dtype_name(dtype)
         expect_tensor(
             loaded.masked_softmax(scores.to(dtype)), ref.masked_softmax(scores.to(dtype).double()), what=f"masked_softmax without a mask in {name}",
             tolerance=settings.tolerance(name), variants=softmax_variants(scores, None), dtype=dtype,
@@ -69,7 +69,7 @@ def test_softmax_stability(loaded, draw, settings):
     # elsewhere) cannot pass or fail here by the luck of the draw
     mask = torch.ones(B, T_q, T_k, dtype=torch.bool)
     for dtype in (torch.float32, torch.float64):
-        name = str(dtype).removeprefix("torch.")
+        name = dtype_name(dtype)
         for used_mask, label in ((None, "without a mask"), (mask, "with a mask")):
             got = loaded.masked_softmax(scores.to(dtype), used_mask)
             if isinstance(got, torch.Tensor) and not bool(got.isfinite().all()):

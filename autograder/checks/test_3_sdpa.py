@@ -4,14 +4,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.expect import expect_tensor, fail
+from autograder.expect import dtype_name, expect_tensor, fail
 from autograder.mistakes import sdpa_variants
 from reference import attention as ref
 
-
-
-def _name(dtype):
-    return str(dtype).removeprefix("torch.")
 
 
 def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracle=None):
@@ -21,7 +17,7 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracl
     if oracle is not None:
         expected_output = oracle
     variants = sdpa_variants(Q, K, V, mask, is_causal)
-    tolerance = settings.tolerance(_name(Q.dtype))
+    tolerance = settings.tolerance(dtype_name(Q.dtype))
     expect_tensor(output, expected_output, what=f"the output {label}", tolerance=tolerance,
                   variants={name: out for name, (out, _) in variants.items()})
     expect_tensor(weights, expected_weights, what=f"the weights {label}", tolerance=tolerance,
@@ -105,11 +101,11 @@ def test_sdpa_dtypes(loaded, draw, settings):
     mask = draw.mask(B, T_q, T_k)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         low = [x.to(dtype) for x in (Q, K, V)]
-        output, weights = _pair(loaded.scaled_dot_product_attention(*low, mask=mask), f"in {_name(dtype)}")
+        output, weights = _pair(loaded.scaled_dot_product_attention(*low, mask=mask), f"in {dtype_name(dtype)}")
         expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
-        tolerance = settings.tolerance(_name(dtype))
-        expect_tensor(output, expected_output, what=f"the output in {_name(dtype)}", tolerance=tolerance, dtype=dtype)
-        expect_tensor(weights, expected_weights, what=f"the weights in {_name(dtype)}", tolerance=tolerance, dtype=dtype)
+        tolerance = settings.tolerance(dtype_name(dtype))
+        expect_tensor(output, expected_output, what=f"the output in {dtype_name(dtype)}", tolerance=tolerance, dtype=dtype)
+        expect_tensor(weights, expected_weights, what=f"the weights in {dtype_name(dtype)}", tolerance=tolerance, dtype=dtype)
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="gradient")

@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from autograder.expect import fail
+from autograder.expect import dtype_name, fail
 from autograder.integrity import fused_uses
 from reference import attention as ref
 
@@ -74,7 +74,7 @@ def test_timing_cpu(loaded, draw, settings):
 
 def _randn_spec(shape, dtype, seed, device):
     """A tensor the worker draws itself (large inputs never cross the socket), and the same one here."""
-    spec = {"$randn": list(shape), "dtype": str(dtype).removeprefix("torch."), "seed": seed, "device": device}
+    spec = {"$randn": list(shape), "dtype": dtype_name(dtype), "seed": seed, "device": device}
     local = torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype).to(device)
     return spec, local
 
