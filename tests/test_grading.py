@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -134,3 +137,33 @@ def test_force_grades_again(tmp_path):
     forced = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--force"])
     assert forced.returncode == 0
     assert json.loads((out / "alice.json").read_text())["score"] == 55
+
+
+def test_interrupted_batch_resumes_without_losing_a_result(tmp_path):
+    """Killing a batch mid-way leaves only whole results; running it again grades the rest, and nothing lingers."""
+    folder, out = tmp_path / "class", tmp_path / "grades"
+    folder.mkdir()
+    for index in range(4):
+        (folder / f"student{index}.py").write_text(REFERENCE.read_text())
+    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
+    workers_before = set(_worker_pids())
+    batch = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(batch.pid, signal.SIGKILL)  # as a closed terminal would: the parent and its children at once
+    batch.wait()
+    first = sorted(path.name for path in out.glob("*.json"))
+    assert 1 <= len(first) < 4
+    for path in out.glob("*.json"):
+        assert json.loads(path.read_text())["score"] == 55  # whole results only
+    again = run(command)
+    assert again.returncode == 0
+    assert f"{len(first)} already graded, {4 - len(first)} to grade" in again.stderr
+    assert all(json.loads((out / f"student{i}.json").read_text())["score"] == 55 for i in range(4))
+    time.sleep(0.5)
+    assert set(_worker_pids()) <= workers_before  # the killed batch's zygote and workers have gone too
+
+
+def _worker_pids() -> list[str]:
+    return subprocess.run(["pgrep", "-f", "sdpa-worker-"], capture_output=True, text=True).stdout.split()
