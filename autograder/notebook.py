@@ -74,6 +74,15 @@ def _definitions(source: str) -> tuple[str, list[tuple[str, str]]]:
     return "\n".join(i for i in imports if "__future__" not in i), definitions
 
 
+def _hints_outside(code: str) -> str:
+    """Move each region's ``# HINT:`` line above its BEGIN marker, so that it survives nbgrader's stub."""
+    lines = code.splitlines()
+    for index in range(len(lines) - 1):
+        if lines[index].strip() == "### BEGIN SOLUTION" and lines[index + 1].strip().startswith("# HINT:"):
+            lines[index], lines[index + 1] = lines[index + 1].replace("# HINT:", "# Hint:", 1), lines[index]
+    return "\n".join(lines)
+
+
 def _public_tests(source: str, names: list[str]) -> tuple[str, dict[str, list[str]]]:
     """The public tests' helpers, and each test (as source) under the function it tests."""
     tree = ast.parse(source)
@@ -103,7 +112,7 @@ def build_notebook(root: Path) -> str:
     for name, code in definitions:
         cells += [new_markdown_cell(sections[heading]) for heading in SECTIONS.get(name, [])]
         cells.append(new_markdown_cell(f"### `{name}`\n\nFill in the code below, then run the cell and the tests after it."))
-        cells.append(new_code_cell(code, metadata=_meta(name, solution=True)))
+        cells.append(new_code_cell(_hints_outside(code), metadata=_meta(name, solution=True)))
         if tests[name]:
             visible = "# Public tests: small examples you can check by hand.\n\n" + "\n\n\n".join(tests[name])
             cells.append(new_code_cell(visible, metadata=_meta(f"public_{name}", grade=True, points=0, locked=True)))
