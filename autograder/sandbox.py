@@ -212,7 +212,7 @@ class Sandbox:
     ) -> None:
         self.submission = submission
         self.after_hang_timeout = after_hang_timeout
-        self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10, "cuda": cuda}
+        self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10, "cuda": cuda, "processes": 256}
         self.load_timeout = load_timeout
         self.hung: set[str] = set()
         self.restarts = 0

@@ -191,6 +191,8 @@ def _serve(conn: socket.socket, spec: dict) -> None:
     resource.setrlimit(cap, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["output_bytes"], limits["output_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if os.geteuid() != 0:  # counted per user: a cap on fork bombs where the worker has a user of its own
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     log = os.open("output.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
