@@ -8,14 +8,12 @@ When the sandbox closes, every process the submission started is gone.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import sysconfig
@@ -27,9 +25,9 @@ from pathlib import Path
 import torch
 
 from autograder import wire
+from autograder.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
 
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -90,52 +88,6 @@ def _library_folder(root: Path) -> Path:
             (lib / entry.name).symlink_to(entry)
     shutil.copy(Path(wire.__file__), lib / "wire.py")
     return lib
-
-
-def become_subreaper() -> None:
-    """Orphans of the submission's processes become our children, so that close() can find them."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-NOBODY = 65534
-
-
-def readable_by_others(path: Path) -> bool:
-    """Whether a user with no special rights could reach and read ``path`` (every folder above it searchable)."""
-    path = Path(path).resolve()
-    try:
-        for folder in path.parents:
-            if not folder.stat().st_mode & stat.S_IXOTH:
-                return False
-        return bool(path.stat().st_mode & stat.S_IROTH)
-    except OSError:
-        return False
-
-
-def privilege_drop() -> tuple[bool, str]:
-    """Whether the worker can run as ``nobody`` (we are root, and nobody can read Python and torch), and why."""
-    if os.geteuid() != 0:
-        return False, "the grader does not run as root"
-    for needed in (Path(sys.executable), Path(torch.__file__), Path(sysconfig.get_paths()["stdlib"]) / "os.py"):
-        if not readable_by_others(needed):
-            return False, f"{needed} is not readable by other users"
-    return True, "the worker runs as nobody"
 
 
 class Zygote:
@@ -350,18 +302,3 @@ class Sandbox:
             self._own_zygote = None
         kill_orphans(keep=self._before)
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def kill_orphans(keep: frozenset[int] = frozenset()) -> None:
-    """Kill and reap every process re-parented to us (but ``keep``), as long as any remains."""
-    for _ in range(50):
-        orphans = [pid for pid in children(os.getpid()) if pid not in keep]
-        if not orphans:
-            return
-        for pid in orphans:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-        time.sleep(0.01)
