@@ -142,8 +142,11 @@ def _call(module, request: dict) -> dict:
     if function is None:
         raise AttributeError(f"attention.py has no function named {target}")
     if request.get("repeat"):  # timing: no recorder, whose overhead would be counted
-        for _ in range(request["repeat"]):
-            function(*args, **kwargs)
+        # fresh copies for every call, all alive at once (so no two share an id): no memoising by identity;
+        # the grader's reference timing makes the same copies
+        copies = [[a.clone() if isinstance(a, torch.Tensor) else a for a in args] for _ in range(request["repeat"])]
+        for copy in copies:
+            function(*copy, **kwargs)
         if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
             torch.cuda.synchronize()  # the answer leaves only when the GPU has finished
         return {"ok": True}

@@ -96,6 +96,8 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "mistake_loop_over_queries": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     "cheat_fused": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "fused attention"}),
     "cheat_fused_getattr": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "ran PyTorch's fused attention"}),
+    # memoising by identity would hide the loop from a timing loop that reused its inputs
+    "cheat_memoised_loop": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     "cheat_hardcoded_variance": ({"variance_uses_generator"}, {"variance_uses_generator": "same value for every generator"}),
     # correct solutions written differently: full marks
     "correct_einsum": (set(), {}),

@@ -34,8 +34,9 @@ def test_integrity_mha(loaded, source):
 
 def _reference_seconds(args, repeat):
     start = time.perf_counter()
-    for _ in range(repeat):
-        ref.scaled_dot_product_attention(*args)
+    copies = [[a.clone() for a in args] for _ in range(repeat)]  # the same copies as the worker's timing loop
+    for copy in copies:
+        ref.scaled_dot_product_attention(*copy)
     return time.perf_counter() - start
 
 
@@ -83,8 +84,9 @@ def _cuda_seconds(args, repeat):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     start.record()
-    for _ in range(repeat):
-        ref.scaled_dot_product_attention(*args)
+    copies = [[a.clone() for a in args] for _ in range(repeat)]  # the same copies as the worker's timing loop
+    for copy in copies:
+        ref.scaled_dot_product_attention(*copy)
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / 1000
