@@ -44,6 +44,10 @@ class Reply:
     message: str = ""
     seconds: float = 0.0
 
+    @classmethod
+    def skipped_after_hang(cls, target: str) -> Reply:
+        return cls(False, error="Timeout", message=f"{target} did not finish in an earlier call, so it was not run again")
+
     def describe(self) -> str:
         return f"{self.error}: {self.message}" if self.message else self.error
 
@@ -222,14 +226,11 @@ class Sandbox:
         if self.load_reply is None or not self.load_reply.ok:
             return Reply(False, error="NotLoaded", message="the submission did not load")
         if target in self.hung:
-            return Reply(False, error="Timeout", message=f"{target} did not finish in an earlier call, so it was not run again")
+            return Reply.skipped_after_hang(target)
         if self.hung:
             timeout = min(timeout, self.after_hang_timeout)
         request = {"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, **options}
-        reply = self._request(request, target, timeout)
-        if reply.ok and not options.get("repeat"):
-            reply.mutated = mutated(args, reply.after)
-        return reply
+        return self._request(request, target, timeout)
 
     def _request(self, request: dict, target: str, timeout: float) -> Reply:
         if self._child is None:

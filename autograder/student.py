@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from autograder.sandbox import Reply
+from autograder.sandbox import Reply, mutated
 
 
 class StudentFault(Exception):
@@ -24,23 +24,23 @@ class Student:
         self.ops: dict[str, set[str]] = defaultdict(set)
 
     def run(self, target: str, *args, grad=(), grad_outputs=None, **kwargs) -> Reply:
-        options = {"grad": list(grad), "grad_outputs": grad_outputs}
-        reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
-        self._raise_for(target, reply)
-        return reply
+        return self._call(target, args, kwargs, grad=list(grad), grad_outputs=grad_outputs)
 
     def mha(self, init: tuple, state: dict, *args, grad=(), grad_outputs=None, **kwargs) -> Reply:
         """Build MultiHeadAttention(*init) in the worker, load ``state`` into it, call it."""
         options = {"init": list(init), "state": state, "grad": list(grad), "grad_outputs": grad_outputs}
-        reply = self._sandbox.call("MultiHeadAttention", args, kwargs, timeout=self._timeout, **options)
-        self._raise_for("MultiHeadAttention", reply)
-        return reply
+        return self._call("MultiHeadAttention", args, kwargs, **options)
 
     def time(self, target: str, *args, repeat: int, **kwargs) -> float:
         """Seconds for ``repeat`` calls, as bounded by this process's own clock."""
-        reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, repeat=repeat)
+        return self._call(target, args, kwargs, repeat=repeat).seconds
+
+    def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
+        reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
+        if reply.ok and not options.get("repeat"):
+            reply.mutated = mutated(args, reply.after)  # judged here, from the arguments handed back
         self._raise_for(target, reply)
-        return reply.seconds
+        return reply
 
     def _raise_for(self, target: str, reply: Reply) -> None:
         self.ops[target].update(reply.ops)

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from autograder.sandbox import Sandbox
+from autograder.student import Student
 
 PROBE = '''
 import importlib.util, os, sys, torch
@@ -55,7 +56,7 @@ def test_in_place_changes_are_seen_by_the_grader(tmp_path):
     """Mutation is judged in the grader's process, from the argument the worker hands back."""
     with sandbox(tmp_path, PROBE) as box:
         box.load()
-        reply = box.call("padding_mask", (torch.tensor([1, 2]), 3), timeout=10)
+        reply = Student(box, timeout=10).run("padding_mask", torch.tensor([1, 2]), 3)
     assert reply.ok and reply.mutated == [True, False]
 
 
