@@ -31,6 +31,7 @@ class Runner(Protocol):
     """What runs the student's code: ``autograder.sandbox.Sandbox``, or ``autograder.kernel.InProcess``."""
 
     load_reply: Reply | None
+    source: str  # the submission's source, for the static integrity scan
 
     def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply: ...
 
