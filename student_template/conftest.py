@@ -35,12 +35,18 @@ class _OneLine:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    if call.excinfo is None or not call.excinfo.errisinstance(NotImplementedError):
+    if call.excinfo is None:
         return
-    message = str(call.excinfo.value)
-    _missing.append(message.split(" ")[0].split(".")[0])
-    if item.config.option.tbstyle == "line":
-        outcome.get_result().longrepr = _OneLine(f"{item.name}: {message} (see the TODO in attention.py)")
+    one_line = item.config.option.tbstyle == "line"
+    if call.excinfo.errisinstance(NotImplementedError):
+        message = str(call.excinfo.value)
+        _missing.append(message.split(" ")[0].split(".")[0])
+        if one_line:
+            outcome.get_result().longrepr = _OneLine(f"{item.name}: {message} (see the TODO in attention.py)")
+    elif one_line:
+        crash = getattr(outcome.get_result().longrepr, "reprcrash", None)
+        if crash is not None:  # a real failure: its one line names the test as well as the place
+            crash.message = f"{item.name} failed: {crash.message}"
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -119,3 +119,12 @@ def test_public_tests_are_not_the_hidden_suite(tmp_path):
     result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
     assert result.returncode == 0, result.stdout
     assert CASES["mistake_no_max_subtraction"][0] == {"softmax_stability"}  # graded in tests/test_grading.py
+
+
+def test_a_wrong_answer_names_its_test_in_one_line(tmp_path):
+    """A real failure (not a stub) is reported with the test's name on its line, and the stubs still guide."""
+    overlay = (SUBMISSIONS / "overlays" / "mistake_divide_by_dk.py").read_text()
+    folder = student_folder(tmp_path, REFERENCE.read_text() + "\n" + overlay)
+    result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
+    assert result.returncode == 1
+    assert "test_scale_scores_by_hand failed: AssertionError" in result.stdout
