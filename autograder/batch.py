@@ -20,8 +20,8 @@ from pathlib import Path
 
 from autograder.config import Settings
 from autograder.report import grader_failure
-from autograder.processes import become_subreaper, kill_orphans
-from autograder.sandbox import Zygote
+from autograder.sandbox.processes import become_subreaper, kill_orphans
+from autograder.sandbox.runner import Zygote
 
 _CAUSE = re.compile(r"Likely cause: (.+?)(?:;|\.$)")
 

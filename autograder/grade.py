@@ -19,7 +19,7 @@ import pytest
 from autograder import report, scoring
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
-from autograder.sandbox import Sandbox, Zygote
+from autograder.sandbox.runner import Sandbox, Zygote
 from autograder.submission import Ungradable, read_submission
 
 CHECKS = Path(__file__).with_name("checks")

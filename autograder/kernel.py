@@ -14,10 +14,10 @@ import types
 
 import torch
 
-from autograder import worker
-from autograder.catalogue import catalogue
+from autograder.sandbox import worker
+from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
-from autograder.sandbox import Reply, reply_from
+from autograder.sandbox.runner import Reply, reply_from
 
 API = (
     "attention_scores", "scale_scores", "causal_mask", "padding_mask", "masked_softmax", "attention_output",

@@ -15,11 +15,11 @@ from typing import Protocol
 
 import pytest
 
-from autograder.cases import Draw
+from autograder.checks.cases import Draw
 from autograder.config import Settings
-from autograder.expect import CheckFailure
-from autograder.sandbox import Reply
-from autograder.student import Student, StudentFault
+from autograder.checks.expect import CheckFailure
+from autograder.sandbox.runner import Reply
+from autograder.checks.student import Student, StudentFault
 
 CATEGORIES = {
     "shape", "values", "matches-torch", "nan-safety", "stability", "causal", "masking", "gradient",

@@ -40,8 +40,8 @@ def ratios(path: Path) -> dict[str, float]:
     """Median student/reference time ratio per dtype, measured as the hidden check measures it."""
     from autograder.checks.test_5_integrity_timing import _cuda_seconds, _randn_spec
     from autograder.config import load_settings
-    from autograder.sandbox import Sandbox
-    from autograder.student import Student
+    from autograder.sandbox.runner import Sandbox
+    from autograder.checks.student import Student
 
     settings = load_settings()
     found = {}

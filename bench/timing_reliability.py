@@ -19,7 +19,7 @@ from pathlib import Path
 from autograder.config import load_settings
 from autograder.grade import run_pytest
 from autograder.plugin import GradingPlugin
-from autograder.sandbox import Sandbox, Zygote
+from autograder.sandbox.runner import Sandbox, Zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOP = ROOT / "tests" / "submissions" / "overlays" / "mistake_loop_over_queries.py"

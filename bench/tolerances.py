@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from autograder.mistakes import sdpa_variants
+from autograder.checks.mistakes import sdpa_variants
 from reference import attention as ref
 
 

@@ -11,8 +11,8 @@ import shutil
 import nbformat
 import pytest
 
-from autograder.quiz import QUESTIONS
-from autograder.template import solution_lines
+from autograder.release.quiz import QUESTIONS
+from autograder.release.template import solution_lines
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
 pytestmark = pytest.mark.slow

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
-from autograder.sandbox import Sandbox
-from autograder.student import Student
+from autograder.sandbox.runner import Sandbox
+from autograder.checks.student import Student
 
 PROBE = '''
 import importlib.util, os, sys, torch
@@ -76,7 +76,7 @@ def test_a_hung_function_is_not_waited_on_twice(tmp_path):
 
 def test_privileges_are_dropped_only_where_nobody_can_run_python(tmp_path):
     """As root, the worker runs as nobody when Python and torch are readable by others; the reason is said either way."""
-    from autograder.processes import privilege_drop, readable_by_others
+    from autograder.sandbox.processes import privilege_drop, readable_by_others
 
     hidden = tmp_path / "private"
     hidden.mkdir(mode=0o700)

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from autograder.build import TEMPLATE, build_template, stale_files
-from autograder.template import MarkerError, solution_lines, stub_source
+from autograder.release.build import TEMPLATE, build_template, stale_files
+from autograder.release.template import MarkerError, solution_lines, stub_source
 from tests.grading_cases import CASES
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, run, student_folder
 

@@ -8,7 +8,7 @@ import socket
 import pytest
 import torch
 
-from autograder import wire
+from autograder.sandbox import wire
 
 
 def roundtrip(value):

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from autograder.expect import dtype_name, expect_tensor
-from autograder.mistakes import SENTENCES, causal_variants, scale_variants
-from autograder.student import StudentFault
+from autograder.checks.expect import dtype_name, expect_tensor
+from autograder.checks.mistakes import SENTENCES, causal_variants, scale_variants
+from autograder.checks.student import StudentFault
 from reference import attention as ref
 
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from autograder.expect import dtype_name, expect_tensor, fail
-from autograder.mistakes import SENTENCES, softmax_variants
+from autograder.checks.expect import dtype_name, expect_tensor, fail
+from autograder.checks.mistakes import SENTENCES, softmax_variants
 from reference import attention as ref
 
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.expect import dtype_name, expect_tensor, fail
-from autograder.mistakes import sdpa_variants
+from autograder.checks.expect import dtype_name, expect_tensor, fail
+from autograder.checks.mistakes import sdpa_variants
 from reference import attention as ref
 
 

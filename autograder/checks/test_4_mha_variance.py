@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.expect import expect_tensor, fail
+from autograder.checks.expect import expect_tensor, fail
 
 
 def _torch_mha(draw, d_model, heads, bias):

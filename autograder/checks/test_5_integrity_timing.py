@@ -6,8 +6,8 @@ import time
 import pytest
 import torch
 
-from autograder.expect import dtype_name, fail
-from autograder.integrity import fused_uses
+from autograder.checks.expect import dtype_name, fail
+from autograder.checks.integrity import fused_uses
 from reference import attention as ref
 
 

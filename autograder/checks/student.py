@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from autograder.sandbox import Reply, mutated
+from autograder.sandbox.runner import Reply, mutated
 
 
 class StudentFault(Exception):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from autograder.mistakes import name_mistake
+from autograder.checks.mistakes import name_mistake
 
 
 class CheckFailure(AssertionError):

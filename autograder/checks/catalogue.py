@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-CHECKS = Path(__file__).with_name("checks")
+CHECKS = Path(__file__).parent
 
 
 @dataclass(frozen=True)

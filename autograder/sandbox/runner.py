@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from autograder import wire
-from autograder.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
+from autograder.sandbox import wire
+from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
 
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from autograder.template import stub_source
+from autograder.release.template import stub_source
 
 REFERENCE = Path("reference/attention.py")
 TEMPLATE = Path("student_template/attention.py")
@@ -21,7 +21,7 @@ def find_root(start: Path | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / REFERENCE).is_file():
             return folder
-    package_root = Path(__file__).resolve().parent.parent
+    package_root = Path(__file__).resolve().parents[2]
     if (package_root / REFERENCE).is_file():
         return package_root
     raise FileNotFoundError(f"no {REFERENCE} in {here} or its parents: run sdpa-build in the project folder")
@@ -34,7 +34,7 @@ def build_template(root: Path) -> str:
 
 def targets() -> dict[Path, Callable[[Path], str | bytes]]:
     """Every generated file, relative to the project folder, with the function that writes it."""
-    from autograder import notebook
+    from autograder.release import notebook
 
     return {
         TEMPLATE: build_template,
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in write_all(root):
         print(f"wrote {path}")
     if args.gradescope:
-        from autograder.gradescope import write_bundle
+        from autograder.release.gradescope import write_bundle
 
         if args.config is not None:
             from autograder.config import ConfigError, load_settings

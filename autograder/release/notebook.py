@@ -16,9 +16,9 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.catalogue import catalogue
+from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
-from autograder.quiz import QUESTIONS
+from autograder.release.quiz import QUESTIONS
 
 NOTEBOOK = Path("assignments/source/sdpa/sdpa.ipynb")
 PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader releases it beside the notebook
@@ -132,7 +132,7 @@ def build_notebook(root: Path) -> str:
         answer = f"### BEGIN SOLUTION\n{question.name} = {question.answer!r}\n### END SOLUTION"
         cells.append(new_code_cell(answer, metadata=_meta(question.name, solution=True)))
         check = (
-            f"# Checks {question.name} (1 point)\n### BEGIN HIDDEN TESTS\nfrom autograder.quiz import check_answer\n\n"
+            f"# Checks {question.name} (1 point)\n### BEGIN HIDDEN TESTS\nfrom autograder.release.quiz import check_answer\n\n"
             f"check_answer({question.name!r}, {question.name})\n### END HIDDEN TESTS"
         )
         cells.append(new_code_cell(check, metadata=_meta(f"check_{question.name}", grade=True, points=1, locked=True)))

@@ -1,0 +1,64 @@
+"""The tree shows the trust boundary: imports between autograder's folders go one way only."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+PACKAGE = ROOT / "autograder"
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth (imports inside functions included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def ours(path: Path) -> set[str]:
+    return {name for name in imports(path) if name.split(".")[0] in ("autograder", "reference")}
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((PACKAGE / folder).glob("*.py"))
+
+
+@pytest.mark.parametrize("path", modules("sandbox"), ids=lambda p: p.name)
+def test_sandbox_imports_nothing_from_grading(path):
+    """The sandbox imports nothing of the grader but the sandbox itself (no grading, scoring, release, reference)."""
+    outside = {name for name in ours(path) if not name.startswith("autograder.sandbox")}
+    assert not outside, f"{path.name} imports {sorted(outside)}"
+
+
+@pytest.mark.parametrize("name", ["worker.py", "wire.py"])
+def test_code_beside_the_student_imports_only_stdlib_and_torch(name):
+    """worker.py and wire.py run in the student's process: the standard library and torch only."""
+    allowed = set(sys.stdlib_module_names) | {"torch", "wire"}
+    found = {module.split(".")[0] for module in imports(PACKAGE / "sandbox" / name)}
+    assert found <= allowed, f"{name} imports {sorted(found - allowed)}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("test_*.py")), ids=lambda p: p.name)
+def test_checks_reach_student_code_only_through_the_proxy(path):
+    """A hidden check imports neither the sandbox nor the in-kernel runner: it gets the proxy as a fixture."""
+    reaching = {name for name in ours(path) if name.startswith(("autograder.sandbox", "autograder.kernel"))}
+    assert not reaching, f"{path.name} imports {sorted(reaching)}"
+
+
+@pytest.mark.parametrize("folder", ["sandbox", "checks"])
+def test_inner_folders_do_not_import_the_front_ends(folder):
+    """Neither the sandbox nor the checks import the pipeline's front ends or the release tools."""
+    front = ("autograder.cli", "autograder.batch", "autograder.grade", "autograder.release")
+    for path in modules(folder):
+        reaching = {name for name in ours(path) if name.startswith(front)}
+        assert not reaching, f"{folder}/{path.name} imports {sorted(reaching)}"
