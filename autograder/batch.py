@@ -23,7 +23,6 @@ from autograder.report import grader_failure
 from autograder.sandbox.processes import become_subreaper, kill_orphans
 from autograder.sandbox.runner import Zygote
 
-_CAUSE = re.compile(r"Likely cause: (.+?)(?:;|\.$)")
 
 
 def students(folder: Path) -> dict[str, Path]:
@@ -153,6 +152,13 @@ def _write_csv(path: Path, results: dict[str, dict]) -> None:
             writer.writerow([name, result.get("score", 0), result.get("max_score", 0), status])
 
 
+def _describe(mistake: str) -> str:
+    """A named mistake's short description: the first clause of its sentence."""
+    from autograder.checks.mistakes import SENTENCES
+
+    return SENTENCES.get(mistake, mistake).split(";")[0]
+
+
 def summary(results: dict[str, dict]) -> str:
     """Per check, how many passed; per named mistake, how many submissions showed it."""
     passed: Counter = Counter()
@@ -165,10 +171,12 @@ def summary(results: dict[str, dict]) -> str:
                 continue
             seen[test["name"]] += 1
             passed[test["name"]] += test["score"] == test["max_score"]
-            causes.update(_CAUSE.findall(test.get("output", "")))
+            mistake = (test.get("extra_data") or {}).get("mistake")
+            if mistake:
+                causes.add(mistake)
         mistakes.update(causes)
     lines = [f"Class summary: {len(results)} submissions", "", f"{'check':<62} passed"]
     lines += [f"{name:<62} {passed[name]}/{count}" for name, count in seen.items()]
     lines += ["", "Named mistakes (submissions showing each):"]
-    lines += [f"{count:4d}  {cause}" for cause, count in mistakes.most_common()] or ["   none"]
+    lines += [f"{count:4d}  {_describe(key)}" for key, count in mistakes.most_common()] or ["   none"]
     return "\n".join(lines)

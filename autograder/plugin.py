@@ -48,6 +48,7 @@ class Outcome:
     status: str
     message: str = ""
     seconds: float = 0.0
+    mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
 
 
 class GradingPlugin:
@@ -95,8 +96,10 @@ class GradingPlugin:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             marker = item.get_closest_marker("check")
             status, message = _status(report, call)
+            mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message, report.duration
+                check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message, report.duration,
+                mistake or "",
             )
 
     def pytest_sessionfinish(self) -> None:

@@ -66,6 +66,15 @@ def test_batch_finished_cleanly(graded):
     assert "Named mistakes" in result.stdout
 
 
+def test_named_mistakes_travel_as_fields(graded):
+    """A recognised mistake is a field of its test (extra_data), and the class summary counts it from there."""
+    tests = load(graded, "mistake_divide_by_dk")["tests"]
+    assert "divide_by_dk" in {test["extra_data"]["mistake"] for test in tests}
+    summary = graded["result"].stdout.split("Named mistakes", 1)[1]
+    assert "you divided by d_k, not by sqrt(d_k)" in summary
+    assert "a Python loop over positions or batches" in summary
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_submission_scores_exactly(graded, name):
     """The failing checks earn 0, the others full points, and the feedback names the problem."""

@@ -10,15 +10,22 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from autograder.checks.mistakes import name_mistake
+from autograder.checks.mistakes import SENTENCES, name_mistake
 
 
 class CheckFailure(AssertionError):
-    """The student's result is wrong; the message is the feedback."""
+    """The student's result is wrong; the message is the feedback, ``mistake`` the named mistake's key, if any."""
+
+    def __init__(self, message: str, mistake: str | None = None) -> None:
+        super().__init__(message)
+        self.mistake = mistake
 
 
-def fail(message: str, cause: str | None = None) -> None:
-    raise CheckFailure(f"{message}. Likely cause: {cause}." if cause else f"{message}.")
+def fail(message: str, mistake: str | None = None, *, hint: str | None = None) -> None:
+    """Fail the check. ``mistake`` is a key of ``mistakes.SENTENCES`` (a named mistake, kept as a field
+    for the class summary); ``hint`` is a cause in free words, shown but not counted."""
+    cause = SENTENCES[mistake] if mistake else hint
+    raise CheckFailure(f"{message}. Likely cause: {cause}." if cause else f"{message}.", mistake)
 
 
 def dtype_name(dtype: torch.dtype) -> str:

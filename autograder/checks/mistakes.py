@@ -31,6 +31,7 @@ SENTENCES = {
     "overflow": "large scores overflow: subtract each row's maximum before exponentiating; reread 'Numerical stability'",
     "transpose_12": "you transposed axes 1 and 2 instead of the last two (-2, -1): this breaks with extra head dims;"
     " reread the shape table",
+    "python_loop": "a Python loop over positions or batches; use batched matrix products instead",
 }
 
 
@@ -85,10 +86,10 @@ def sdpa_variants(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causa
 
 
 def name_mistake(actual: Tensor, variants: dict[str, Tensor], atol: float, rtol: float) -> str | None:
-    """The sentence for the first variant the student's tensor matches, if any."""
+    """The key (in SENTENCES) of the first variant the student's tensor matches, if any."""
     for name, wrong in variants.items():
         if wrong.shape == actual.shape and _close(actual.double(), wrong.double(), atol, rtol):
-            return SENTENCES[name]
+            return name
     return None
 
 

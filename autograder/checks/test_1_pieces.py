@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from autograder.checks.expect import dtype_name, expect_tensor
-from autograder.checks.mistakes import SENTENCES, causal_variants, scale_variants
+from autograder.checks.expect import dtype_name, expect_tensor, fail
+from autograder.checks.mistakes import causal_variants, scale_variants
 from autograder.checks.student import StudentFault
 from reference import attention as ref
 
@@ -20,7 +20,7 @@ def test_scores_shape(loaded, draw, settings):
             got = loaded.attention_scores(Q, K)
         except StudentFault as error:
             if len(lead) != 1:  # (B, T, d_k) worked, other ranks do not
-                raise StudentFault(f"{error}; it worked on (B, T, d_k). Likely cause: {SENTENCES['transpose_12']}.") from None
+                fail(f"{error}; it worked on (B, T, d_k)", "transpose_12")
             raise
         expect_tensor(got, ref.attention_scores(Q, K), what=f"attention_scores on {label}", tolerance=settings.tolerance("float64"))
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from autograder.checks.expect import dtype_name, expect_tensor, fail
-from autograder.checks.mistakes import SENTENCES, softmax_variants
+from autograder.checks.mistakes import softmax_variants
 from reference import attention as ref
 
 
@@ -55,7 +55,7 @@ def test_softmax_fully_masked(loaded, draw, settings):
                   tolerance=tolerance, variants=variants)
     grad = reply.grads[0]
     if not bool(grad.isfinite().all()):
-        fail("the gradient of masked_softmax with fully masked rows contains NaN or inf", SENTENCES["nan_rows"])
+        fail("the gradient of masked_softmax with fully masked rows contains NaN or inf", "nan_rows")
     expect_tensor(grad, _reference_grad(scores, mask, grad_output), what="the gradient of masked_softmax with fully masked rows",
                   tolerance=settings.tolerance("float64", gradient=True))
 
@@ -73,7 +73,7 @@ def test_softmax_stability(loaded, draw, settings):
         for used_mask, label in ((None, "without a mask"), (mask, "with a mask")):
             got = loaded.masked_softmax(scores.to(dtype), used_mask)
             if isinstance(got, torch.Tensor) and not bool(got.isfinite().all()):
-                fail(f"masked_softmax on scores of size 1e4 in {name} {label}: contains NaN or inf", SENTENCES["overflow"])
+                fail(f"masked_softmax on scores of size 1e4 in {name} {label}: contains NaN or inf", "overflow")
             expected = ref.masked_softmax(scores.to(dtype).double(), used_mask)
             expect_tensor(got, expected, what=f"masked_softmax on scores of size 1e4 in {name} {label}",
                           tolerance=settings.tolerance(name), dtype=dtype)

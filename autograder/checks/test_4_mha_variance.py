@@ -86,7 +86,7 @@ def test_variance_close(loaded, draw, settings):
                 hint = "about 1 is the variance after scaling; return the variance of the raw dot products"
             elif math.isfinite(value) and abs(value - math.sqrt(d_k)) < 0.2 * math.sqrt(d_k):
                 hint = "about sqrt(d_k) is the standard deviation; return the variance"
-            fail(f"dot_product_variance({d_k}) is {value:.4g}, more than {rtol:.0%} away from d_k = {d_k}", hint)
+            fail(f"dot_product_variance({d_k}) is {value:.4g}, more than {rtol:.0%} away from d_k = {d_k}", hint=hint)
 
 
 @pytest.mark.check(function="dot_product_variance", category="variance")
