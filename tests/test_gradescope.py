@@ -1,4 +1,9 @@
-"""The Gradescope bundle: built by sdpa-build, run as Gradescope runs it, on a correct and a wrong submission."""
+"""The Gradescope bundle and the wheel, as users install them: built by sdpa-build, set up in fresh
+virtual environments with the bundle's own setup.sh (or a plain pip install), then graded.
+
+Nothing here runs the editable checkout: every grading uses a venv made by the test, its python and
+PATH cleared of the project's own environment.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,42 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import time
 import zipfile
+from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
+from autograder.release.gradescope import CPU_INDEX, setup_script, torch_requirement
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 
 pytestmark = pytest.mark.slow
 
+SETUP_TIMEOUT = 900
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment a fresh machine would have: no project venv on PATH, no Python overrides."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH") and not key.startswith("SDPA_")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != BIN)
+    return {**env, **extra}
+
+
+def submission_text(name: str) -> str:
+    """A test submission: the reference, an overlay appended to it, or a standalone file."""
+    if name == "correct":
+        return REFERENCE.read_text()
+    overlay = SUBMISSIONS / "overlays" / f"{name}.py"
+    if overlay.is_file():
+        return REFERENCE.read_text() + "\n" + overlay.read_text()
+    return (SUBMISSIONS / "standalone" / f"{name}.py").read_text()
+
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
+def bundle(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("bundle")
     config = folder / "course.toml"
     config.write_text("[points]\nsdpa_gradients = 5\n")
@@ -26,6 +56,45 @@ def bundle(tmp_path_factory):
     result = run([str(BIN / "sdpa-build"), "--gradescope", str(target), "--config", str(config)], cwd=ROOT)
     assert result.returncode == 0, result.stderr
     return target
+
+
+@pytest.fixture(scope="module")
+def wheel(bundle, tmp_path_factory) -> Path:
+    """The wheel inside the bundle, where `pip install dist/*.whl` would find it."""
+    dist = tmp_path_factory.mktemp("dist")
+    with zipfile.ZipFile(bundle) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".whl"))
+        archive.extract(name, dist)
+    return dist / name
+
+
+@pytest.fixture(scope="module")
+def gradescope(bundle, tmp_path_factory):
+    """A fake /autograder: the bundle unpacked into source/, then its setup.sh run as Gradescope runs it."""
+    root = tmp_path_factory.mktemp("gradescope") / "autograder"
+    source = root / "source"
+    source.mkdir(parents=True)
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extractall(source)
+    for name in ("setup.sh", "run_autograder"):
+        (source / name).chmod(0o755)  # zipfile does not restore modes; Gradescope does
+    started = time.perf_counter()
+    setup = run([shutil.which("bash"), str(source / "setup.sh")], cwd=source, timeout=SETUP_TIMEOUT,
+                env=clean_env(AUTOGRADER_ROOT=str(root)))
+    print(f"setup.sh took {time.perf_counter() - started:.0f} s")
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    return root, setup
+
+
+def run_autograder(root: Path, name: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """Put ``name`` in /autograder/submission, run run_autograder, return its run and results.json."""
+    for folder in ("submission", "results"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+    (root / "submission").mkdir()
+    (root / "submission" / "attention.py").write_text(submission_text(name))
+    result = run([shutil.which("bash"), str(root / "source" / "run_autograder")], cwd=root / "source",
+                 env=clean_env(AUTOGRADER_ROOT=str(root)))
+    return result, json.loads((root / "results" / "results.json").read_text())
 
 
 def test_bundle_has_gradescopes_layout(bundle):
@@ -38,29 +107,81 @@ def test_bundle_has_gradescopes_layout(bundle):
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
 
 
-@pytest.mark.parametrize("name, expected", [("correct", 57.0), ("mistake_divide_by_dk", None)])
-def test_run_autograder_writes_results(bundle, tmp_path, name, expected):
-    """run_autograder grades /autograder/submission into /autograder/results/results.json (root moved for the test)."""
-    root = tmp_path / "autograder"
-    source = root / "source"
-    source.mkdir(parents=True)
-    with zipfile.ZipFile(bundle) as archive:
-        archive.extractall(source)
-    (root / "submission").mkdir()
-    text = REFERENCE.read_text()
-    if name != "correct":
-        text += "\n" + (SUBMISSIONS / "overlays" / f"{name}.py").read_text()
-    (root / "submission" / "attention.py").write_text(text)
-    runner = source / "run_autograder"
-    runner.chmod(0o755)
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "SDPA_GRADE": str(BIN / "sdpa-grade")}
-    result = run([shutil.which("bash"), str(runner)], env=env)
+def test_wheel_holds_every_file_of_the_package(wheel):
+    """Every tracked file under autograder/ and reference/ is in the wheel (pytest.ini, worker.py, defaults.toml...)."""
+    tracked = run(["git", "ls-files", "autograder", "reference"], cwd=ROOT)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    with zipfile.ZipFile(wheel) as archive:
+        packed = set(archive.namelist())
+    missing = sorted(set(tracked.stdout.split()) - packed)
+    assert not missing, f"files the grader may need at run time are not in the wheel: {missing}"
+
+
+def test_setup_installs_a_cpu_torch_in_the_tested_range(gradescope):
+    """setup.sh says where torch came from and what it installed: a CPU build, inside the project's range."""
+    root, setup = gradescope
+    assert "setup.sh: installed torch" in setup.stdout and "a CPU build" in setup.stdout, setup.stdout
+    version = run([str(root / "venv" / "bin" / "python"), "-c", "import torch; print(torch.__version__)"]).stdout.strip()
+    requirement = Requirement(torch_requirement(ROOT))
+    assert requirement.specifier.contains(version.split("+")[0], prereleases=True), (version, requirement)
+    # this machine cannot reach PyTorch's CPU index: setup.sh must say so and take the default index
+    assert "from the default index" in setup.stdout and CPU_INDEX in setup.stderr, setup.stdout + setup.stderr
+
+
+def test_bundle_grades_with_its_own_install(gradescope):
+    """The venv setup.sh made imports the package from itself, never from this checkout."""
+    root, _ = gradescope
+    where = run([str(root / "venv" / "bin" / "python"), "-c", "import autograder, reference; print(autograder.__file__, reference.__file__)"],
+                cwd=root, env=clean_env())
+    assert where.returncode == 0, where.stderr
+    assert all(Path(path).is_relative_to(root / "venv") for path in where.stdout.split()), where.stdout
+
+
+def test_correct_submission_gets_full_marks(gradescope):
+    """A correct attention.py: exit 0, full marks with the bundled config (sdpa_gradients 5 points instead of 3)."""
+    result, results = run_autograder(gradescope[0], "correct")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert results["tests"] and results["score"] == sum(test["score"] for test in results["tests"])
+    assert results["score"] == 57.0
+
+
+def test_wrong_submission_loses_the_right_points(gradescope):
+    """Dividing by d_k: the scale check scores 0 and names the mistake."""
+    result, results = run_autograder(gradescope[0], "mistake_divide_by_dk")
     assert result.returncode == 0, result.stderr
-    results = json.loads((root / "results" / "results.json").read_text())
-    assert results["score"] == sum(test["score"] for test in results["tests"])
-    assert results["tests"], "no tests in the results"
-    if expected is not None:
-        assert results["score"] == expected  # the bundled config gives sdpa_gradients 5 points instead of 3
-    else:
-        scale = next(t for t in results["tests"] if t["name"].endswith("scale_values"))
-        assert scale["score"] == 0 and "divided by d_k" in scale["output"]
+    scale = next(t for t in results["tests"] if t["name"].endswith("scale_values"))
+    assert scale["score"] == 0 and "divided by d_k" in scale["output"]
+    assert 0 < results["score"] < 57
+
+
+@pytest.mark.parametrize("name", ["fake_results", "os_exit_at_import"])
+def test_hostile_submission_cannot_forge_its_results(gradescope, name):
+    """A submission that writes fake results files, or exits at import: the grader's results stand, exit 0."""
+    result, results = run_autograder(gradescope[0], name)
+    assert result.returncode == 0, result.stderr
+    assert results["score"] == sum(test["score"] for test in results["tests"]) < 57
+    assert "grader_error" not in results
+
+
+def test_plain_wheel_install_grades_outside_the_repository(wheel, tmp_path):
+    """`pip install dist/*.whl` in a fresh venv, then sdpa-grade on a submission in a folder of its own."""
+    venv = tmp_path / "venv"
+    env = clean_env()
+    assert run(["python3", "-m", "venv", str(venv)], env=env).returncode == 0
+    install = run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], env=env, timeout=SETUP_TIMEOUT)
+    assert install.returncode == 0, install.stderr
+    student = tmp_path / "student"
+    student.mkdir()
+    (student / "attention.py").write_text(submission_text("correct"))
+    result = run([str(venv / "bin" / "sdpa-grade"), "attention.py", "--json", "results.json"], cwd=student, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((student / "results.json").read_text())["score"] == 55
+
+
+def test_gpu_switch_takes_the_default_index():
+    """sdpa-build --torch gpu bakes SDPA_TORCH=gpu into setup.sh; a wrong value is refused."""
+    assert 'TORCH_BUILD="${SDPA_TORCH:-gpu}"' in setup_script(ROOT, "gpu")
+    assert 'TORCH_BUILD="${SDPA_TORCH:-cpu}"' in setup_script(ROOT, "cpu")
+    with pytest.raises(ValueError, match="Invalid torch build 'cuda'"):
+        setup_script(ROOT, "cuda")

@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
     parser.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
     parser.add_argument("--config", type=Path, metavar="FILE", help="settings to ship in the Gradescope bundle")
+    parser.add_argument("--torch", choices=("cpu", "gpu"), default="cpu",
+                        help="the torch build the bundle's setup.sh installs: cpu (default) or gpu (the default index's CUDA build)")
     args = parser.parse_args(argv)
     try:
         root = find_root(args.root)
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             except ConfigError as error:
                 print(f"sdpa-build: {error}", file=sys.stderr)
                 return 2
-        write_bundle(root, args.gradescope, args.config)
+        write_bundle(root, args.gradescope, args.config, args.torch)
         print(f"wrote {args.gradescope}")
     return 0
 
