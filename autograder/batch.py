@@ -22,6 +22,7 @@ from autograder.config import Settings
 from autograder.report import grader_failure
 from autograder.sandbox.processes import become_subreaper, kill_orphans
 from autograder.sandbox.runner import Zygote
+from autograder.shard import select
 
 
 
@@ -76,10 +77,13 @@ def run_batch(args, settings: Settings) -> int:
         return 2
     out = args.json_dir or folder.parent / f"{folder.name}-grades"
     out.mkdir(parents=True, exist_ok=True)
-    roster = students(folder)
+    roster = select(students(folder), args.shard)
     targets = {name: out / f"{_safe(name)}.json" for name in roster}
+    if args.summary_only:
+        return _summarise_only(roster, targets, args)
     todo = [name for name in roster if args.force or not targets[name].is_file()]
-    print(f"{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade", file=sys.stderr)
+    shard = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
+    print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade", file=sys.stderr)
 
     import autograder.grade  # noqa: F401 - imported once here, before forking, so children start warm
 
@@ -91,6 +95,20 @@ def run_batch(args, settings: Settings) -> int:
     if failures:
         print(f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results", file=sys.stderr)
         return 3
+    return 0
+
+
+def _summarise_only(roster: dict, targets: dict, args) -> int:
+    """--summary-only: the summary and CSV of the results already written (by any machine); exit 1 if some are missing."""
+    missing = [name for name in roster if not targets[name].is_file()]
+    results = {name: _read(targets[name]) for name in roster if name not in missing}
+    if args.csv:
+        _write_csv(args.csv, results)
+    print(summary(results))
+    if missing:
+        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
+        print(f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: {shown}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -9,6 +9,7 @@ import traceback
 from pathlib import Path
 
 from autograder.config import ConfigError, load_settings
+from autograder.shard import parse_shard
 
 
 def parser() -> argparse.ArgumentParser:
@@ -22,6 +23,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
     p.add_argument("--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)")
     p.add_argument("--force", action="store_true", help="--batch: grade again students already graded")
+    p.add_argument("--shard", type=parse_shard, metavar="K/N",
+                   help="--batch: grade only shard K (0..N-1) of N, chosen by a hash of each student's name; see docs/scale.md")
+    p.add_argument("--summary-only", action="store_true",
+                   help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir, e.g. merged shards")
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
