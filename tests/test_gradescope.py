@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
 from autograder.release.gradescope import CPU_INDEX, setup_script, torch_requirement
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
@@ -68,22 +69,34 @@ def wheel(bundle, tmp_path_factory) -> Path:
     return dist / name
 
 
-@pytest.fixture(scope="module")
-def gradescope(bundle, tmp_path_factory):
-    """A fake /autograder: the bundle unpacked into source/, then its setup.sh run as Gradescope runs it."""
-    root = tmp_path_factory.mktemp("gradescope") / "autograder"
+def unpack(bundle: Path, folder: Path) -> Path:
+    """The bundle unpacked into ``folder``/autograder/source, as Gradescope does; returns the fake /autograder."""
+    root = folder / "autograder"
     source = root / "source"
     source.mkdir(parents=True)
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(source)
     for name in ("setup.sh", "run_autograder"):
         (source / name).chmod(0o755)  # zipfile does not restore modes; Gradescope does
+    return root
+
+
+def setup(root: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run the bundle's setup.sh, with the machine's own pip configuration, as Gradescope runs it."""
     started = time.perf_counter()
-    setup = run([shutil.which("bash"), str(source / "setup.sh")], cwd=source, timeout=SETUP_TIMEOUT,
-                env=clean_env(AUTOGRADER_ROOT=str(root)))
+    result = run([shutil.which("bash"), str(root / "source" / "setup.sh")], cwd=root / "source", timeout=SETUP_TIMEOUT,
+                 env=clean_env(AUTOGRADER_ROOT=str(root), **env))
     print(f"setup.sh took {time.perf_counter() - started:.0f} s")
-    assert setup.returncode == 0, setup.stdout + setup.stderr
-    return root, setup
+    return result
+
+
+@pytest.fixture(scope="module")
+def gradescope(bundle, tmp_path_factory):
+    """A fake /autograder, set up by the bundle's setup.sh."""
+    root = unpack(bundle, tmp_path_factory.mktemp("gradescope"))
+    result = setup(root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return root, result
 
 
 def run_autograder(root: Path, name: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -177,6 +190,40 @@ def test_plain_wheel_install_grades_outside_the_repository(wheel, tmp_path):
     result = run([str(venv / "bin" / "sdpa-grade"), "attention.py", "--json", "results.json"], cwd=student, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads((student / "results.json").read_text())["score"] == 55
+
+
+def local_index(folder: Path) -> Path:
+    """A CPU wheel index on disk (PEP 503): torch in the project's range and its dependencies, as pip gets them here."""
+    files = folder / "files"
+    got = run([str(BIN / "python"), "-m", "pip", "download", "-q", "-d", str(files), torch_requirement(ROOT)],
+              timeout=SETUP_TIMEOUT)
+    assert got.returncode == 0, got.stderr
+    projects: dict[str, list[str]] = {}
+    for path in files.iterdir():
+        name = parse_wheel_filename(path.name)[0] if path.suffix == ".whl" else parse_sdist_filename(path.name)[0]
+        projects.setdefault(canonicalize_name(name), []).append(path.name)
+    for name, names in projects.items():
+        (folder / name).mkdir()
+        links = "".join(f'<a href="../files/{file}">{file}</a>\n' for file in names)
+        (folder / name / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+    return folder
+
+
+def test_setup_takes_torch_from_the_cpu_index_when_it_answers(bundle, tmp_path):
+    """With a CPU index that can be reached (here a local copy, via SDPA_TORCH_INDEX), torch comes from there."""
+    index = local_index(tmp_path / "index").as_uri()
+    root = unpack(bundle, tmp_path)
+    result = setup(root, SDPA_TORCH_INDEX=index)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"CPU build, from {index}" in result.stdout and "a CPU build" in result.stdout.splitlines()[-1], result.stdout
+
+
+def test_setup_refuses_an_unknown_torch_build(bundle, tmp_path):
+    """SDPA_TORCH=cuda is neither cpu nor gpu: setup.sh stops, naming the value, before installing anything."""
+    root = unpack(bundle, tmp_path)
+    result = setup(root, SDPA_TORCH="cuda")
+    assert result.returncode == 2 and "Invalid SDPA_TORCH=cuda: expected cpu or gpu" in result.stderr
+    assert not list((root / "venv").glob("lib/python*/site-packages/torch"))
 
 
 def test_gpu_switch_takes_the_default_index():
