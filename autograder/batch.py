@@ -83,7 +83,8 @@ def run_batch(args, settings: Settings) -> int:
         return _summarise_only(roster, targets, args)
     todo = [name for name in roster if args.force or not targets[name].is_file()]
     shard = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
-    print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade", file=sys.stderr)
+    print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade",
+          file=sys.stderr)
 
     import autograder.grade  # noqa: F401 - imported once here, before forking, so children start warm
 
@@ -99,7 +100,7 @@ def run_batch(args, settings: Settings) -> int:
 
 
 def _summarise_only(roster: dict, targets: dict, args) -> int:
-    """--summary-only: the summary and CSV of the results already written (by any machine); exit 1 if some are missing."""
+    """--summary-only: summary and CSV of the results already written, by any machine; exit 1 if some are missing."""
     missing = [name for name in roster if not targets[name].is_file()]
     results = {name: _read(targets[name]) for name in roster if name not in missing}
     if args.csv:

@@ -24,9 +24,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)")
     p.add_argument("--force", action="store_true", help="--batch: grade again students already graded")
     p.add_argument("--shard", type=parse_shard, metavar="K/N",
-                   help="--batch: grade only shard K (0..N-1) of N, chosen by a hash of each student's name; see docs/scale.md")
+                   help="--batch: grade only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)")
     p.add_argument("--summary-only", action="store_true",
-                   help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir, e.g. merged shards")
+                   help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir (merges shards)")
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 

@@ -135,7 +135,8 @@ def test_setup_installs_a_cpu_torch_in_the_tested_range(gradescope):
     """setup.sh says where torch came from and what it installed: a CPU build, inside the project's range."""
     root, setup = gradescope
     assert "setup.sh: installed torch" in setup.stdout and "a CPU build" in setup.stdout, setup.stdout
-    version = run([str(root / "venv" / "bin" / "python"), "-c", "import torch; print(torch.__version__)"]).stdout.strip()
+    python = str(root / "venv" / "bin" / "python")
+    version = run([python, "-c", "import torch; print(torch.__version__)"]).stdout.strip()
     requirement = Requirement(torch_requirement(ROOT))
     assert requirement.specifier.contains(version.split("+")[0], prereleases=True), (version, requirement)
     # this machine cannot reach PyTorch's CPU index: setup.sh must say so and take the default index
@@ -145,8 +146,8 @@ def test_setup_installs_a_cpu_torch_in_the_tested_range(gradescope):
 def test_bundle_grades_with_its_own_install(gradescope):
     """The venv setup.sh made imports the package from itself, never from this checkout."""
     root, _ = gradescope
-    where = run([str(root / "venv" / "bin" / "python"), "-c", "import autograder, reference; print(autograder.__file__, reference.__file__)"],
-                cwd=root, env=clean_env())
+    code = "import autograder, reference; print(autograder.__file__, reference.__file__)"
+    where = run([str(root / "venv" / "bin" / "python"), "-c", code], cwd=root, env=clean_env())
     assert where.returncode == 0, where.stderr
     assert all(Path(path).is_relative_to(root / "venv") for path in where.stdout.split()), where.stdout
 
@@ -215,7 +216,8 @@ def test_setup_takes_torch_from_the_cpu_index_when_it_answers(bundle, tmp_path):
     root = unpack(bundle, tmp_path)
     result = setup(root, SDPA_TORCH_INDEX=index)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"CPU build, from {index}" in result.stdout and "a CPU build" in result.stdout.splitlines()[-1], result.stdout
+    assert f"CPU build, from {index}" in result.stdout, result.stdout
+    assert "a CPU build" in result.stdout.splitlines()[-1], result.stdout
 
 
 def test_setup_refuses_an_unknown_torch_build(bundle, tmp_path):

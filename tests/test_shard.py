@@ -85,8 +85,8 @@ def test_three_shards_merge_into_one_batch(tmp_path):
     assert whole.returncode == 0, whole.stderr
 
     shared = tmp_path / "shared"
-    shards = [subprocess.Popen([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(shared),
-                                "--shard", f"{k}/3", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = [str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(shared), "--jobs", "1"]
+    shards = [subprocess.Popen([*command, "--shard", f"{k}/3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
               for k in range(3)]
     finished = [(shard.wait(timeout=600), *shard.communicate()) for shard in shards]
     assert all(code == 0 for code, _, _ in finished), finished
@@ -107,7 +107,8 @@ def test_three_shards_merge_into_one_batch(tmp_path):
 def test_summary_only_names_students_without_a_result(tmp_path):
     """--summary-only grades nothing; students with no result yet are named, and the exit code is 1."""
     students = write_class(tmp_path / "submitted")
-    result = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "empty"), "--summary-only"])
+    empty = tmp_path / "empty"
+    result = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(empty), "--summary-only"])
     assert result.returncode == 1
     assert f"{len(CLASS)} of {len(CLASS)} students have no result yet: ada, bo" in result.stderr
-    assert not list((tmp_path / "empty").glob("*.json"))
+    assert not list(empty.glob("*.json"))

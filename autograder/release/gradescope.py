@@ -108,7 +108,8 @@ SOURCES = ("pyproject.toml", "README.md", "autograder", "reference")
 def torch_requirement(root: Path) -> str:
     """The project's torch range, as pyproject.toml declares it (one place for the tested range)."""
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    return next(dep for dep in project["dependencies"] if dep.replace(" ", "").startswith(("torch>", "torch=", "torch<")))
+    torch = ("torch>", "torch=", "torch<", "torch~", "torch!")
+    return next(dep for dep in project["dependencies"] if dep.replace(" ", "").startswith(torch))
 
 
 def setup_script(root: Path, torch_build: str = "cpu") -> str:
@@ -120,7 +121,7 @@ def setup_script(root: Path, torch_build: str = "cpu") -> str:
 
 
 def build_wheel(root: Path, folder: Path) -> Path:
-    """Build this project's wheel into ``folder`` from a clean copy of its sources, with the build tools installed here."""
+    """Build this project's wheel into ``folder``, from a clean copy of its sources, with the build tools here."""
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "project"
         for name in SOURCES:
@@ -131,7 +132,8 @@ def build_wheel(root: Path, folder: Path) -> Path:
                 copy.mkdir(parents=True, exist_ok=True)
                 shutil.copy(source, copy / name)
         subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(folder), str(copy)],
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+             "-w", str(folder), str(copy)],
             check=True,
             capture_output=True,
         )
