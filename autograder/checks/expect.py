@@ -7,6 +7,8 @@ when the result matches a known-wrong variant, the likely cause.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -103,10 +105,15 @@ def _first_difference(differ: Tensor, found: Tensor, wanted: Tensor, allowed: Te
     """Where the result first differs (row-major order): one entry, never the whole tensor or the inputs."""
     index = tuple(int(i) for i in differ.nonzero()[0])
     got, want = found[index].item(), wanted[index].item()
-    evidence = {"shape": list(found.shape), "index": list(index), "expected": want, "got": got}
+    # NaN and inf as text: results.json must stay strict JSON
+    evidence = {"shape": list(found.shape), "index": list(index), "expected": _plain(want), "got": _plain(got)}
     if allowed is not None:
         evidence |= {"error": abs(got - want), "allowed": float(allowed[index])}
     return evidence
+
+
+def _plain(value):
+    return value if isinstance(value, bool) or math.isfinite(value) else str(value)
 
 
 def _where(evidence: dict) -> str:
@@ -118,7 +125,7 @@ def _where(evidence: dict) -> str:
 
 
 def _number(value) -> str:
-    return str(value) if isinstance(value, bool) else f"{value:.6g}"
+    return str(value) if isinstance(value, (bool, str)) else f"{value:.6g}"
 
 
 # rounding of a narrower float type: an error within this many of its epsilons (relative) is that rounding
