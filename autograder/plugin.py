@@ -49,6 +49,7 @@ class Outcome:
     message: str = ""
     seconds: float = 0.0
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
+    evidence: dict | None = None  # where the result first differs (index, expected, got, error, allowed, shape)
 
 
 class GradingPlugin:
@@ -97,9 +98,10 @@ class GradingPlugin:
             marker = item.get_closest_marker("check")
             status, message = _status(report, call)
             mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
+            evidence = getattr(call.excinfo.value, "evidence", None) if call.excinfo else None
             self.outcomes[check_id(item)] = Outcome(
                 check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message, report.duration,
-                mistake or "",
+                mistake or "", evidence or None,
             )
 
     def pytest_sessionfinish(self) -> None:

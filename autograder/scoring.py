@@ -12,10 +12,26 @@ from autograder.config import Settings
 from autograder.plugin import Outcome
 
 GATED = {"integrity", "timing"}
-# which student functions each one calls, as the handout builds them
-BUILDS_ON = {
-    "scaled_dot_product_attention": ("attention_scores", "scale_scores", "causal_mask", "masked_softmax", "attention_output"),
-    "MultiHeadAttention": ("scaled_dot_product_attention",),
+# what a named mistake needs in a check's inputs to show there (a mistake not listed shows on any input)
+NEEDS = {
+    "mask_inverted": "mask", "zero_fill": "mask", "mask_after_softmax": "mask",
+    "nan_rows": "fully-masked", "uniform_rows": "fully-masked",
+    "causal_flipped": "causal", "causal_bottom_right": "causal", "causal_strict": "causal",
+    "overflow": "large-scores",
+}  # fmt: skip
+# what each check's inputs exercise, of the above
+EXERCISES = {
+    "softmax_masked": {"mask"},
+    "softmax_fully_masked": {"mask", "fully-masked"},
+    "softmax_stability": {"mask", "large-scores"},
+    "softmax_no_mutation": {"mask"},
+    "sdpa_matches_torch": {"mask"},
+    "sdpa_causal": {"mask", "causal"},
+    "sdpa_fully_masked": {"mask", "fully-masked"},
+    "sdpa_dtypes": {"mask"},
+    "sdpa_gradients": {"mask"},
+    "sdpa_no_mutation": {"mask"},
+    "mha_masks": {"mask", "causal"},
 }
 CAUSE = "Likely cause: "
 
@@ -53,24 +69,26 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
 
 
 def _point_to_causes(scored: list[Scored]) -> list[Scored]:
-    """A failure without a named cause points at one that has it: in the same function, or in one it builds on."""
-    named = {}
+    """A failure without a cause borrows the mistake named by another check of the same function, only with evidence.
+
+    Evidence: the failure is a difference in values (not an exception, not a shape), and its inputs
+    exercise what the mistake needs (a mask for a masking mistake, is_causal for a causal one...).
+    Otherwise no cause is claimed: the failure's own message says where the result differs. That a
+    function "builds on" a broken one is claimed by the checks themselves, only after recomputing
+    from the student's own pieces (autograder/checks/test_3_sdpa.py, test_4_mha_variance.py).
+    """
+    named: dict[str, Scored] = {}
     for item in scored:
-        if CAUSE in item.feedback:
+        if item.outcome.mistake:
             named.setdefault(item.outcome.function, item)
     for item in scored:
-        if item.score or item.outcome.status != "failed" or CAUSE in item.feedback:
+        if item.score or item.outcome.status != "failed" or item.outcome.mistake or CAUSE in item.feedback:
             continue
-        function = item.outcome.function
-        if function in named:
-            cause = named[function].feedback.split(CAUSE, 1)[1]
-            item.feedback += f" Probably the same cause as in {named[function].outcome.check}: {cause}"
-        else:
-            broken = [f for f in BUILDS_ON.get(function, ()) if f in named or _fails(scored, f)]
-            if broken:
-                item.feedback += f" It builds on {broken[0]}, which fails its own checks: fix that first."
+        source = named.get(item.outcome.function)
+        if source is None or not item.outcome.evidence:
+            continue
+        need = NEEDS.get(source.outcome.mistake)
+        if need is None or need in EXERCISES.get(item.outcome.check, set()):
+            cause = source.feedback.split(CAUSE, 1)[1]
+            item.feedback += f" Probably the same cause as in {source.outcome.check}: {cause}"
     return scored
-
-
-def _fails(scored: list[Scored], function: str) -> bool:
-    return any(i.outcome.function == function and i.outcome.status == "failed" for i in scored)

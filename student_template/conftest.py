@@ -43,10 +43,25 @@ def pytest_runtest_makereport(item, call):
         _missing.append(message.split(" ")[0].split(".")[0])
         if one_line:
             outcome.get_result().longrepr = _OneLine(f"{item.name}: {message} (see the TODO in attention.py)")
-    elif one_line:
-        crash = getattr(outcome.get_result().longrepr, "reprcrash", None)
-        if crash is not None:  # a real failure: its one line names the test as well as the place
-            crash.message = f"{item.name} failed: {crash.message}"
+    elif one_line:  # a real failure: the test's name, what went wrong, and the test's own line
+        outcome.get_result().longrepr = _OneLine(f"{item.name} failed: {_first_line(call.excinfo)} ({_test_line(item, call.excinfo)})")
+
+
+def _first_line(excinfo) -> str:
+    """The exception's message on one line; for an AssertionError, without its type."""
+    message = str(excinfo.value).strip().splitlines()[0] if str(excinfo.value).strip() else ""
+    if excinfo.errisinstance(AssertionError):
+        return message or "assertion failed"
+    return f"{excinfo.typename}: {message}" if message else excinfo.typename
+
+
+def _test_line(item, excinfo) -> str:
+    """file:line of the failing line in the test itself, not in a helper it called."""
+    name = getattr(item, "originalname", item.name)
+    for entry in reversed(excinfo.traceback):
+        if entry.frame.code.name == name:
+            return f"{entry.path.name}:{entry.lineno + 1}"
+    return item.location[0]
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -22,8 +22,24 @@ from attention import (
 )
 
 
-def close(actual, expected):
-    torch.testing.assert_close(actual, torch.as_tensor(expected, dtype=actual.dtype))
+def close(actual, expected, atol=1e-5, rtol=1.3e-6):
+    """actual is within atol + rtol*|expected| of expected; if not, say so in one line: expected vs got,
+    the largest difference and where."""
+    expected = torch.as_tensor(expected, dtype=actual.dtype)
+    if actual.shape != expected.shape:
+        raise AssertionError(f"expected shape {tuple(expected.shape)}, got {tuple(actual.shape)}")
+    got, want = actual.detach().double(), expected.double()
+    difference = (got - want).abs().nan_to_num(math.inf, math.inf, math.inf)
+    difference[got.isnan() & want.isnan()] = 0.0
+    allowed = atol + rtol * want.abs()
+    if not bool((difference > allowed).any()):
+        return
+    index = tuple(int(i) for i in torch.unravel_index((difference - allowed).argmax(), difference.shape))
+    largest = f"{difference[index].item():.3g} (allowed {allowed[index].item():.2g})"
+    if actual.numel() <= 8:
+        raise AssertionError(f"expected {want.tolist()}, got {got.tolist()}; largest difference {largest} at index {index}")
+    raise AssertionError(f"expected {want[index].item():.6g}, got {got[index].item():.6g} at index {index} of shape"
+                         f" {tuple(actual.shape)}, the largest difference: {largest}")
 
 
 def test_attention_scores_by_hand():
@@ -78,7 +94,7 @@ def test_scaled_dot_product_attention_lesson_shapes():
     output, weights = scaled_dot_product_attention(Q, K, V)
     assert output.shape == (32, 50, 128)
     assert weights.shape == (32, 50, 50)
-    torch.testing.assert_close(output, F.scaled_dot_product_attention(Q, K, V))
+    close(output, F.scaled_dot_product_attention(Q, K, V))
 
 
 def test_scaled_dot_product_attention_causal_by_hand():
@@ -95,7 +111,7 @@ def test_scaled_dot_product_attention_padded_batch():
     mask = padding_mask(torch.tensor([2, 5]), 5)
     output, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
     assert weights[0, :, 2:].eq(0).all()
-    torch.testing.assert_close(output, F.scaled_dot_product_attention(Q, K, V, attn_mask=mask))
+    close(output, F.scaled_dot_product_attention(Q, K, V, attn_mask=mask))
 
 
 def test_scaled_dot_product_attention_fully_masked_row():

@@ -105,4 +105,59 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "correct_finfo_fill": (set(), {}),
     "correct_scale_q_first": (set(), {}),
     "correct_float64_inside": (set(), {}),
+    # float32-level rounding of correct math costs nothing, even in float64 (issue 13)
+    "correct_float32_sqrt": (set(), {}),
+    # correct math in too low a precision: named as precision loss, with where the output first differs
+    "precision_float16_inside": (
+        SOFTMAX_ALL - {"softmax_stability", "softmax_no_mutation"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"softmax_values": "precision loss: errors of this size", "sdpa_matches_torch": "first at index (0, 0, 0, 0) of shape"},
+    ),
+    # edge shapes: each mistake shows on one edge shape only
+    "edge_causal_skipped_for_one_query": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "is_causal=True, T_q=1"}),
+    "edge_uniform_row_means_masked": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "it builds on masked_softmax"}),
+    "edge_dk_from_squeeze": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "the output with d_k = 1"}),
+    "edge_squeeze_batch": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "the output with a batch of one"}),
+    "edge_einsum_needs_batch": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "einsum()"}),
+    # a cause is claimed only with evidence from this submission (see ABSENT for the claims that must not appear)
+    "misattr_builds_on_wrong_function": (
+        {"causal_square", "causal_rectangular"} | SOFTMAX_ALL - {"softmax_no_mutation"} | SDPA_VALUES | MHA
+        | GATED_SDPA | GATED_MHA,
+        {"sdpa_matches_torch": "it builds on masked_softmax, and on this input your own masked_softmax",
+         "sdpa_causal": "it builds on causal_mask", "mha_matches_torch": "it builds on scaled_dot_product_attention"},
+    ),
+    "misattr_causal_blamed_without_mask": (
+        {"causal_rectangular", "sdpa_matches_torch", "sdpa_causal"} | GATED_SDPA,
+        {"sdpa_causal": "aligned bottom-right", "sdpa_matches_torch": "the output with d_k = 1"},
+    ),
+    "misattr_softmax_not_called": (
+        SOFTMAX_ALL - {"softmax_no_mutation"} | SDPA_VALUES | GATED_SDPA,
+        {"softmax_values": "over the query axis", "sdpa_matches_torch": "the output without a mask"},
+    ),
+    "misattr_bmm_blamed_on_fill": (
+        {"softmax_fully_masked", "sdpa_fully_masked"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"sdpa_matches_torch": "batch1 must be a 3D tensor", "sdpa_fully_masked": "uniform weights"},
+    ),
+    "misattr_mha_bias_blamed_on_sdpa": (
+        {"sdpa_matches_torch", "mha_matches_torch"} | GATED_SDPA | GATED_MHA,
+        {"mha_matches_torch": "with bias=False"},
+    ),
+    "misattr_fill_float16": (
+        {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
+        {"sdpa_dtypes": "c10::Half without overflow", "sdpa_fully_masked": "uniform weights"},
+    ),
+}
+
+# name -> {check: a phrase its feedback must NOT contain}: causes claimed without evidence (issue 13)
+ABSENT: dict[str, dict[str, str]] = {
+    "mistake_uniform_rows": {"sdpa_dtypes": "uniform weights"},
+    "edge_causal_skipped_for_one_query": {"sdpa_causal": "Likely cause"},
+    "edge_uniform_row_means_masked": {"sdpa_causal": "polarity"},
+    "misattr_builds_on_wrong_function": {"sdpa_matches_torch": "causal_mask", "sdpa_fully_masked": "causal_mask"},
+    "misattr_causal_blamed_without_mask": {"sdpa_matches_torch": "Likely cause"},
+    "misattr_softmax_not_called": {check: "masked_softmax" for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked",
+                                                                         "sdpa_dtypes", "sdpa_gradients")},
+    "misattr_bmm_blamed_on_fill": {check: "uniform weights" for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_dtypes",
+                                                                          "sdpa_gradients", "timing_cpu")},
+    "misattr_mha_bias_blamed_on_sdpa": {"mha_matches_torch": "scaled_dot_product_attention"},
+    "misattr_fill_float16": {"sdpa_dtypes": "uniform weights"},
 }

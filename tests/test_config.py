@@ -13,7 +13,8 @@ def test_defaults_cover_every_check():
     settings = load_settings(environ={})
     assert settings.source == "defaults"
     assert settings.points["sdpa_matches_torch"] > 0
-    assert settings.tolerance("float16") == (1e-2, 1e-2)
+    assert settings.tolerance("float16") == (3e-2, 3e-2)
+    assert settings.tolerance("float64") == (1e-5, 1e-5)  # float32-level rounding of correct math passes (docs/grading.md)
 
 
 def test_file_overrides_only_what_it_names(tmp_path):

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from autograder.config import load_settings
-from tests.grading_cases import CASES
+from tests.grading_cases import ABSENT, CASES
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 
 FAST_LIMITS = """
@@ -91,6 +91,23 @@ def test_submission_scores_exactly(graded, name):
     assert result["score"] == sum(p for check, p in GRADED.items() if check not in expected_zero)
     for check, phrase in phrases.items():
         assert phrase in scores[check]["output"], scores[check]["output"]
+
+
+@pytest.mark.parametrize("name", sorted(ABSENT))
+def test_no_cause_claimed_without_evidence(graded, name):
+    """A hint names a cause only with evidence from the submission: the wrong claims listed in ABSENT never appear."""
+    scores = {test["name"].split(": ")[1]: test for test in load(graded, name)["tests"]}
+    for check, phrase in ABSENT[name].items():
+        assert phrase not in scores[check]["output"], scores[check]["output"]
+
+
+def test_failed_value_check_carries_its_evidence(graded):
+    """Where the output first differs travels as a structured field too (extra_data.evidence)."""
+    tests = {test["name"].split(": ")[1]: test for test in load(graded, "edge_dk_from_squeeze")["tests"]}
+    evidence = tests["sdpa_matches_torch"]["extra_data"]["evidence"]
+    assert set(evidence) == {"shape", "index", "expected", "got", "error", "allowed"}
+    assert evidence["error"] > evidence["allowed"]
+    assert tests["scores_shape"]["extra_data"]["evidence"] is None
 
 
 def test_template_scores_zero_with_a_reason(graded):

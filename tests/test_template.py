@@ -127,4 +127,11 @@ def test_a_wrong_answer_names_its_test_in_one_line(tmp_path):
     folder = student_folder(tmp_path, REFERENCE.read_text() + "\n" + overlay)
     result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
     assert result.returncode == 1
-    assert "test_scale_scores_by_hand failed: AssertionError" in result.stdout
+    failures = [line for line in result.stdout.splitlines() if " failed: " in line]
+    assert failures[0] == (
+        "test_scale_scores_by_hand failed: expected [[2.0, -4.0]], got [[1.0, -2.0]];"
+        " largest difference 2 (allowed 1.5e-05) at index (0, 1) (test_attention.py:54)"
+    )
+    assert failures[1].startswith("test_scaled_dot_product_attention_lesson_shapes failed: expected ")
+    assert "the largest difference: " in failures[1]
+    assert not [line for line in result.stdout.splitlines() if line.startswith(("E ", "    "))]  # nothing but the one lines

@@ -86,11 +86,14 @@ def sdpa_variants(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causa
 
 
 def name_mistake(actual: Tensor, variants: dict[str, Tensor], atol: float, rtol: float) -> str | None:
-    """The key (in SENTENCES) of the first variant the student's tensor matches, if any."""
-    for name, wrong in variants.items():
-        if wrong.shape == actual.shape and _close(actual.double(), wrong.double(), atol, rtol):
-            return name
-    return None
+    """The key (in SENTENCES) of the one variant the student's tensor matches, if exactly one does.
+
+    When two mistakes give the same result on this input (a single query or key makes several
+    causal and mask variants coincide), the input is no evidence for either, and none is named.
+    """
+    matches = [name for name, wrong in variants.items()
+               if wrong.shape == actual.shape and _close(actual.double(), wrong.double(), atol, rtol)]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.expect import dtype_name, expect_tensor, fail
+from autograder.checks.expect import CAUSE, CheckFailure, dtype_name, expect_tensor, fail, matches
 from autograder.checks.mistakes import sdpa_variants
 from reference import attention as ref
 
@@ -17,11 +17,60 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracl
     if oracle is not None:
         expected_output = oracle
     variants = sdpa_variants(Q, K, V, mask, is_causal)
+    if min(Q.size(-2), K.size(-2), Q.size(-1)) == 1:
+        # one query, one key or d_k = 1: classic mistakes coincide with each other, or with the
+        # right answer, or with unrelated bugs (one key: any zeroed row looks like an inverted mask);
+        # matching one is no evidence, so none is named
+        variants = {}
     tolerance = settings.tolerance(dtype_name(Q.dtype))
-    expect_tensor(output, expected_output, what=f"the output {label}", tolerance=tolerance,
-                  variants={name: out for name, (out, _) in variants.items()})
-    expect_tensor(weights, expected_weights, what=f"the weights {label}", tolerance=tolerance,
-                  variants={name: w for name, (_, w) in variants.items()})
+    try:
+        expect_tensor(output, expected_output, what=f"the output {label}", tolerance=tolerance,
+                      variants={name: out for name, (out, _) in variants.items()})
+        expect_tensor(weights, expected_weights, what=f"the weights {label}", tolerance=tolerance,
+                      variants={name: w for name, (_, w) in variants.items()})
+    except CheckFailure as failure:
+        if failure.mistake or CAUSE in str(failure):
+            raise
+        piece = _broken_piece(loaded, tolerance, Q, K, V, mask, is_causal, output, weights)
+        if piece is None:
+            raise
+        fail(str(failure).removesuffix("."), hint=f"it builds on {piece}, and on this input your own {piece} gives"
+             f" a different result from the reference's (your scaled_dot_product_attention recomputed from your own"
+             f" functions reproduces the difference): fix {piece} first", evidence=failure.evidence)
+
+
+def _broken_piece(loaded, tolerance, Q, K, V, mask, is_causal, output, weights):
+    """The first of the student's own functions that is wrong on this input, when composing them reproduces
+    the student's result; None when it does not (the attention does not use them) or nothing is wrong there."""
+    try:
+        scores = loaded.attention_scores(Q, K)
+        scaled = loaded.scale_scores(scores, Q.size(-1))
+        full = mask
+        causal = None
+        if is_causal:
+            causal = loaded.causal_mask(Q.size(-2), K.size(-2))
+            full = causal if mask is None else mask & causal
+        own_weights = loaded.masked_softmax(scaled, full)
+        own_output = loaded.attention_output(own_weights, V)
+    except Exception:  # the pieces do not even compose on this input: no evidence
+        return None
+    if not (matches(own_output, output, tolerance) and matches(own_weights, weights, tolerance)):
+        return None
+    steps = [
+        ("attention_scores", scores, lambda: ref.attention_scores(Q, K)),
+        ("scale_scores", scaled, lambda: ref.scale_scores(scores, Q.size(-1))),
+        ("causal_mask", causal, lambda: ref.causal_mask(Q.size(-2), K.size(-2)) if is_causal else None),
+        ("masked_softmax", own_weights, lambda: ref.masked_softmax(scaled, full)),
+        ("attention_output", own_output, lambda: ref.attention_output(own_weights, V)),
+    ]
+    for name, own, reference in steps:
+        try:
+            expected = reference()
+        except Exception:  # the student's intermediate result is not something the reference takes
+            return None
+        if expected is not None and not matches(own, expected, tolerance):
+            return name
+    return None
 
 
 def _pair(result, label):
@@ -43,8 +92,9 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="matches-torch")
 def test_sdpa_matches_torch(loaded, draw, settings):
-    """Agrees with F.scaled_dot_product_attention without a mask and with broadcast bool masks."""
+    """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes."""
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
+    B, H = sorted((B, H))  # more heads than the batch, on every run
     Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
     cases = [
         ("without a mask", None),
@@ -57,14 +107,25 @@ def test_sdpa_matches_torch(loaded, draw, settings):
         _compare(loaded, settings, label, Q, K, V, mask=mask, oracle=oracle)
     Q3, K3, V3 = Q[:, 0], K[:, 0], V[:, 0]
     _compare(loaded, settings, "on (B, T, d) inputs", Q3, K3, V3, oracle=F.scaled_dot_product_attention(Q3, K3, V3))
+    # edge shapes where the spec still defines the answer
+    edges = [
+        ("on (T, d) inputs without a batch axis", Q[0, 0], K[0, 0], V[0, 0]),
+        ("with a batch of one", Q[:1], K[:1], V[:1]),
+        ("with a single query (T_q = 1)", Q[:, :, :1], K, V),
+        ("with a single key (T_k = 1)", Q, K[:, :, :1], V[:, :, :1]),
+        ("with d_k = 1", Q[..., :1], K[..., :1], V),
+    ]
+    for label, Qe, Ke, Ve in edges:
+        _compare(loaded, settings, label, Qe, Ke, Ve, oracle=F.scaled_dot_product_attention(Qe, Ke, Ve))
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="causal")
 def test_sdpa_causal(loaded, draw, settings):
-    """is_causal=True with T_q < T_k and T_q > T_k (top-left aligned), and causal plus padding."""
+    """is_causal=True with T_q < T_k and T_q > T_k (top-left aligned), one query or one key, and causal plus padding."""
     B, H, small, large, d_k, d_v = draw.sizes(6)
     small, large = sorted((small, large))
-    for T_q, T_k in ((small, large), (large, small)):
+    # T_q = 1: under the top-left rule the single query sees key 0 only (no decoding shortcut)
+    for T_q, T_k in ((small, large), (large, small), (1, large), (large, 1)):
         Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
         oracle = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
         _compare(loaded, settings, f"with is_causal=True, T_q={T_q}, T_k={T_k}", Q, K, V, is_causal=True, oracle=oracle)
@@ -112,6 +173,7 @@ def test_sdpa_dtypes(loaded, draw, settings):
 def test_sdpa_gradients(loaded, draw, settings):
     """Gradients for Q, K and V match the reference's, through both the output and the weights."""
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
+    B, H = sorted((B, H))  # the same relation of B and H on every run
     Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
     mask = draw.mask(B, 1, T_q, T_k)
     grad_outputs = [draw.normal(B, H, T_q, d_v), draw.normal(B, H, T_q, T_k)]

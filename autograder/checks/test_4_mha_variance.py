@@ -4,9 +4,11 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks.expect import expect_tensor, fail
+from autograder.checks.expect import CAUSE, CheckFailure, expect_tensor, fail, matches
+from reference import attention as ref
 
 
 def _torch_mha(draw, d_model, heads, bias):
@@ -35,8 +37,41 @@ def _compare(loaded, settings, label, torch_mha, state, init, query, key, value,
         query, key, value, attn_mask=torch_mask, key_padding_mask=key_padding, need_weights=True, average_attn_weights=False
     )
     tolerance = settings.tolerance("float64")
-    expect_tensor(result[0], expected_out.detach(), what=f"MultiHeadAttention's output {label}", tolerance=tolerance)
-    expect_tensor(result[1], expected_weights.detach(), what=f"MultiHeadAttention's weights {label}", tolerance=tolerance)
+    try:
+        expect_tensor(result[0], expected_out.detach(), what=f"MultiHeadAttention's output {label}", tolerance=tolerance)
+        expect_tensor(result[1], expected_weights.detach(), what=f"MultiHeadAttention's weights {label}", tolerance=tolerance)
+    except CheckFailure as failure:
+        if failure.mistake or CAUSE in str(failure) or not _own_sdpa_is_the_cause(
+            loaded, tolerance, state, init[1], query, key, value, mask, is_causal, result
+        ):
+            raise
+        fail(str(failure).removesuffix("."), hint="it builds on scaled_dot_product_attention, and on this input"
+             " (the projected heads) your own scaled_dot_product_attention gives a different result from the"
+             " reference's (recomputed with it, the heads reproduce your module's result): fix that first",
+             evidence=failure.evidence)
+
+
+def _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, key, value, mask, is_causal, result) -> bool:
+    """Recompute the module with the grader's projections around the student's own scaled_dot_product_attention:
+    True when that reproduces the student's result and the student's attention is wrong on those heads."""
+    B, T_q, d_model = query.shape
+
+    def project(x, name):
+        return F.linear(x, state[f"{name}.weight"], state.get(f"{name}.bias"))
+
+    def split(x):  # (B, T, d_model) -> (B, H, T, d_head)
+        return x.view(B, x.size(1), heads, d_model // heads).transpose(1, 2)
+
+    q, k, v = split(project(query, "w_q")), split(project(key, "w_k")), split(project(value, "w_v"))
+    try:
+        own_heads, own_weights = loaded.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)
+        own_out = project(own_heads.transpose(1, 2).reshape(B, T_q, d_model), "w_o")
+    except Exception:  # the student's attention does not even run on these heads: no evidence either way
+        return False
+    if not (matches(own_out, result[0], tolerance) and matches(own_weights, result[1], tolerance)):
+        return False
+    expected_heads, expected_weights = ref.scaled_dot_product_attention(q, k, v, mask, is_causal)
+    return not (matches(own_heads, expected_heads, tolerance) and matches(own_weights, expected_weights, tolerance))
 
 
 @pytest.mark.check(function="MultiHeadAttention", category="multi-head")
