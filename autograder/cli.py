@@ -45,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         from autograder.grade import grade  # inside: a broken install is the grader's failure too
 
         grading = grade(args.submission, settings, device=args.device, seed=args.seed)
-        result, error = grading.result, grading.grader_error
+        result, error, missing = grading.result, grading.grader_error, grading.missing
     except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
         result = grader_failure(traceback.format_exc())
-        error = result["grader_error"]
+        error, missing = result["grader_error"], False
     print(table(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     if error:
         print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
         return 3
+    if missing:  # a results file (score 0) is written all the same, for Gradescope
+        print(f"sdpa-grade: nothing to grade: {result['ungradable']}", file=sys.stderr)
+        return 2
     return 0
 
 
