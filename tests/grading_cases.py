@@ -105,4 +105,6 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "correct_finfo_fill": (set(), {}),
     "correct_scale_q_first": (set(), {}),
     "correct_float64_inside": (set(), {}),
+    # a (B, 1, T_k) padding mask handed to the heads as it is; only the 3-D mask case of mha_masks catches it
+    "mistake_mha_mask_3d": ({"mha_masks"} | GATED_MHA, {"mha_masks": "give it the head axis"}),
 }
