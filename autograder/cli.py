@@ -22,6 +22,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
     p.add_argument("--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)")
     p.add_argument("--force", action="store_true", help="--batch: grade again students already graded")
+    p.add_argument("--show", metavar="STUDENT", help="--batch: also print STUDENT's checks and feedback, as one grading does")
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
