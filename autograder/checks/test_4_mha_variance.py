@@ -53,8 +53,7 @@ def test_mha_matches_torch(loaded, draw, settings):
 
 @pytest.mark.check(function="MultiHeadAttention", category="multi-head")
 def test_mha_masks(loaded, draw, settings):
-    """A (B, 1, 1, T_k) padding mask, the (B, 1, T_k) one padding_mask returns, and is_causal=True behave as in
-    nn.MultiheadAttention."""
+    """Padding masks (B, 1, 1, T_k) and (B, 1, T_k), as padding_mask returns, and is_causal=True act as in torch."""
     heads, d_head, B, T = draw.sizes(4, low=2, high=9)
     d_model = heads * d_head
     torch_mha, state = _torch_mha(draw, d_model, heads, True)
