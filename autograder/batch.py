@@ -75,9 +75,12 @@ def run_batch(args, settings: Settings) -> int:
     if args.jobs < 1:
         print(f"sdpa-grade: Invalid --jobs {args.jobs}: expected at least 1", file=sys.stderr)
         return 2
+    roster = select(students(folder), args.shard)
+    if args.show is not None and args.show not in roster:
+        print(f"sdpa-grade: Invalid --show {args.show}: no such student in {folder} (have: {', '.join(roster)})", file=sys.stderr)
+        return 2
     out = args.json_dir or folder.parent / f"{folder.name}-grades"
     out.mkdir(parents=True, exist_ok=True)
-    roster = select(students(folder), args.shard)
     targets = {name: out / f"{_safe(name)}.json" for name in roster}
     if args.summary_only:
         return _summarise_only(roster, targets, args)
@@ -92,6 +95,10 @@ def run_batch(args, settings: Settings) -> int:
     results = {name: _read(targets[name]) for name in roster}
     if args.csv:
         _write_csv(args.csv, results)
+    if args.show is not None:
+        from autograder.report import table
+
+        print(f"{args.show}'s feedback:\n{table(results[args.show])}\n")
     print(summary(results))
     if failures:
         print(f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results", file=sys.stderr)

@@ -27,6 +27,7 @@ def parser() -> argparse.ArgumentParser:
                    help="--batch: grade only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)")
     p.add_argument("--summary-only", action="store_true",
                    help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir (merges shards)")
+    p.add_argument("--show", metavar="STUDENT", help="--batch: also print STUDENT's checks and feedback, as one grading does")
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
@@ -50,10 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         from autograder.grade import grade  # inside: a broken install is the grader's failure too
 
         grading = grade(args.submission, settings, device=args.device, seed=args.seed)
-        result, error = grading.result, grading.grader_error
+        result, error, missing = grading.result, grading.grader_error, grading.missing
     except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
         result = grader_failure(traceback.format_exc())
-        error = result["grader_error"]
+        error, missing = result["grader_error"], False
     print(table(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     if error:
         print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
         return 3
+    if missing:  # a results file (score 0) is written all the same, for Gradescope
+        print(f"sdpa-grade: nothing to grade: {result['ungradable']}", file=sys.stderr)
+        return 2
     return 0
 
 

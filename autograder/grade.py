@@ -19,7 +19,7 @@ import pytest
 from autograder import report, scoring
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
-from autograder.sandbox.runner import Sandbox, Zygote
+from autograder.sandbox.runner import Reply, Sandbox, Zygote
 from autograder.submission import Ungradable, read_submission
 
 CHECKS = Path(__file__).with_name("checks")
@@ -38,6 +38,7 @@ class Grading:
     folder: Path | None = None
     source: Path | None = None
     ungradable: str = ""
+    missing: bool = False  # nothing could be read at the submission's path (sdpa-grade exits 2)
     grader_error: str = ""
     outcomes: list[Outcome] = field(default_factory=list)
     scored: list[scoring.Scored] = field(default_factory=list)
@@ -67,16 +68,38 @@ def read(grading: Grading) -> Grading:
         grading.source = read_submission(grading.submission, grading.folder)
     except Ungradable as reason:
         grading.ungradable = str(reason)
+        grading.missing = reason.missing
     return grading
+
+
+class Unreadable:
+    """The runner for a submission that could not be read: every check fails at loading, as for a syntax error.
+
+    So an ungradable submission is scored out of the same maximum as every other one on this machine.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.load_reply = Reply(False, error="not graded", message=reason)
+        self.source = ""
+
+    def load(self) -> Reply:
+        return self.load_reply
+
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
+        return self.load_reply
+
+    def close(self) -> None:
+        pass
 
 
 def run_checks(grading: Grading) -> Grading:
     if grading.ungradable:
-        return grading
-    # the worker starts importing torch now, while pytest starts and collects the checks
-    sandbox = Sandbox.starting(grading.source, grading.settings["limits"], grading.zygote, grading.device)
+        sandbox = Unreadable(grading.ungradable)
+    else:
+        # the worker starts importing torch now, while pytest starts and collects the checks
+        sandbox = Sandbox.starting(grading.source, grading.settings["limits"], grading.zygote, grading.device)
 
-    def connect() -> Sandbox:
+    def connect():
         sandbox.load()
         return sandbox
 

@@ -14,6 +14,7 @@ import types
 
 import torch
 
+from autograder.cell_feedback import HiddenCheckFailed
 from autograder.sandbox import worker
 from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
@@ -63,7 +64,11 @@ def _source_of(obj) -> str:
 
 
 def run_check(check: str, namespace: dict) -> None:
-    """Pass silently when the student's code passes ``check``; otherwise raise AssertionError with the feedback."""
+    """Pass silently when the student's code passes ``check``; otherwise raise AssertionError with the feedback.
+
+    The error shows only the check's name and its feedback (``HiddenCheckFailed``): no traceback
+    into the grader, in the notebook or in the feedback nbgrader generates.
+    """
     entry = next((e for e in catalogue() if e.check == check), None)
     if entry is None:
         raise KeyError(f"no hidden check named {check!r}")
@@ -72,7 +77,7 @@ def run_check(check: str, namespace: dict) -> None:
         _SCORES[key] = _grade_function(entry.function, namespace)
     scored = _SCORES[key][check]
     if scored.score < scored.max_score:
-        raise AssertionError(f"{check}: {scored.feedback}")
+        raise HiddenCheckFailed(check, scored.feedback)
 
 
 def _grade_function(function: str, namespace: dict) -> dict:

@@ -71,6 +71,7 @@ class GradingPlugin:
         self._only = only_function
         self.outcomes: dict[str, Outcome] = {}
         self._runner: Runner | None = None
+        self._load_failure_shown_in: str | None = None  # the check whose feedback says why loading failed
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
@@ -115,11 +116,15 @@ class GradingPlugin:
         return Student(self._runner, self._settings["limits"]["call_timeout"])
 
     @pytest.fixture
-    def loaded(self, student: Student) -> Student:
+    def loaded(self, student: Student, request: pytest.FixtureRequest) -> Student:
         """The student's module, or the reason it could not be loaded, as a failure of the check."""
         reply = self._runner.load_reply
         if not reply.ok:
-            raise StudentFault(f"attention.py could not be loaded: {reply.describe()}")
+            if self._load_failure_shown_in is None:
+                self._load_failure_shown_in = check_id(request.node)
+                raise StudentFault(f"attention.py could not be loaded: {reply.describe()}")
+            # the reason once, in the first check; every other check points there
+            raise StudentFault(f"not run: attention.py could not be loaded (the reason is under {self._load_failure_shown_in})")
         return student
 
     @pytest.fixture
@@ -134,6 +139,19 @@ class GradingPlugin:
     @pytest.fixture
     def device(self) -> str:
         return self._device
+
+    @pytest.fixture
+    def gpu(self) -> str:
+        """Skips the check (not run) on a machine without CUDA, before the student's code is asked for anything.
+
+        Listed before ``loaded``, so that a GPU check is "not run" for every submission on such a
+        machine, loadable or not, and every submission has the same maximum score.
+        """
+        import torch
+
+        if self._device != "cuda" or not torch.cuda.is_available():
+            pytest.skip("the grading machine has no CUDA device")
+        return "cuda"
 
     @pytest.fixture
     def draw(self, request: pytest.FixtureRequest) -> Draw:

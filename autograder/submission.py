@@ -7,7 +7,15 @@ from pathlib import Path
 
 
 class Ungradable(Exception):
-    """The submission cannot be graded at all; the message says why, for the student."""
+    """The submission cannot be graded at all; the message says why, for the student.
+
+    ``missing`` is True when there was nothing to read (no such file, or it cannot be read):
+    more likely a wrong path than a student's mistake, so ``sdpa-grade`` exits 2 for it.
+    """
+
+    def __init__(self, reason: str, *, missing: bool = False) -> None:
+        super().__init__(reason)
+        self.missing = missing
 
 
 def notebook_source(text: str) -> str:
@@ -45,14 +53,16 @@ def read_submission(path: Path, folder: Path) -> Path:
         candidates = sorted(path.rglob("attention.py")) or sorted(path.rglob("*.ipynb"))
         candidates = [c for c in candidates if ".ipynb_checkpoints" not in c.parts]
         if not candidates:
-            raise Ungradable(f"no attention.py or notebook in {path.name}/")
+            raise Ungradable(f"no attention.py or notebook in {path.name}/", missing=True)
         path = candidates[0]
     if not path.is_file():
-        raise Ungradable(f"{path} does not exist")
+        raise Ungradable(f"{path} does not exist", missing=True)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise Ungradable(f"{path.name} is not UTF-8 text") from None
+    except OSError as error:
+        raise Ungradable(f"{path} cannot be read ({error.strerror or error})", missing=True) from None
     if path.suffix == ".ipynb":
         text = notebook_source(text)
     elif path.suffix != ".py":

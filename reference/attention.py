@@ -223,19 +223,24 @@ class MultiHeadAttention(nn.Module):
         Args:
             query: (B, T_q, d_model).
             key, value: (B, T_k, d_model).
-            mask: optional bool mask broadcastable to (B, num_heads, T_q, T_k); True = may attend.
+            mask: optional bool mask, True = may attend: either 3-D, (B, T_q, T_k) or (B, 1, T_k)
+                as padding_mask returns, the same for every head (insert the head axis:
+                (B, 1, T_q, T_k)); or 2-D (T_q, T_k) or 4-D, broadcastable to (B, num_heads, T_q, T_k).
             is_causal: apply a causal mask as in scaled_dot_product_attention.
 
         Returns:
             (out, weights): out of shape (B, T_q, d_model), weights of shape (B, num_heads, T_q, T_k).
         """
         ### BEGIN SOLUTION
-        # HINT: view (B, T, d_model) as (B, T, H, d_head), transpose to (B, H, T, d_head), attend, undo
+        # HINT: view (B, T, d_model) as (B, T, H, d_head), transpose to (B, H, T, d_head), give a 3-D mask its head axis, attend, undo
         B, T_q, _ = query.shape
         H, d_head = self.num_heads, self.d_head
         q = self.w_q(query).view(B, T_q, H, d_head).transpose(1, 2)  # (B, H, T_q, d_head)
         k = self.w_k(key).view(B, -1, H, d_head).transpose(1, 2)  # (B, H, T_k, d_head)
         v = self.w_v(value).view(B, -1, H, d_head).transpose(1, 2)  # (B, H, T_k, d_head)
+        if mask is not None and mask.dim() == 3:
+            # one mask per sequence, shared by the heads: (B, T_q or 1, T_k) -> (B, 1, T_q or 1, T_k)
+            mask = mask.unsqueeze(1)
         out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)  # (B, H, T_q, d_head)
         # merge the heads back side by side: (B, H, T_q, d_head) -> (B, T_q, d_model)
         out = out.transpose(1, 2).reshape(B, T_q, self.d_model)

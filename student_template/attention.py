@@ -178,13 +178,15 @@ class MultiHeadAttention(nn.Module):
         Args:
             query: (B, T_q, d_model).
             key, value: (B, T_k, d_model).
-            mask: optional bool mask broadcastable to (B, num_heads, T_q, T_k); True = may attend.
+            mask: optional bool mask, True = may attend: either 3-D, (B, T_q, T_k) or (B, 1, T_k)
+                as padding_mask returns, the same for every head (insert the head axis:
+                (B, 1, T_q, T_k)); or 2-D (T_q, T_k) or 4-D, broadcastable to (B, num_heads, T_q, T_k).
             is_causal: apply a causal mask as in scaled_dot_product_attention.
 
         Returns:
             (out, weights): out of shape (B, T_q, d_model), weights of shape (B, num_heads, T_q, T_k).
         """
-        # TODO: view (B, T, d_model) as (B, T, H, d_head), transpose to (B, H, T, d_head), attend, undo
+        # TODO: view (B, T, d_model) as (B, T, H, d_head), transpose to (B, H, T, d_head), give a 3-D mask its head axis, attend, undo
         raise NotImplementedError('MultiHeadAttention.forward is not implemented yet')
 
 

@@ -145,6 +145,8 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
         {"sdpa_dtypes": "c10::Half without overflow", "sdpa_fully_masked": "uniform weights"},
     ),
+    # a (B, 1, T_k) padding mask handed to the heads as it is; only the 3-D mask case of mha_masks catches it
+    "mistake_mha_mask_3d": ({"mha_masks"} | GATED_MHA, {"mha_masks": "give it the head axis"}),
 }
 
 # name -> {check: a phrase its feedback must NOT contain}: causes claimed without evidence (issue 13)

@@ -41,11 +41,46 @@ def test_notebook_with_solutions_gets_full_marks(tmp_path):
     assert results["score"] == 55
 
 
-def test_missing_submission_is_ungradable_not_a_crash(tmp_path):
-    """A path that does not exist: exit 0, score 0, the reason, and a valid results file."""
+def test_missing_submission_exits_2_with_a_results_file(tmp_path):
+    """A path that does not exist: exit 2 and the reason on stderr, and still a valid results file (0 of the usual maximum)."""
     result, results = grade(tmp_path / "nothing.py", tmp_path)
-    assert result.returncode == 0
+    assert result.returncode == 2, result.stderr
+    assert "does not exist" in result.stderr
     assert results["score"] == 0 and "does not exist" in results["output"]
+    assert results["max_score"] == 55
+
+
+def test_folder_without_a_submission_exits_2(tmp_path):
+    """A folder that holds no attention.py and no notebook is a missing submission too."""
+    folder = tmp_path / "alice"
+    folder.mkdir()
+    result, results = grade(folder, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "no attention.py or notebook" in result.stderr and results["score"] == 0
+
+
+def test_every_submission_has_the_same_maximum(tmp_path):
+    """Loadable, unloadable or ungradable: on one machine every results file has the same max_score."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("def attention_scores(Q, K)\n    return Q\n")
+    empty = tmp_path / "empty.py"
+    empty.write_text("")
+    maxima = {grade(path, tmp_path)[1]["max_score"] for path in (REFERENCE, broken, empty)}
+    assert maxima == {55}
+
+
+def test_a_load_error_is_told_once(tmp_path):
+    """A syntax error is explained in one check; the others point there instead of repeating it."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("def attention_scores(Q, K)\n    return Q\n")
+    result, results = grade(broken, tmp_path)
+    assert result.returncode == 0
+    assert sum("SyntaxError" in test["output"] for test in results["tests"]) == 1
+    assert result.stdout.count("SyntaxError") == 1
+    first = next(test for test in results["tests"] if "SyntaxError" in test["output"])
+    check = first["extra_data"]["check"]
+    others = [test for test in results["tests"] if test is not first and test["max_score"] > 0]
+    assert all(f"under {check}" in test["output"] for test in others), others[0]["output"]
 
 
 def test_wrong_kind_of_file_is_ungradable(tmp_path):

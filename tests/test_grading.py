@@ -14,6 +14,8 @@ from autograder.config import load_settings
 from tests.grading_cases import ABSENT, CASES
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 
+pytestmark = pytest.mark.slow  # real batches: minutes in all
+
 FAST_LIMITS = """
 [limits]
 call_timeout = 5.0

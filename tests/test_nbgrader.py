@@ -66,11 +66,11 @@ def course(tmp_path_factory):
         path = home / "sdpa" / "sdpa.ipynb"
         nbformat.write(answered(nbformat.read(path, as_version=4), source, overrides), path)
         nbgrader("submit", "sdpa", *COURSE, f"--student={name}", f"--Exchange.root={exchange}", cwd=home, env=student_env)
-    nbgrader("collect", "sdpa", cwd=course, env=env)
-    nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
-    nbgrader("generate_feedback", "sdpa", "--force", cwd=course, env=env)
+    logs = {"collect": nbgrader("collect", "sdpa", cwd=course, env=env)}
+    logs["autograde"] = nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
+    logs["generate_feedback"] = nbgrader("generate_feedback", "sdpa", "--force", cwd=course, env=env)
     nbgrader("export", cwd=course, env=env)
-    return {"course": course, "env": env, "base": base}
+    return {"course": course, "env": env, "base": base, "logs": {k: r.stdout + r.stderr for k, r in logs.items()}}
 
 
 def test_release_holds_no_solution_and_no_hidden_test(course):
@@ -79,6 +79,8 @@ def test_release_holds_no_solution_and_no_hidden_test(course):
     lines = solution_lines(REFERENCE.read_text())
     assert [line for line in lines if json.dumps(line)[1:-1] in text] == []
     assert "run_check" not in text and "check_answer" not in text
+    # the stubs say what to do, as the .py template's do
+    assert 'raise NotImplementedError(\\"replace this line with your code\\")' in text
     for question in QUESTIONS:
         assert f"{question.name} = {question.answer!r}" not in text
 
@@ -116,3 +118,41 @@ def test_sdpa_grade_agrees_with_nbgrader_on_submitted(course, tmp_path):
         quiz_lost = 1 if student == "bob" else 0
         code_fraction = (score - (quiz_points - quiz_lost)) / (maximum - quiz_points)
         assert graded["score"] / graded["max_score"] == pytest.approx(code_fraction), student
+
+
+def _hidden_cells(course, student):
+    notebook = nbformat.read(course["course"] / "autograded" / student / "sdpa" / "sdpa.ipynb", as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("check_")}
+
+
+def test_failed_hidden_cells_show_the_message_not_a_traceback(course):
+    """A failed hidden cell's output is the check's name and its wrapped feedback: no traceback, no grader path."""
+    cells = _hidden_cells(course, "bob")
+    failed = {name: cell for name, cell in cells.items() if any(o.output_type == "error" for o in cell.outputs)}
+    assert {"check_scale_values", "check_q_variance"} <= set(failed)
+    for name, cell in failed.items():
+        lines = [line for o in cell.outputs if o.output_type == "error" for line in o.traceback]
+        text = "\n".join(lines)
+        assert lines[0] == f"{name.removeprefix('check_')}: failed", text
+        assert "Traceback" not in text and "File " not in text and "autograder/" not in text, text
+        assert max(len(line) for line in lines) <= 90, text
+    scale = "\n".join(failed["check_scale_values"].outputs[0].traceback)
+    assert "\n  Likely cause: you divided by d_k" in scale
+
+
+def test_feedback_page_names_each_check_and_wraps(course):
+    """The feedback HTML names each graded cell in its table of contents, wraps error output, and shows no grader path."""
+    feedback = (course["course"] / "feedback" / "bob" / "sdpa" / "sdpa.html").read_text()
+    assert "Test cell" not in feedback
+    assert "Hidden check: scale_values" in feedback and "Knowledge check: q_variance" in feedback
+    assert "Public tests of masked_softmax" in feedback
+    assert "white-space: pre-wrap" in feedback
+    assert "autograder/" not in feedback
+    assert "8 is not the expected answer (a number); reread 'Why scale?' in the handout" in feedback
+
+
+def test_nbgrader_logs_hold_no_false_alarms(course):
+    """Autograde does not report restored hidden tests as changed cells; the shipped config is all recognised."""
+    for step, log in course["logs"].items():
+        assert "not recognized" not in log and "in config, not" not in log, f"{step}:\n{log[-3000:]}"
+    assert "Attribute 'checksum'" not in course["logs"]["autograde"], course["logs"]["autograde"][-3000:]

@@ -66,6 +66,19 @@ def test_multi_head_matches_torch_module():
     torch.testing.assert_close(weights, expected_weights)
 
 
+def test_multi_head_applies_a_3d_padding_mask_to_every_head():
+    """A 3-D mask from padding_mask applies to every head, also when the batch size equals the number of heads."""
+    d_model, heads, B, T = 12, 3, 3, 5  # B == heads: a silent wrong broadcast would line batches up with heads
+    mha = ref.MultiHeadAttention(d_model, heads).double()
+    x = randn(B, T, d_model)
+    mask = ref.padding_mask(torch.tensor([2, 5, 3]), T)  # (B, 1, T)
+    output, weights = mha(x, x, x, mask=mask)
+    expected, expected_weights = mha(x, x, x, mask=mask[:, None])  # (B, 1, 1, T)
+    torch.testing.assert_close(output, expected)
+    torch.testing.assert_close(weights, expected_weights)
+    assert weights[0, :, :, 2:].abs().max() == 0  # no weight on the first sequence's padding, in any head
+
+
 def test_dot_product_variance_is_about_d_k():
     """The empirical variance of q . k is within 10% of d_k."""
     for d_k in (4, 64, 256):

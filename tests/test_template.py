@@ -52,6 +52,20 @@ def test_build_rewrites_a_stale_template(tmp_path):
     assert run([str(BIN / "sdpa-build"), "--check", "--root", str(tmp_path)]).returncode == 0
 
 
+def test_build_says_so_when_nothing_changed(tmp_path):
+    """A build with nothing to rewrite says the files are up to date, instead of printing nothing."""
+    sources_only(tmp_path)
+    run([str(BIN / "sdpa-build"), "--root", str(tmp_path)])
+    again = run([str(BIN / "sdpa-build"), "--root", str(tmp_path)])
+    assert again.returncode == 0 and again.stdout.strip() == "generated files are up to date"
+
+
+def test_build_help_is_plain_text():
+    """`sdpa-build --help` reads as plain text, without reStructuredText markup."""
+    result = run([str(BIN / "sdpa-build"), "--help"])
+    assert result.returncode == 0 and "``" not in result.stdout
+
+
 def test_no_solution_line_reaches_the_student():
     """No line written between the solution markers appears in any file of student_template/."""
     lines = solution_lines(REFERENCE.read_text())
@@ -135,3 +149,21 @@ def test_a_wrong_answer_names_its_test_in_one_line(tmp_path):
     assert failures[1].startswith("test_scaled_dot_product_attention_lesson_shapes failed: expected ")
     assert "the largest difference: " in failures[1]
     assert not [line for line in result.stdout.splitlines() if line.startswith(("E ", "    "))]  # nothing but the one lines
+
+
+def test_every_notebook_code_cell_compiles():
+    """Every code cell of the source notebook is valid Python (a check's docstring cannot spill out of its comment)."""
+    import json
+
+    notebook = json.loads((ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb").read_text())
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            compile(source, cell["metadata"].get("nbgrader", {}).get("grade_id", "cell"), "exec")
+
+
+def test_notebook_text_reads_right():
+    """Points are "1 point", not "1 points"; a True/False question's example shows the form, not None."""
+    text = (ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb").read_text()
+    assert "(1 points)" not in text and "(1 point)" in text
+    assert "q_mask_polarity = None" not in text and "q_mask_polarity = <True or False>" in text

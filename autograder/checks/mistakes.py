@@ -32,6 +32,8 @@ SENTENCES = {
     "transpose_12": "you transposed axes 1 and 2 instead of the last two (-2, -1): this breaks with extra head dims;"
     " reread the shape table",
     "python_loop": "a Python loop over positions or batches; use batched matrix products instead",
+    "mask_head_axis": "a 3-D mask (B, 1, T_k) or (B, T_q, T_k), as padding_mask returns, must apply to every head:"
+    " give it the head axis (mask.unsqueeze(1)) before attending; reread 'Multi-head attention'",
 }
 
 

@@ -9,6 +9,7 @@ from torch import nn
 
 from autograder.checks.expect import CAUSE, CheckFailure, expect_tensor, fail, matches
 from reference import attention as ref
+from autograder.checks.student import StudentFault
 
 
 def _torch_mha(draw, d_model, heads, bias):
@@ -87,7 +88,7 @@ def test_mha_matches_torch(loaded, draw, settings):
 
 @pytest.mark.check(function="MultiHeadAttention", category="multi-head")
 def test_mha_masks(loaded, draw, settings):
-    """A (B, 1, 1, T_k) padding mask and is_causal=True behave as in nn.MultiheadAttention."""
+    """Padding masks (B, 1, 1, T_k) and (B, 1, T_k), as padding_mask returns, and is_causal=True act as in torch."""
     heads, d_head, B, T = draw.sizes(4, low=2, high=9)
     d_model = heads * d_head
     torch_mha, state = _torch_mha(draw, d_model, heads, True)
@@ -95,6 +96,13 @@ def test_mha_masks(loaded, draw, settings):
     keep = draw.mask(B, T)
     _compare(loaded, settings, "with a padding mask", torch_mha, state, (d_model, heads, True), x, x, x,
              mask=keep[:, None, None, :], key_padding=~keep)
+    try:  # the same mask without the head axis: the 4-D one passed, so a failure here is the missing head axis
+        _compare(loaded, settings, "with a (B, 1, T_k) padding mask", torch_mha, state, (d_model, heads, True), x, x, x,
+                 mask=keep[:, None, :], key_padding=~keep)
+    except CheckFailure as error:
+        fail(str(error).rstrip("."), "mask_head_axis")
+    except StudentFault as error:
+        fail(f"with a (B, 1, T_k) padding mask, {error}", "mask_head_axis")
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     _compare(loaded, settings, "with is_causal=True", torch_mha, state, (d_model, heads, True), x, x, x,
              is_causal=True, torch_mask=~causal)

@@ -93,10 +93,8 @@ def _cuda_seconds(args, repeat):
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="timing")
-def test_timing_gpu(loaded, draw, settings, device):
+def test_timing_gpu(gpu, loaded, draw, settings):
     """On a CUDA device: the same budget at B=32, H=8, T=1024, d=64, in float16 and float32 (not run without one)."""
-    if device != "cuda" or not torch.cuda.is_available():
-        pytest.skip("no CUDA device on this grading machine (run sdpa-grade --device cuda on one)")
     timing = settings["timing"]
     shape = (32, 8, 1024, 64)
     for dtype in (torch.float16, torch.float32):

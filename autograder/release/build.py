@@ -68,7 +68,11 @@ def write_all(root: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sdpa-build", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="sdpa-build",
+        description="Regenerate what students receive (student_template/attention.py, the nbgrader source notebook)"
+        " from the single source in reference/ and docs/handout.md.",
+    )
     parser.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
     parser.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
     parser.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
@@ -88,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         if not stale:
             print("generated files are up to date")
         return 1 if stale else 0
-    for path in write_all(root):
+    written = write_all(root)
+    for path in written:
         print(f"wrote {path}")
+    if not written:
+        print("generated files are up to date")
     if args.gradescope:
         from autograder.release.gradescope import write_bundle
 

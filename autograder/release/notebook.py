@@ -29,7 +29,7 @@ SECTIONS = {
     "attention_scores": ["The formula", "The shape table"],
     "scale_scores": ["Why scale?"],
     "causal_mask": ["Masks"],
-    "masked_softmax": ["Fully masked rows", "Numerical stability"],
+    "masked_softmax": ["Numerical stability", "Fully masked rows"],
     "scaled_dot_product_attention": ["Putting it together", "The fused version"],
     "MultiHeadAttention": ["Multi-head attention"],
     "dot_product_variance": ["The variance behind the scale"],
@@ -44,6 +44,10 @@ def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, points:
     if grade:
         nbgrader["points"] = points
     return {"nbgrader": nbgrader}
+
+
+def _points(value: float) -> str:
+    return f"{value:g} point" if value == 1 else f"{value:g} points"
 
 
 def _sections(text: str) -> tuple[str, dict[str, str]]:
@@ -119,7 +123,7 @@ def build_notebook(root: Path) -> str:
         for entry in catalogue():
             if entry.function == name and entry.check not in NOT_IN_NOTEBOOK:
                 hidden = (
-                    f"# Hidden check {entry.check} ({points[entry.check]:g} points): {entry.doc}\n"
+                    f"# Hidden check {entry.check} ({_points(points[entry.check])}): {' '.join(entry.doc.split())}\n"
                     "### BEGIN HIDDEN TESTS\n"
                     "from autograder.kernel import run_check\n\n"
                     f'run_check("{entry.check}", globals())\n'

@@ -11,29 +11,31 @@ class Question:
     text: str
     example: str  # the placeholder the student replaces, showing the expected form
     answer: object
+    section: str  # the handout section that answers it, named in the feedback of a wrong answer
 
 
 QUESTIONS = [
     Question("q_formula", "Which is scaled dot-product attention? (a) softmax(Q K^T) V, (b) softmax(Q K^T / sqrt(d_k)) V,"
-             " (c) softmax(Q K^T / d_k) V, (d) softmax(Q^T K / sqrt(d_k)) V. Answer with a letter.", '"a"', "b"),
+             " (c) softmax(Q K^T / d_k) V, (d) softmax(Q^T K / sqrt(d_k)) V. Answer with a letter.", '"a"', "b", "The formula"),
     Question("q_why_scale", "The scale exists mainly to: (a) reduce the vocabulary size, (b) keep the softmax from saturating"
-             " as d_k grows, (c) remove the need for V. Answer with a letter.", '"a"', "b"),
+             " as d_k grows, (c) remove the need for V. Answer with a letter.", '"a"', "b", "Why scale?"),
     Question("q_variance", "For q, k with independent N(0, 1) entries and d_k = 64, what is Var(q . k)? Answer with a number.",
-             "0", 64),
+             "0", 64, "Why scale?"),
     Question("q_scores_shape", "Q has shape (32, 50, 64) and K has shape (32, 40, 64). What is the shape of Q K^T?"
-             " Answer with a tuple.", "(0, 0, 0)", (32, 50, 40)),
+             " Answer with a tuple.", "(0, 0, 0)", (32, 50, 40), "The shape table"),
     Question("q_output_shape", "With Q (32, 50, 64), K (32, 50, 64) and V (32, 50, 128), what is the output's shape?"
-             " Answer with a tuple.", "(0, 0, 0)", (32, 50, 128)),
+             " Answer with a tuple.", "(0, 0, 0)", (32, 50, 128), "The shape table"),
     Question("q_mask_polarity", "True or False: in this assignment's bool masks, True means the query may attend to the key.",
-             "None", True),
+             "<True or False>", True, "Masks"),
     Question("q_causal_keys", "With a causal mask and T = 4, which key positions (0-based) may query 2 attend to?"
-             " Answer with a list.", "[]", [0, 1, 2]),
+             " Answer with a list.", "[]", [0, 1, 2], "Masks"),
     Question("q_fully_masked", "Every key of a row is filled with -inf and a plain softmax is applied. The row comes out as:"
-             " (a) all zeros, (b) uniform, (c) NaN. Answer with a letter.", '"a"', "c"),
+             " (a) all zeros, (b) uniform, (c) NaN. Answer with a letter.", '"a"', "c", "Fully masked rows"),
     Question("q_argmax", "True or False: dividing every score of a row by the same positive constant changes the row's argmax.",
-             "None", False),
+             "<True or False>", False, "Why scale?"),
     Question("q_multi_head", "Multi-head attention runs scaled dot-product attention: (a) once, globally, (b) once per head,"
-             " then concatenates the heads, (c) on the values only. Answer with a letter.", '"a"', "b"),
+             " then concatenates the heads, (c) on the values only. Answer with a letter.", '"a"', "b",
+             "Multi-head attention"),
 ]
 BY_NAME = {question.name: question for question in QUESTIONS}
 
@@ -50,8 +52,25 @@ def _normal(value):
     return value
 
 
+def _form(answer) -> str:
+    if isinstance(answer, bool):
+        return "True or False"
+    if isinstance(answer, str):
+        return "a letter in quotes, such as \"a\""
+    if isinstance(answer, (int, float)):
+        return "a number"
+    return f"a {type(answer).__name__}"
+
+
 def check_answer(name: str, value) -> None:
-    """Raise AssertionError (nbgrader's signal for 0 points) unless ``value`` answers question ``name``."""
+    """Raise AssertionError (nbgrader's signal for 0 points) unless ``value`` answers question ``name``.
+
+    The feedback repeats the student's answer and names the handout section to reread, never the answer.
+    """
+    from autograder.cell_feedback import HiddenCheckFailed
+
     question = BY_NAME[name]
     if isinstance(question.answer, bool) != isinstance(value, bool) or _normal(value) != _normal(question.answer):
-        raise AssertionError(f"{name}: not the expected answer; see the handout")
+        raise HiddenCheckFailed(
+            name, f"{value!r} is not the expected answer ({_form(question.answer)}); reread '{question.section}' in the handout"
+        )

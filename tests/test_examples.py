@@ -1,0 +1,55 @@
+"""The README's first command: the bundled class in examples/class, graded as a newcomer first sees it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.helpers import BIN, ROOT, run
+
+EXAMPLES = ROOT / "examples" / "class"
+
+
+def readme_commands() -> list[str]:
+    """The commands of the README's first code block (set up and try, then test)."""
+    block = re.search(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL).group(1)
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_ci_runs_exactly_the_readme_commands():
+    """.ci/run runs the README's two commands, word for word, in order."""
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith(("#", "set ", "cd "))]
+    assert ci == readme_commands()
+
+
+def test_first_command_installs_then_grades_the_example_class():
+    """The first command installs, then grades examples/class in a temporary folder and shows one student's feedback."""
+    first = readme_commands()[0]
+    assert "pip install" in first and "sdpa-grade --batch examples/class" in first and "mktemp -d" in first and "--show" in first
+
+
+@pytest.mark.slow
+def test_example_class_grades_as_its_files_say(tmp_path):
+    """Alice full marks, Bob and Carol each a named classic mistake, Mallory's attacks change nothing; nothing written in the repository."""
+    before = sorted(p.name for p in ROOT.joinpath("examples").rglob("*"))
+    out = tmp_path / "grades"
+    result = run([str(BIN / "sdpa-grade"), "--batch", str(EXAMPLES), "--json-dir", str(out), "--show", "bob"], cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    grades = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+    assert set(grades) == {"alice", "bob", "carol", "mallory"}
+    assert grades["alice"]["score"] == grades["alice"]["max_score"] == 55
+    mistakes = {name: {t["extra_data"]["mistake"] for t in g["tests"]} for name, g in grades.items()}
+    assert "divide_by_dk" in mistakes["bob"] and "mask_inverted" in mistakes["carol"]
+    assert grades["mallory"]["score"] < 55 and "no_scale" in mistakes["mallory"]
+    assert "bob's feedback:" in result.stdout and "divided by d_k, not by sqrt(d_k)" in result.stdout
+    assert "Class summary: 4 submissions" in result.stdout
+    assert sorted(p.name for p in ROOT.joinpath("examples").rglob("*")) == before
+
+
+def test_show_names_a_student_of_the_class(tmp_path):
+    """--show with a name not in the class is a usage error (exit 2) that lists the students, before grading anyone."""
+    result = run([str(BIN / "sdpa-grade"), "--batch", str(EXAMPLES), "--json-dir", str(tmp_path / "g"), "--show", "zoe"])
+    assert result.returncode == 2 and "alice" in result.stderr
+    assert not (tmp_path / "g").exists()
