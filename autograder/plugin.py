@@ -18,6 +18,7 @@ import pytest
 from autograder.checks.cases import Draw
 from autograder.config import Settings
 from autograder.checks.expect import CheckFailure
+from autograder.checks.pictures import example_for, picture
 from autograder.sandbox.runner import Reply
 from autograder.checks.student import Student, StudentFault
 
@@ -49,6 +50,7 @@ class Outcome:
     message: str = ""
     seconds: float = 0.0
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
+    picture: dict | None = None  # a tiny public example's weights, expected and got (autograder.checks.pictures)
 
 
 class GradingPlugin:
@@ -70,6 +72,7 @@ class GradingPlugin:
         self._only = only_function
         self.outcomes: dict[str, Outcome] = {}
         self._runner: Runner | None = None
+        self._pictured: set[str] = set()  # student functions already pictured in this run: one picture each
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
@@ -97,10 +100,22 @@ class GradingPlugin:
             marker = item.get_closest_marker("check")
             status, message = _status(report, call)
             mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
+            function, category = marker.kwargs["function"], marker.kwargs["category"]
+            shown = self._picture(item, function, category) if status == "failed" and report.when == "call" else None
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message, report.duration,
-                mistake or "",
+                check_id(item), function, category, status, message, report.duration, mistake or "", shown,
             )
+
+    def _picture(self, item: pytest.Item, function: str, category: str) -> dict | None:
+        """The tiny example's weights for the first failed check of a function that has one."""
+        example = example_for(function, category)
+        student = item.funcargs.get("loaded")
+        if example is None or student is None or function in self._pictured:
+            return None
+        shown = picture(student, function, example)
+        if shown is not None:
+            self._pictured.add(function)
+        return shown
 
     def pytest_sessionfinish(self) -> None:
         if self._runner is not None:
