@@ -88,6 +88,11 @@ def run_batch(args, settings: Settings) -> int:
     if args.csv:
         _write_csv(args.csv, results)
     print(summary(results))
+    if args.report:
+        from autograder.render.dashboard import write_report
+
+        pages = write_report(args.report, results)
+        print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
     if failures:
         print(f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results", file=sys.stderr)
         return 3

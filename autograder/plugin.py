@@ -51,6 +51,7 @@ class Outcome:
     seconds: float = 0.0
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
     picture: dict | None = None  # a tiny public example's weights, expected and got (autograder.checks.pictures)
+    flag: str = ""  # "integrity": an integrity check found something to review (not: the code did not load)
 
 
 class GradingPlugin:
@@ -102,8 +103,9 @@ class GradingPlugin:
             mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
             function, category = marker.kwargs["function"], marker.kwargs["category"]
             shown = self._picture(item, function, category) if status == "failed" and report.when == "call" else None
+            flag = "integrity" if category == "integrity" and status == "failed" and report.when == "call" else ""
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), function, category, status, message, report.duration, mistake or "", shown,
+                check_id(item), function, category, status, message, report.duration, mistake or "", shown, flag,
             )
 
     def _picture(self, item: pytest.Item, function: str, category: str) -> dict | None:

@@ -44,8 +44,9 @@ def results_json(grading) -> dict:
 
 
 def _extra_data(outcome) -> dict:
-    """What summaries and dashboards read: the check, its outcome, the named mistake, its time, its picture."""
-    data = {"check": outcome.check, "outcome": outcome.status, "mistake": outcome.mistake, "seconds": round(outcome.seconds, 3)}
+    """What summaries and dashboards read: the check, its outcome, the named mistake, its time, a flag, a picture."""
+    data = {"check": outcome.check, "outcome": outcome.status, "mistake": outcome.mistake, "seconds": round(outcome.seconds, 3),
+            "flag": outcome.flag}
     if outcome.picture:
         data["picture"] = outcome.picture
     return data
