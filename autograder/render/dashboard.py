@@ -66,6 +66,7 @@ class ClassStats:
     seen: Counter  # check name -> submissions it was scored on
     mistakes: Counter  # mistake key -> submissions that showed it
     flags: list[Flag]
+    checks: list[str] = field(default_factory=list)  # every check's name, in the results' order, scored or not
 
 
 def describe(mistake: str) -> str:
@@ -90,10 +91,11 @@ def class_stats(results: dict[str, dict]) -> ClassStats:
     passed: Counter = Counter()
     seen: Counter = Counter()
     mistakes: Counter = Counter()
-    students, flags = [], []
+    students, flags, checks = [], [], {}
     for name, result in results.items():
         shown = set()
         for test in result.get("tests", []):
+            checks.setdefault(test["name"], None)
             mistake = (test.get("extra_data") or {}).get("mistake")
             if mistake:
                 shown.add(mistake)
@@ -107,7 +109,7 @@ def class_stats(results: dict[str, dict]) -> ClassStats:
                           float(result.get("execution_time", 0)), status, sorted(shown), flags_of(name, result))
         students.append(student)
         flags += student.flags
-    return ClassStats(students, passed, seen, mistakes, flags)
+    return ClassStats(students, passed, seen, mistakes, flags, list(checks))
 
 
 def file_name(name: str) -> str:
@@ -141,10 +143,12 @@ def _pass_plot(stats: ClassStats) -> str:
     colors = [images.GREEN if r >= 80 else "#e69a28" if r >= 50 else images.RED for r in rates]
     figure = images.bars_png(names, rates, xlabel="% of submissions that passed", title="Pass rate per check", limit=100,
                              colors=colors)
+    rate = dict(zip(names, rates))
     rows = "".join(
-        f'<tr><td data-value="{escape(n)}">{escape(n)}</td><td class="number" data-value="{r:.3f}">'
-        f"{stats.passed[n]}/{stats.seen[n]} ({r:.0f}%)</td></tr>"
-        for n, r in zip(names, rates)
+        f'<tr><td data-value="{escape(n)}">{escape(n)}</td><td class="number" data-value="{rate[n]:.3f}">'
+        f"{stats.passed[n]}/{stats.seen[n]} ({rate[n]:.0f}%)</td></tr>"
+        if n in rate else f'<tr><td data-value="{escape(n)}">{escape(n)}</td><td class="number" data-value="-1">not scored</td></tr>'
+        for n in stats.checks
     )
     table = ('<details><summary>as a table</summary><table class="sortable"><thead><tr><th data-sort="text">check</th>'
              f'<th class="number" data-sort="number">passed</th></tr></thead><tbody>{rows}</tbody></table></details>')
