@@ -179,3 +179,21 @@ def test_statistics_come_from_fields_not_wording():
 def test_integrity_check_that_could_not_run_is_no_flag():
     """bob's integrity check failed only because his function fails its other checks: nothing to review there."""
     assert "bob <b>" not in {f.student for f in class_stats(a_class()).flags}
+
+
+def test_render_draws_from_results_only():
+    """The edge imports neither the sandbox, the proxy, nor the pipeline: it draws from results' fields alone."""
+    from tests.test_layout import PACKAGE, ours
+
+    for path in sorted((PACKAGE / "render").glob("*.py")):
+        reaching = {name for name in ours(path)
+                    if name.startswith(("autograder.sandbox", "autograder.checks.student", "autograder.checks.pictures",
+                                        "autograder.grade", "autograder.plugin", "autograder.kernel"))}  # fmt: skip
+        assert not reaching, f"render/{path.name} imports {sorted(reaching)}"
+
+
+def test_image_labels_never_round_a_leak_to_zero():
+    """A weight of 0.003 on a masked key reads '<.01', not '.00'; exactly 0 reads '0'."""
+    from autograder.render.images import _label
+
+    assert [_label(w) for w in (0.0, 0.003, 0.5, 1.0)] == ["0", "<.01", ".50", "1.0"]

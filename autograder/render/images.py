@@ -50,7 +50,7 @@ def attention_png(picture: dict) -> bytes:
     from matplotlib.patches import Rectangle
 
     queries, keys = picture["queries"], picture["keys"]
-    figure = _figure(2 * (0.42 * keys + 0.8), 0.42 * queries + 1.2)
+    figure = _figure(2 * (0.42 * keys + 0.8), 0.42 * queries + 1.6)
     described = EXAMPLES.get(picture["example"], picture["example"])
     figure.suptitle(f"{picture['function']}: tiny public example\n({queries} queries x {keys} keys; {described})", fontsize=8)
     axes = figure.subplots(1, 2)
@@ -74,10 +74,19 @@ def attention_png(picture: dict) -> bytes:
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, color=RED))
                     label, color = "NaN", "white"
                 else:
-                    label = f"{w:.2f}".replace("0.", ".") if abs(w) < 1 else f"{w:.1f}"
+                    label = _label(w)
                     color = "white" if w > 0.6 else (RED if masked and abs(w) > 0.0005 else "black")
                 ax.text(j, i, label, ha="center", va="center", fontsize=6.5, color=color)
     return png(figure)
+
+
+def _label(weight: float) -> str:
+    """A weight in at most 4 characters, never rounded to look like 0 when it is not."""
+    if weight == 0:
+        return "0"
+    if 0 < abs(weight) < 0.005:
+        return "<.01" if weight > 0 else "<0"
+    return f"{weight:.2f}".replace("0.", ".") if abs(weight) < 0.995 else f"{weight:.1f}"
 
 
 def histogram_png(values: Sequence[float], *, bins: Sequence[float], xlabel: str, title: str) -> bytes:
