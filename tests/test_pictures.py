@@ -117,3 +117,17 @@ def test_feedback_of_a_graded_mistake_holds_the_picture(tmp_path):
     assert tests["causal_square"]["output"].endswith(block_grid(tests["causal_square"]["extra_data"]["picture"]))
     assert all(isinstance(test["extra_data"]["seconds"], float) for test in tests.values())
     assert "yours" in result.stdout and all(line in result.stdout for line in LEGEND.splitlines())
+
+
+def test_nbgrader_feedback_holds_the_block_grid():
+    """In the student's kernel (nbgrader's path), a failed check's AssertionError ends with the picture."""
+    from autograder.kernel import run_check
+
+    source = REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_mask_inverted.py").read_text()
+    namespace: dict = {}
+    exec(compile(source, "attention.py", "exec"), namespace)
+    with pytest.raises(AssertionError) as failure:
+        run_check("softmax_masked", namespace)
+    message = str(failure.value)
+    assert message.startswith("softmax_masked: ") and "polarity is inverted" in message
+    assert message.endswith(LEGEND) and "yours" in message
