@@ -100,6 +100,11 @@ def run_batch(args, settings: Settings) -> int:
 
         print(f"{args.show}'s feedback:\n{table(results[args.show])}\n")
     print(summary(results))
+    if args.report:
+        from autograder.render.dashboard import write_report
+
+        pages = write_report(args.report, results)
+        print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
     if failures:
         print(f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results", file=sys.stderr)
         return 3
@@ -205,4 +210,18 @@ def summary(results: dict[str, dict]) -> str:
     lines += [f"{name:<62} {passed[name]}/{count}" for name, count in seen.items()]
     lines += ["", "Named mistakes (submissions showing each):"]
     lines += [f"{count:4d}  {_describe(key)}" for key, count in mistakes.most_common()] or ["   none"]
+    lines += ["", *_review_and_times(results)]
     return "\n".join(lines)
+
+
+def _review_and_times(results: dict[str, dict]) -> list[str]:
+    """Submissions to look at (integrity flags, ungradable, grader errors) and grading times, from the results' fields."""
+    review = []
+    for name, result in results.items():
+        flags = {(test.get("extra_data") or {}).get("flag") for test in result.get("tests", [])} - {None, ""}
+        flags |= {kind for kind in ("ungradable", "grader_error") if result.get(kind)}
+        if flags:
+            review.append(f"   {name}: {', '.join(sorted(flags))}")
+    seconds = sorted(float(result.get("execution_time", 0)) for result in results.values())
+    times = f"median {seconds[len(seconds) // 2]:.1f} s, slowest {seconds[-1]:.1f} s" if seconds else "none"
+    return ["To review (flags from the results):", *(review or ["   none"]), "", f"Grading time per submission: {times}"]

@@ -30,5 +30,8 @@ def lines(title: str, message: str, width: int = WIDTH) -> list[str]:
     """The title, then the message wrapped to ``width``, its "Likely cause" on a line of its own."""
     out = [f"{title}: failed"]
     for paragraph in message.replace(" Likely cause: ", "\nLikely cause: ").splitlines():
-        out += textwrap.wrap(paragraph, width, initial_indent="  ", subsequent_indent="    ") or [""]
+        if len(paragraph) + 2 <= width:  # kept as it is: a picture's rows keep their alignment
+            out.append(f"  {paragraph}")
+        else:
+            out += textwrap.wrap(paragraph, width, initial_indent="  ", subsequent_indent="    ")
     return out

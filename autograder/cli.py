@@ -16,12 +16,15 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sdpa-grade", description="Grade scaled dot-product attention submissions.")
     p.add_argument("submission", nargs="?", type=Path, help="an attention.py, a notebook, or a student's folder")
     p.add_argument("--json", type=Path, metavar="FILE", help="write Gradescope's results.json here")
+    p.add_argument("--html", type=Path, metavar="FILE", help="also write the feedback as a self-contained HTML page, with pictures")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the timing check runs")
     p.add_argument("--config", type=Path, metavar="FILE", help="settings that override the defaults")
     p.add_argument("--batch", type=Path, metavar="DIR", help="grade every student folder in DIR")
     p.add_argument("--jobs", type=int, default=2, help="submissions graded at once in --batch (default 2)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
     p.add_argument("--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)")
+    p.add_argument("--report", type=Path, metavar="FILE",
+                   help="--batch: write a class dashboard (self-contained HTML), with a feedback page per student beside it")
     p.add_argument("--force", action="store_true", help="--batch: grade again students already graded")
     p.add_argument("--shard", type=parse_shard, metavar="K/N",
                    help="--batch: grade only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)")
@@ -39,12 +42,23 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"sdpa-grade: {error}", file=sys.stderr)
         return 2
+    if args.html or args.report:
+        from autograder.render.images import MissingMatplotlib, require
+
+        try:
+            require()
+        except MissingMatplotlib as error:
+            print(f"sdpa-grade: {'--html' if args.html else '--report'} draws with matplotlib, which is not installed: {error}",
+                  file=sys.stderr)
+            return 2
     if args.batch is not None:
         from autograder.batch import run_batch
 
         return run_batch(args, settings)
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
+    if args.report:
+        parser().error("--report needs --batch DIR (for one submission, use --html FILE)")
     from autograder.report import grader_failure, table
 
     try:
@@ -59,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
+    if args.html:
+        from autograder.render.html import write_student_page
+
+        write_student_page(args.html, args.submission.name, result)
     if error:
         print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
         return 3

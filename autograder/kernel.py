@@ -18,6 +18,7 @@ from autograder.cell_feedback import HiddenCheckFailed
 from autograder.sandbox import worker
 from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
+from autograder.render.text import with_picture
 from autograder.sandbox.runner import Reply, reply_from
 
 API = (
@@ -77,7 +78,7 @@ def run_check(check: str, namespace: dict) -> None:
         _SCORES[key] = _grade_function(entry.function, namespace)
     scored = _SCORES[key][check]
     if scored.score < scored.max_score:
-        raise HiddenCheckFailed(check, scored.feedback)
+        raise HiddenCheckFailed(check, with_picture(scored.feedback, scored.outcome.picture))
 
 
 def _grade_function(function: str, namespace: dict) -> dict:

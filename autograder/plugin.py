@@ -18,6 +18,7 @@ import pytest
 from autograder.checks.cases import Draw
 from autograder.config import Settings
 from autograder.checks.expect import CheckFailure
+from autograder.checks.pictures import example_for, picture
 from autograder.sandbox.runner import Reply
 from autograder.checks.student import Student, StudentFault
 
@@ -50,6 +51,8 @@ class Outcome:
     seconds: float = 0.0
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
     evidence: dict | None = None  # where the result first differs (index, expected, got, error, allowed, shape)
+    picture: dict | None = None  # a tiny public example's weights, expected and got (autograder.checks.pictures)
+    flag: str = ""  # "integrity": an integrity check found something to review (not: the code did not load)
 
 
 class GradingPlugin:
@@ -72,6 +75,7 @@ class GradingPlugin:
         self.outcomes: dict[str, Outcome] = {}
         self._runner: Runner | None = None
         self._load_failure_shown_in: str | None = None  # the check whose feedback says why loading failed
+        self._pictured: set[str] = set()  # student functions already pictured in this run: one picture each
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
@@ -100,10 +104,24 @@ class GradingPlugin:
             status, message = _status(report, call)
             mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
             evidence = getattr(call.excinfo.value, "evidence", None) if call.excinfo else None
+            function, category = marker.kwargs["function"], marker.kwargs["category"]
+            shown = self._picture(item, function, category) if status == "failed" and report.when == "call" else None
+            flag = "integrity" if category == "integrity" and status == "failed" and report.when == "call" else ""
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message, report.duration,
-                mistake or "", evidence or None,
+                check_id(item), function, category, status, message, report.duration, mistake or "", evidence or None,
+                shown, flag,
             )
+
+    def _picture(self, item: pytest.Item, function: str, category: str) -> dict | None:
+        """The tiny example's weights for the first failed check of a function that has one."""
+        example = example_for(function, category)
+        student = item.funcargs.get("loaded")
+        if example is None or student is None or function in self._pictured:
+            return None
+        shown = picture(student, function, example)
+        if shown is not None:
+            self._pictured.add(function)
+        return shown
 
     def pytest_sessionfinish(self) -> None:
         if self._runner is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from autograder.render.text import with_picture
+
 
 def results_json(grading) -> dict:
     """Gradescope's results.json: score is the sum of the tests' scores, always."""
@@ -12,13 +14,12 @@ def results_json(grading) -> dict:
             "name": f"{item.outcome.function}: {item.outcome.check}",
             "score": item.score,
             "max_score": item.max_score,
-            "output": item.feedback,
+            "output": with_picture(item.feedback, item.outcome.picture),
             "visibility": "visible",
             "tags": [item.outcome.function, item.outcome.category],
             "status": "passed" if item.score == item.max_score and item.max_score > 0 else "failed",
             # structured fields for summaries and dashboards: never parsed back from the wording above
-            "extra_data": {"check": item.outcome.check, "outcome": item.outcome.status, "mistake": item.outcome.mistake,
-                           "evidence": item.outcome.evidence},
+            "extra_data": _extra_data(item.outcome),
         }
         for item in grading.scored
     ]
@@ -42,6 +43,15 @@ def results_json(grading) -> dict:
     return result
 
 
+def _extra_data(outcome) -> dict:
+    """What summaries and dashboards read: the check, its outcome, the named mistake, its time, a flag, a picture."""
+    data = {"check": outcome.check, "outcome": outcome.status, "mistake": outcome.mistake, "seconds": round(outcome.seconds, 3),
+            "flag": outcome.flag, "evidence": outcome.evidence}
+    if outcome.picture:
+        data["picture"] = outcome.picture
+    return data
+
+
 def grader_failure(detail: str) -> dict:
     """The results file when the grader itself failed before it could grade: 0, and a reason for the instructor."""
     return {
@@ -60,7 +70,9 @@ def table(result: dict, width: int = 100) -> str:
     for test in result["tests"]:
         points = f"{test['score']:g}/{test['max_score']:g}"
         feedback = "ok" if test["output"] == "passed" else test["output"]
-        lines.append(f"{test['name']:<56} {points:>9}  {feedback}")
+        first, *more = feedback.split("\n")
+        lines.append(f"{test['name']:<56} {points:>9}  {first}")
+        lines += [f"    {line}" for line in more]  # a picture's block grid, under the feedback
     lines.append("-" * width)
     lines.append(f"{'total':<56} {result['score']:g}/{result['max_score']:g}")
     if result.get("ungradable"):

@@ -1,0 +1,118 @@
+"""PNG pictures, drawn with matplotlib from the results' fields, and embedded in HTML as data URIs.
+
+matplotlib is the ``[report]`` extra: only ``--html`` and ``--report`` need it (``require`` says so
+before anything is graded). Figures are built without pyplot, so no global state or display is used.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Sequence
+
+from autograder.render.text import EXAMPLES
+
+INSTALL = "pip install 'sdpa-assignment[report]'"
+BLUE, GREEN, RED, GREY = "#3b6fb6", "#3a9a5b", "#c8453a", "#9a9a9a"
+
+
+class MissingMatplotlib(RuntimeError):
+    """--html and --report draw with matplotlib, which is not installed."""
+
+
+def require() -> None:
+    """Fail early, with the command that fixes it, when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as error:
+        raise MissingMatplotlib(INSTALL) from error
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+
+
+def png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def data_uri(image: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(image).decode("ascii")
+
+
+def attention_png(picture: dict) -> bytes:
+    """The tiny example's weights as two heat maps, expected beside yours; masked keys hatched, NaN in red."""
+    from matplotlib.patches import Rectangle
+
+    queries, keys = picture["queries"], picture["keys"]
+    figure = _figure(2 * (0.42 * keys + 0.8), 0.42 * queries + 1.6)
+    described = EXAMPLES.get(picture["example"], picture["example"])
+    figure.suptitle(f"{picture['function']}: tiny public example\n({queries} queries x {keys} keys; {described})", fontsize=8)
+    axes = figure.subplots(1, 2)
+    for ax, title, weights in zip(axes, ("expected", "yours"), (picture["expected"], picture["got"])):
+        values = [[math.nan if w is None else w for w in row] for row in weights]
+        ax.imshow(values, cmap="Blues", vmin=0.0, vmax=1.0)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("key", fontsize=8)
+        ax.set_ylabel("query", fontsize=8)
+        ax.set_xticks(range(keys))
+        ax.set_yticks(range(queries))
+        ax.tick_params(labelsize=7, length=0)
+        for i, row in enumerate(weights):
+            for j, w in enumerate(row):
+                masked = picture["mask"] is not None and not picture["mask"][i][j]
+                if masked:
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor=GREY, linewidth=0))
+                if masked and (w is None or abs(w) > 0.0005):  # a masked key that got weight: outlined in red
+                    ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=RED, linewidth=1.5))
+                if w is None:
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, color=RED))
+                    label, color = "NaN", "white"
+                else:
+                    label = _label(w)
+                    color = "white" if w > 0.6 else (RED if masked and abs(w) > 0.0005 else "black")
+                ax.text(j, i, label, ha="center", va="center", fontsize=6.5, color=color)
+    return png(figure)
+
+
+def _label(weight: float) -> str:
+    """A weight in at most 4 characters, never rounded to look like 0 when it is not."""
+    if weight == 0:
+        return "0"
+    if 0 < abs(weight) < 0.005:
+        return "<.01" if weight > 0 else "<0"
+    return f"{weight:.2f}".replace("0.", ".") if abs(weight) < 0.995 else f"{weight:.1f}"
+
+
+def histogram_png(values: Sequence[float], *, bins: Sequence[float], xlabel: str, title: str) -> bytes:
+    figure = _figure(6.0, 2.8)
+    ax = figure.subplots()
+    ax.hist(values, bins=bins, color=BLUE, edgecolor="white")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("submissions")
+    ax.set_title(title, fontsize=10)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    return png(figure)
+
+
+def bars_png(labels: Sequence[str], values: Sequence[float], *, xlabel: str, title: str, limit: float | None = None,
+             colors: Sequence[str] | None = None, integers: bool = False) -> bytes:
+    """Horizontal bars, the first label on top."""
+    figure = _figure(7.0, 0.6 + 0.24 * max(len(labels), 1))
+    ax = figure.subplots()
+    positions = range(len(labels))
+    ax.barh(list(positions), list(values), color=list(colors) if colors else BLUE)
+    ax.set_yticks(list(positions), list(labels), fontsize=7.5)
+    ax.invert_yaxis()
+    if limit is not None:
+        ax.set_xlim(0, limit)
+    if integers:
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=10)
+    return png(figure)

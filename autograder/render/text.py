@@ -1,0 +1,68 @@
+"""The tiny example's attention weights as a Unicode block grid, expected beside got, for any terminal.
+
+Made from the ``picture`` field of a result (``autograder.checks.pictures``): plain text that reads
+the same in a terminal, Gradescope's text output and nbgrader's feedback.
+"""
+
+from __future__ import annotations
+
+# (lower bound, block): a weight at or above the bound is drawn with the block
+SHADES = ((0.75, "█"), (0.5, "▓"), (0.25, "▒"), (0.0005, "░"))
+MASKED = "·"
+NOT_A_NUMBER = "?"
+EXAMPLES = {
+    "plain": "no mask",
+    "padding": "keys 4-5 padding, query 5 sees none",
+    "causal": "is_causal=True",
+}
+LEGEND = (
+    f"weight: █ >=.75  ▓ >=.5  ▒ >=.25  ░ >0  (blank) 0   {NOT_A_NUMBER * 2} NaN or inf\n"
+    f"{MASKED}{MASKED} masked key (must get 0)   {MASKED}░ masked key that got weight"
+)
+
+
+def shade(weight: float | None) -> str:
+    """One character for one weight: a block from blank (0) to full (1), '?' for NaN or inf, '-' below 0."""
+    if weight is None:
+        return NOT_A_NUMBER
+    if weight < -0.0005:
+        return "-"
+    return next((block for bound, block in SHADES if weight >= bound), " ")
+
+
+def cell(weight: float | None, allowed: bool) -> str:
+    """Two characters: the shade twice for a key the query may attend to; a dot and the shade for a masked key."""
+    mark = shade(weight)
+    if allowed:
+        return mark * 2
+    return MASKED + (MASKED if mark == " " else mark)
+
+
+def grid_rows(weights: list[list[float | None]], mask: list[list[bool]] | None) -> list[str]:
+    rows = []
+    for i, row in enumerate(weights):
+        cells = "".join(cell(w, True if mask is None else mask[i][j]) for j, w in enumerate(row))
+        rows.append(f"│{cells}│")
+    return rows
+
+
+def block_grid(picture: dict) -> str:
+    """Expected and got side by side, one row per query, with a header and a legend."""
+    width = 2 * picture["keys"] + 2
+    expected = grid_rows(picture["expected"], picture["mask"])
+    got = grid_rows(picture["got"], picture["mask"])
+    described = EXAMPLES.get(picture["example"], picture["example"])
+    keys = "".join(f"{j:<2d}" for j in range(picture["keys"]))
+    lines = [
+        f"Attention weights, tiny public example ({picture['queries']} queries x {picture['keys']} keys; {described}):",
+        f"{'':9}{'expected':<{width}}   {'yours':<{width}}",
+        f"{'key':>8} {keys:<{width - 1}}    {keys}",
+    ]
+    lines += [f"{'query ' + str(i):>8}{e}   {g}" for i, (e, g) in enumerate(zip(expected, got))]
+    lines.append(LEGEND)
+    return "\n".join(lines)
+
+
+def with_picture(feedback: str, picture: dict | None) -> str:
+    """A check's feedback, followed by its picture's block grid when it has one."""
+    return f"{feedback}\n{block_grid(picture)}" if picture else feedback

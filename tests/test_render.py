@@ -1,0 +1,199 @@
+"""The HTML pages (render/html.py, render/dashboard.py): they parse, their images are embedded and decode,
+every student and every check appears, and the statistics come from the results' fields, not their wording."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import io
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from autograder.render.dashboard import class_stats, dashboard, file_name, write_report
+from autograder.render.html import feedback_text, student_page
+from autograder.render.text import block_grid
+
+matplotlib_image = pytest.importorskip("matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)")
+
+VOID = {"meta", "img", "br", "hr", "input", "link"}
+PICTURE = {
+    "example": "causal", "function": "causal_mask", "queries": 4, "keys": 6,
+    "mask": [[j <= i for j in range(6)] for i in range(4)],
+    "expected": [[round(1 / (i + 1), 3) if j <= i else 0.0 for j in range(6)] for i in range(4)],
+    "got": [[round(1 / (6 - i), 3) if j >= i else 0.0 for j in range(6)] for i in range(3)] + [[None] * 6],
+}  # fmt: skip
+
+
+def check_result(check, function, category, score, worth, output="passed", mistake="", flag="", picture=None, seconds=0.01):
+    data = {"check": check, "outcome": "passed" if score == worth else "failed", "mistake": mistake, "seconds": seconds,
+            "flag": flag}
+    if picture:
+        data["picture"] = picture
+        output = f"{output}\n{block_grid(picture)}"
+    return {"name": f"{function}: {check}", "score": score, "max_score": worth, "output": output, "visibility": "visible",
+            "tags": [function, category], "extra_data": data}
+
+
+def result(tests, seconds=3.0, **extra):
+    return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
+            "execution_time": seconds, "output": "Graded by the hidden checks.", "tests": tests, **extra}
+
+
+def a_class() -> dict[str, dict]:
+    flipped = "causal_mask(5): 10 of 25 entries differ. Likely cause: the causal triangle is flipped"
+    return {
+        "alice": result([check_result("causal_square", "causal_mask", "causal", 1, 1), check_result("integrity_sdpa", "sdpa", "integrity", 2, 2)]),
+        "bob <b>": result([
+            check_result("causal_square", "causal_mask", "causal", 0, 1, flipped, "causal_flipped", picture=PICTURE),
+            check_result("integrity_sdpa", "sdpa", "integrity", 0, 2, "no points: fix those first"),
+        ], seconds=9.5),  # fmt: skip
+        "carol": result([
+            check_result("causal_square", "causal_mask", "causal", 1, 1),
+            check_result("integrity_sdpa", "sdpa", "integrity", 0, 2, "sdpa ran PyTorch's fused attention", flag="integrity"),
+        ]),  # fmt: skip
+        "dave": result([], seconds=0.5, ungradable="attention.py is empty"),
+    }
+
+
+class Checked(HTMLParser):
+    """Parses a page, checking that every element is closed in order, and collects images, links and rows."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self.attributes: list[dict] = []
+        self.text: list[str] = []
+        self.scripts_from: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.attributes.append(attrs)
+        if tag == "img":
+            self.images.append(attrs.get("src", ""))
+        if tag == "a":
+            self.links.append(attrs.get("href", ""))
+        if tag in ("script", "link") and (attrs.get("src") or attrs.get("href")):
+            self.scripts_from.append(attrs.get("src") or attrs.get("href"))
+        if tag not in VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
+        self.open.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parsed(page: str) -> Checked:
+    assert page.startswith("<!DOCTYPE html>")
+    checker = Checked()
+    checker.feed(page)
+    checker.close()
+    assert checker.open == [], f"unclosed: {checker.open}"
+    assert not checker.scripts_from, "the page fetches something"
+    return checker
+
+
+def decoded(src: str):
+    """An embedded image's pixels: it must be a PNG data URI that decodes."""
+    prefix = "data:image/png;base64,"
+    assert src.startswith(prefix), src[:40]
+    data = base64.b64decode(src[len(prefix):], validate=True)
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    pixels = matplotlib_image.imread(io.BytesIO(data), format="png")
+    assert pixels.shape[0] > 50 and pixels.shape[1] > 50
+    assert float(pixels.std()) > 0.01  # not one flat colour
+    return pixels
+
+
+def test_student_page_parses_and_embeds_the_attention_picture():
+    """A failed check with a picture shows it as an embedded image; the grid's text is left out of the page."""
+    page = student_page("bob <b>", a_class()["bob <b>"])
+    checker = parsed(page)
+    assert len(checker.images) == 1
+    decoded(checker.images[0])
+    text = "".join(checker.text)
+    assert "bob <b>" in text and "<b>" not in page.split("<body>")[1].replace("<b>0</b>", "")  # escaped
+    assert "causal triangle is flipped" in text
+    assert "Legend" not in text and "█" not in text  # the block grid is for text outputs; the page has the image
+    checks = {a["data-check"] for a in checker.attributes if "data-check" in a}
+    assert checks == {"causal_mask: causal_square", "sdpa: integrity_sdpa"}
+
+
+def test_feedback_text_leaves_out_only_the_grid():
+    """The page's wording is the feedback as written, without the block grid made from the same picture."""
+    bob = a_class()["bob <b>"]["tests"][0]
+    assert feedback_text(bob).startswith("causal_mask(5): 10 of 25 entries differ")
+    assert "│" not in feedback_text(bob)
+    assert feedback_text({"output": "plain"}) == "plain"
+
+
+def test_dashboard_parses_embeds_its_plots_and_names_everyone(tmp_path):
+    """One self-contained page: four plots that decode, every student linked to a page that exists, every check listed."""
+    results = a_class()
+    report = tmp_path / "class.html"
+    folder = write_report(report, results)
+    checker = parsed(report.read_text())
+    assert len(checker.images) == 4  # scores, pass rates, mistakes, times
+    for src in checker.images:
+        decoded(src)
+    students = {a["data-student"] for a in checker.attributes if "data-student" in a}
+    assert students == set(results)
+    for name in results:
+        page = folder / file_name(name)
+        assert page.is_file() and f"{folder.name}/{file_name(name)}" in checker.links
+        parsed(page.read_text())
+    text = "".join(checker.text)
+    for check in ("causal_mask: causal_square", "sdpa: integrity_sdpa"):
+        assert check in text
+    assert "the causal triangle is flipped" in text
+
+
+def test_sorting_is_inline():
+    """The student table sorts by a script in the page itself, on every column."""
+    page = dashboard(a_class(), {name: f"{name}.html" for name in a_class()})
+    assert "<script>" in page and "addEventListener" in page
+    assert len(re.findall(r'<th data-sort="(?:text|number)"', page)) >= 4
+
+
+def test_statistics_come_from_fields_not_wording():
+    """Rewording every feedback changes no statistic; a mistake or flag is counted only from its field."""
+    results = a_class()
+    reworded = copy.deepcopy(results)
+    for each in reworded.values():
+        for t in each["tests"]:
+            t["output"] = "Likely cause: the mask's polarity is inverted. integrity fused attention"
+    before, after = class_stats(results), class_stats(reworded)
+    assert before.mistakes == after.mistakes == {"causal_flipped": 1}
+    assert [(f.student, f.kind) for f in before.flags] == [(f.student, f.kind) for f in after.flags]
+    assert [(f.student, f.kind) for f in before.flags] == [("carol", "integrity"), ("dave", "ungradable")]
+    assert before.passed == after.passed
+    assert [s.seconds for s in before.students] == [3.0, 9.5, 3.0, 0.5]
+
+
+def test_integrity_check_that_could_not_run_is_no_flag():
+    """bob's integrity check failed only because his function fails its other checks: nothing to review there."""
+    assert "bob <b>" not in {f.student for f in class_stats(a_class()).flags}
+
+
+def test_render_draws_from_results_only():
+    """The edge imports neither the sandbox, the proxy, nor the pipeline: it draws from results' fields alone."""
+    from tests.test_layout import PACKAGE, ours
+
+    for path in sorted((PACKAGE / "render").glob("*.py")):
+        reaching = {name for name in ours(path)
+                    if name.startswith(("autograder.sandbox", "autograder.checks.student", "autograder.checks.pictures",
+                                        "autograder.grade", "autograder.plugin", "autograder.kernel"))}  # fmt: skip
+        assert not reaching, f"render/{path.name} imports {sorted(reaching)}"
+
+
+def test_image_labels_never_round_a_leak_to_zero():
+    """A weight of 0.003 on a masked key reads '<.01', not '.00'; exactly 0 reads '0'."""
+    from autograder.render.images import _label
+
+    assert [_label(w) for w in (0.0, 0.003, 0.5, 1.0)] == ["0", "<.01", ".50", "1.0"]
