@@ -44,7 +44,7 @@ def main() -> None:
         grade = Path(sys.executable).parent / "sdpa-grade"
         subprocess.run([str(grade), "--batch", str(base / "submitted"), "--jobs", "2", "--json-dir", str(base / "grades"),
                         "--report", str(base / "class.html")], check=True)  # fmt: skip
-        screenshot(base / "class.html", ROOT / "docs" / "dashboard.png", 3150)
+        screenshot(base / "class.html", ROOT / "docs" / "dashboard.png", 3350)
         screenshot(base / "class-feedback" / f"{SHOWN}.html", ROOT / "docs" / "feedback.png", 1250)
     print("wrote docs/dashboard.png and docs/feedback.png")
 

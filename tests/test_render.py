@@ -197,3 +197,16 @@ def test_image_labels_never_round_a_leak_to_zero():
     from autograder.render.images import _label
 
     assert [_label(w) for w in (0.0, 0.003, 0.5, 1.0)] == ["0", "<.01", ".50", "1.0"]
+
+
+@pytest.mark.parametrize("results", [{}, {"x": {"score": 0, "max_score": 0, "execution_time": 0, "output": "failed", "tests": [],
+                                                "grader_error": "Traceback\nboom"}}], ids=["empty", "grader-failure"])
+def test_dashboard_of_an_empty_or_broken_class_still_parses(results, tmp_path):
+    """No students, or only a grader failure: the pages are still written, parse, and say so."""
+    write_report(tmp_path / "class.html", results)
+    checker = parsed((tmp_path / "class.html").read_text())
+    for src in checker.images:
+        decoded(src)
+    text = "".join(checker.text)
+    assert "No check was scored" in text
+    assert ("grader error" in text) == bool(results)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -151,3 +152,18 @@ def test_feedback_page_renders_in_a_browser_with_its_attention_picture(graded, t
     assert darkest > 300
     control = screenshot(without_images(page, tmp_path / "bare.html"), tmp_path / "bare.png", 1600)
     assert near(control, "#08306b", 0.08) < darkest / 20
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_student_table_sorts_in_a_browser(graded, tmp_path):
+    """Clicking the score column (by a script appended here) orders the students by score, highest first."""
+    page = tmp_path / "clicked.html"
+    click = "<script>document.querySelector('#student-table th:nth-child(2)').click();</script></body>"
+    page.write_text(graded["report"].read_text().replace("</body>", click))
+    with tempfile.TemporaryDirectory() as profile:
+        dom = run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()], timeout=120).stdout
+    order = [name for name in re.findall(r'<tr data-student="([^"]+)"', dom)]
+    scores = {name: json.loads((graded["grades"] / f"{name}.json").read_text())["score"] for name in STUDENTS}
+    assert sorted(order) == sorted(STUDENTS)
+    assert [scores[name] for name in order] == sorted(scores.values(), reverse=True), order

@@ -67,6 +67,7 @@ class ClassStats:
     mistakes: Counter  # mistake key -> submissions that showed it
     flags: list[Flag]
     checks: list[str] = field(default_factory=list)  # every check's name, in the results' order, scored or not
+    check_seconds: dict[str, list[float]] = field(default_factory=dict)  # check name -> its seconds, per submission
 
 
 def describe(mistake: str) -> str:
@@ -95,7 +96,7 @@ def class_stats(results: dict[str, dict]) -> ClassStats:
     for name, result in results.items():
         shown = set()
         for test in result.get("tests", []):
-            checks.setdefault(test["name"], None)
+            checks.setdefault(test["name"], []).append(float((test.get("extra_data") or {}).get("seconds", 0)))
             mistake = (test.get("extra_data") or {}).get("mistake")
             if mistake:
                 shown.add(mistake)
@@ -109,7 +110,7 @@ def class_stats(results: dict[str, dict]) -> ClassStats:
                           float(result.get("execution_time", 0)), status, sorted(shown), flags_of(name, result))
         students.append(student)
         flags += student.flags
-    return ClassStats(students, passed, seen, mistakes, flags, list(checks))
+    return ClassStats(students, passed, seen, mistakes, flags, list(checks), checks)
 
 
 def file_name(name: str) -> str:
@@ -188,8 +189,13 @@ def _time_plot(stats: ClassStats) -> str:
     bins = [step * i for i in range(17)]
     middle = seconds[len(seconds) // 2]
     text = f"<p>Median {middle:.1f} s, slowest {seconds[-1]:.1f} s, {sum(seconds):.0f} s in all (one grading each).</p>"
+    slowest = sorted(stats.check_seconds.items(), key=lambda item: -sum(item[1]) / len(item[1]))[:5]
+    rows = "".join(f'<tr><td>{escape(name)}</td><td class="number">{sum(t) / len(t):.2f}</td><td class="number">{max(t):.2f}</td></tr>'
+                   for name, t in slowest)
+    table = ('<table><thead><tr><th>slowest checks</th><th class="number">mean seconds</th><th class="number">longest</th></tr>'
+             f"</thead><tbody>{rows}</tbody></table>")
     return text + image_tag(images.histogram_png(seconds, bins=bins, xlabel="seconds", title="Grading time per submission"),
-                            "histogram of grading times")
+                            "histogram of grading times") + table
 
 
 def _student_table(stats: ClassStats, links: dict[str, str]) -> str:
