@@ -54,7 +54,9 @@ def source(name: str) -> str:
     if name == "correct":
         return reference
     overlay = SUBMISSIONS / "overlays" / f"{name}.py"
-    return reference + "\n" + overlay.read_text() if overlay.is_file() else (SUBMISSIONS / "standalone" / f"{name}.py").read_text()
+    if overlay.is_file():
+        return reference + "\n" + overlay.read_text()
+    return (SUBMISSIONS / "standalone" / f"{name}.py").read_text()
 
 
 def children_cpu() -> float:
@@ -68,23 +70,27 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--root", type=Path, help="a fake /autograder that setup.sh already set up (kept): skip 1.")
+    parser.add_argument("--keep", action="store_true", help="keep the fake /autograder, and print where it is")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.1f}")
     work = Path(tempfile.mkdtemp(prefix="sdpa-scale-"))
     try:
-        root = work / "autograder"
-        (root / "source").mkdir(parents=True)
-        subprocess.run([str(BIN / "sdpa-build"), "--gradescope", str(work / "autograder.zip")], cwd=ROOT, check=True,
-                       capture_output=True)
-        with zipfile.ZipFile(work / "autograder.zip") as bundle:
-            bundle.extractall(root / "source")
+        root = args.root or work / "autograder"
         env = clean_env(AUTOGRADER_ROOT=str(root))
-        start = time.perf_counter()
-        setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True, check=True)
-        print(f"setup.sh (once per autograder image): {time.perf_counter() - start:.0f} s")
-        print("  " + "\n  ".join(line for line in setup.stdout.splitlines() if line.startswith("setup.sh")))
+        if args.root is None:
+            (root / "source").mkdir(parents=True)
+            subprocess.run([str(BIN / "sdpa-build"), "--gradescope", str(work / "autograder.zip")], cwd=ROOT,
+                           check=True, capture_output=True)
+            with zipfile.ZipFile(work / "autograder.zip") as bundle:
+                bundle.extractall(root / "source")
+            start = time.perf_counter()
+            setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True,
+                                   text=True, check=True)
+            print(f"setup.sh (once per autograder image): {time.perf_counter() - start:.0f} s")
+            print("  " + "\n  ".join(line for line in setup.stdout.splitlines() if line.startswith("setup.sh")))
 
-        (root / "submission").mkdir()
+        (root / "submission").mkdir(exist_ok=True)
         (root / "submission" / "attention.py").write_text(source("correct"))
         waits, cpus = [], []
         for _ in range(args.runs):
@@ -97,6 +103,8 @@ def main() -> None:
         print(f"run_autograder, correct submission, cold start: median {cold:.2f} s wall of {args.runs}"
               f" (min {min(waits):.2f}, max {max(waits):.2f}); CPU {statistics.median(cpus):.2f} core-s")
 
+        if not args.students:
+            return
         klass = work / "class"
         klass.mkdir()
         for index in range(args.students):
@@ -124,7 +132,10 @@ def main() -> None:
             print(f"projected, 1,000 submissions, {nodes} x 16 cores: {seconds / 60:.1f} min ({seconds:.0f} s)")
         print(f"load average at end {os.getloadavg()[0]:.1f}")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep and args.root is None:
+            print(f"kept {work / 'autograder'}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

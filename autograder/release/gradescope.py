@@ -37,10 +37,12 @@ ROOT="${AUTOGRADER_ROOT:-/autograder}"
 TORCH_BUILD="${SDPA_TORCH:-@BUILD@}"
 TORCH_INDEX="${SDPA_TORCH_INDEX:-@INDEX@}"
 TORCH='@TORCH@'
-if ! command -v python3 >/dev/null || ! python3 -m venv --help >/dev/null 2>&1; then
+# a venv, with what Debian and Ubuntu images may lack (python3 itself, or ensurepip: python3-venv)
+if ! python3 -m venv "$ROOT/venv" >/dev/null 2>&1; then
     apt-get update && apt-get install -y python3 python3-pip python3-venv
+    rm -rf "$ROOT/venv"
+    python3 -m venv "$ROOT/venv"
 fi
-python3 -m venv "$ROOT/venv"
 PYTHON="$ROOT/venv/bin/python"
 PIP=("$PYTHON" -m pip install --quiet --disable-pip-version-check)
 
