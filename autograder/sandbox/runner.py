@@ -26,6 +26,8 @@ import torch
 
 from autograder.sandbox import wire
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
+from autograder.sandbox.readable import readable, writable
+from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
 
@@ -90,7 +92,8 @@ def _library_folder(root: Path) -> Path:
     for entry in site.iterdir():
         if not entry.name.startswith(_OWN_PACKAGES) and not entry.name.endswith(".pth"):
             (lib / entry.name).symlink_to(entry)
-    shutil.copy(Path(wire.__file__), lib / "wire.py")
+    for module in ("wire.py", "confine.py", "landlock.py", "seccomp.py"):
+        shutil.copy(Path(__file__).with_name(module), lib / module)
     return lib
 
 
@@ -101,19 +104,22 @@ class Zygote:
     ``client()`` for a connection of its own, so torch is imported once per batch.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, unprivileged_after_import: bool = False) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="sdpa-worker-"))
-        lib = _library_folder(self.folder)
+        lib = self.lib = _library_folder(self.folder)
         worker = self.folder / "worker.py"
         shutil.copy(Path(__file__).with_name("worker.py"), worker)
         self.drops_privileges, self.privileges = privilege_drop()
+        become = []
+        if unprivileged_after_import and os.geteuid() == 0:  # torch imported as root, then nobody (tests)
+            self.drops_privileges, self.privileges, become = True, "the worker becomes nobody after importing torch", [str(NOBODY)]
         if self.drops_privileges:
-            for path in (self.folder, lib, lib / "wire.py", worker):
+            for path in (self.folder, lib, worker, *lib.glob("*.py")):
                 os.chmod(path, 0o755)
-        user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.drops_privileges else {}
+        user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.drops_privileges and not become else {}
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(worker), str(lib), str(theirs.fileno())],
+            [sys.executable, "-I", "-S", str(worker), str(lib), str(theirs.fileno()), *become],
             cwd=self.folder,
             env={"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"},
             stdin=subprocess.DEVNULL,
@@ -165,8 +171,11 @@ class Sandbox:
         after_hang_timeout: float,
         zygote: Zygote | None = None,
         cuda: bool = False,
+        require_sandbox: bool = False,
     ) -> None:
         self.submission = submission
+        self.require_sandbox = require_sandbox
+        self.confinement: dict[str, str] = {}
         self.after_hang_timeout = after_hang_timeout
         self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10, "cuda": cuda, "processes": 256}
         self.load_timeout = load_timeout
@@ -189,6 +198,7 @@ class Sandbox:
             load_timeout=limits["load_timeout"],
             after_hang_timeout=limits["after_hang_timeout"],
             zygote=zygote,
+            require_sandbox=bool(limits.get("require_sandbox", False)),
         ).__enter__()
 
     def __enter__(self) -> Sandbox:
@@ -270,7 +280,9 @@ class Sandbox:
         if self._own_zygote is not None:
             self._own_zygote.wait_ready()
         ours, theirs = socket.socketpair()
-        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits}).encode()
+        cuda = bool(self.limits["cuda"])
+        paths = {"read": readable(self._zygote.lib, cuda=cuda), "write": writable(cuda=cuda)}
+        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, **paths}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
         self._client.settimeout(120)
@@ -279,6 +291,9 @@ class Sandbox:
             raise RuntimeError("the worker's zygote exited")
         self._child = (int.from_bytes(answer, "big"), ours)
         self.restarts += 1
+        self.confinement = confinement(ours, self.load_timeout)  # sent before any student code ran
+        if self.require_sandbox and not held(self.confinement):
+            raise SandboxMissing(describe(self.confinement))
 
     def _kill_child(self) -> None:
         if self._child is None:
