@@ -36,15 +36,15 @@ def zygote(request):
     started.close()
 
 
-def _sandbox(tmp_path: Path, zygote: Zygote) -> Sandbox:
+def _sandbox(tmp_path: Path, zygote: Zygote, memory_mb: int) -> Sandbox:
     path = tmp_path / "submission.py"
     path.write_text(PROBE)
-    return Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2, zygote=zygote)
+    return Sandbox(path, memory_mb=memory_mb, output_kb=64, load_timeout=10, after_hang_timeout=2, zygote=zygote)
 
 
-def attack(tmp_path: Path, zygote: Zygote, name: str, *args, timeout: float = 20):
+def attack(tmp_path: Path, zygote: Zygote, name: str, *args, timeout: float = 20, memory_mb: int = 1024):
     """Run attack_<name>(*args) in a fresh sandbox; check the honest function beside it; return what it got."""
-    with _sandbox(tmp_path, zygote) as box:
+    with _sandbox(tmp_path, zygote, memory_mb) as box:
         assert box.load().ok, box.load_reply
         assert held(box.confinement), box.confinement
         got = box.call(f"attack_{name}", args, timeout=timeout)
@@ -172,3 +172,11 @@ def test_a_fork_bomb_is_capped(tmp_path, zygote):
     """At most limits' process count (256) at once, whatever user the grader runs as."""
     assert attack(tmp_path, zygote, "fork_bomb", 300) is False
     assert attack(tmp_path, zygote, "fork_bomb", 20) is True
+
+
+def test_memory_is_capped_across_the_submissions_processes(tmp_path, zygote):
+    """Three forked helpers of 900 MiB each cannot hold more than limits.memory_mb (2048) together."""
+    if os.geteuid() != 0:
+        pytest.skip("cgroups need a grader that may make them (root here)")
+    assert attack(tmp_path, zygote, "memory_in_helpers", 900, memory_mb=2048) is not True
+    assert attack(tmp_path, zygote, "memory_in_helpers", 200, memory_mb=2048) is True

@@ -7,6 +7,7 @@ import socket
 from autograder.sandbox import wire
 
 MECHANISMS = ("namespaces", "landlock", "seccomp")
+LIMITS = "cgroups"  # memory and processes of the whole submission; where missing, per-process limits only
 
 
 class SandboxMissing(RuntimeError):
@@ -25,7 +26,7 @@ def confinement(conn: socket.socket, timeout: float) -> dict[str, str]:
     report = message.get("sandbox") if isinstance(message, dict) else None
     if not isinstance(report, dict):
         return {name: "missing (no report)" for name in MECHANISMS}
-    return {name: str(report.get(name, "missing (not reported)")) for name in MECHANISMS}
+    return {name: str(report.get(name, "missing (not reported)")) for name in (*MECHANISMS, LIMITS)}
 
 
 def held(report: dict[str, str]) -> bool:
@@ -36,6 +37,8 @@ def held(report: dict[str, str]) -> bool:
 def describe(report: dict[str, str]) -> str:
     """One line for the instructor: full sandbox, or which mechanism is missing and why."""
     missing = [f"{name} {report[name]}" for name in MECHANISMS if report.get(name, "missing").startswith("missing")]
+    limits = report.get(LIMITS, "missing")
+    whole = f"; {limits}" if not limits.startswith("missing") else f"; per-process limits only (cgroups {limits})"
     if not missing:
-        return "full sandbox: " + "; ".join(report[name] for name in MECHANISMS)
-    return "WEAKER SANDBOX: " + "; ".join(missing)
+        return "full sandbox: " + "; ".join(report[name] for name in MECHANISMS) + whole
+    return "WEAKER SANDBOX: " + "; ".join(missing) + whole

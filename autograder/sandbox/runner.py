@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from autograder.sandbox import wire
+from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
 from autograder.sandbox.readable import readable, writable
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
@@ -215,6 +216,9 @@ class Sandbox:
             os.chmod(self.folder, 0o711)
             os.chown(self.scratch, NOBODY, NOBODY)
             os.chmod(self.scratch / "attention.py", 0o644)
+        owner = NOBODY if self._zygote.drops_privileges else None
+        self.cgroups = Cgroups(self.folder.name, memory_bytes=self.limits["memory_bytes"],
+                               processes=self.limits["processes"], owner=owner)
         self._client = self._zygote.client()
         return self
 
@@ -282,6 +286,7 @@ class Sandbox:
         ours, theirs = socket.socketpair()
         cuda = bool(self.limits["cuda"])
         paths = {"read": readable(self._zygote.lib, cuda=cuda), "write": writable(cuda=cuda)}
+        paths["cgroups"] = self.cgroups.procs
         spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, **paths}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
@@ -292,6 +297,8 @@ class Sandbox:
         self._child = (int.from_bytes(answer, "big"), ours)
         self.restarts += 1
         self.confinement = confinement(ours, self.load_timeout)  # sent before any student code ran
+        if not self.cgroups.procs:
+            self.confinement["cgroups"] = self.cgroups.describe()
         if self.require_sandbox and not held(self.confinement):
             raise SandboxMissing(describe(self.confinement))
 
@@ -317,4 +324,5 @@ class Sandbox:
             self._own_zygote.close()
             self._own_zygote = None
         kill_orphans(keep=self._before)
+        self.cgroups.close()
         shutil.rmtree(self.folder, ignore_errors=True)

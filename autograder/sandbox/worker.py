@@ -201,7 +201,7 @@ def _serve(conn: socket.socket, spec: dict) -> None:
 
     os.setsid()
     limits = spec["limits"]
-    scratch, report = confine.enter(spec["scratch"], spec["read"], spec["write"], limits)  # now PID 1 of its own sandbox
+    scratch, report = confine.enter(spec["scratch"], spec["read"], spec["write"], limits, spec["cgroups"])  # now PID 1 of its own sandbox
     os.environ["HOME"] = scratch
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -240,9 +240,11 @@ def attack_memory_in_helpers(megabytes):
                 os.write(write, b"1")
             except MemoryError:
                 os.write(write, b"0")
+            os.close(write)
             time.sleep(30)
             os._exit(0)
         helpers.append(pid)
+    os.close(write)
     got = b"".join(os.read(read, 1) for _ in helpers)
     for pid in helpers:
         os.kill(pid, signal.SIGKILL)
