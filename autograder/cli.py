@@ -22,6 +22,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
     p.add_argument("--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)")
     p.add_argument("--force", action="store_true", help="--batch: grade again students already graded")
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing")
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
@@ -33,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"sdpa-grade: {error}", file=sys.stderr)
         return 2
+    settings["limits"]["require_sandbox"] = args.require_sandbox
     if args.batch is not None:
         from autograder.batch import run_batch
 
@@ -50,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         result = grader_failure(traceback.format_exc())
         error = result["grader_error"]
     print(table(result))
+    sandbox = result.get("extra_data", {}).get("sandbox")
+    if sandbox:
+        print(f"sdpa-grade: {sandbox}", file=sys.stderr)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
