@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.sandbox.report import held
+from autograder.sandbox.report import SandboxMissing, describe, held
 from autograder.sandbox.runner import Sandbox, Zygote
 from tests.helpers import REFERENCE, ROOT
 
@@ -180,3 +180,19 @@ def test_memory_is_capped_across_the_submissions_processes(tmp_path, zygote):
         pytest.skip("cgroups need a grader that may make them (root here)")
     assert attack(tmp_path, zygote, "memory_in_helpers", 900, memory_mb=2048) is not True
     assert attack(tmp_path, zygote, "memory_in_helpers", 200, memory_mb=2048) is True
+
+
+def test_a_missing_mechanism_is_named_and_require_sandbox_refuses(tmp_path, monkeypatch):
+    """Where a mechanism is missing the report names it; with require_sandbox the submission is not run at all."""
+    import autograder.sandbox.runner as runner
+
+    real = runner.confinement
+    monkeypatch.setattr(runner, "confinement", lambda conn, timeout: {**real(conn, timeout), "landlock": "missing (no Landlock)"})
+    path = tmp_path / "submission.py"
+    path.write_text(PROBE)
+    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2) as box:
+        assert box.load().ok
+        assert describe(box.confinement).startswith("WEAKER SANDBOX: landlock missing (no Landlock)")
+    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2, require_sandbox=True) as box:
+        with pytest.raises(SandboxMissing, match="WEAKER SANDBOX"):
+            box.load()

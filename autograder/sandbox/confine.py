@@ -7,9 +7,9 @@
    the machine), then ``fork``: the student's process is PID 1 of its own PID namespace, so
    everything it starts dies with it, by the kernel's rule. The parent stays behind as a
    keeper, outside that namespace, whose death (a SIGKILL from the grader) kills PID 1.
-2. In the new mount namespace: a private size-bounded tmpfs on /tmp and /dev/shm, a fresh
-   /proc that shows only the sandbox, and a scratch folder in that tmpfs holding a copy of
-   the submission; the grader's own scratch folder is never written.
+2. In the new mount namespace: a private size-bounded tmpfs on /tmp, /dev/shm and /run, a
+   fresh /proc that shows only the sandbox, and a scratch folder in that tmpfs holding a copy
+   of the submission; the grader's own scratch folder is never written.
 3. Landlock: read Python, torch and the libraries they load; read-write the scratch folder and /dev/shm;
    nothing else; no TCP; no signal or abstract socket outside (see landlock.py).
 4. seccomp: no exec, ptrace, io_uring, SysV IPC, keyrings, non-unix sockets... (see seccomp.py).
@@ -61,11 +61,14 @@ def _write(path: str, text: str) -> None:
 
 
 def _unshare() -> None:
-    """New namespaces; this process keeps its user and group ids inside the new user namespace."""
-    uid, gid = os.geteuid(), os.getegid()
+    """New namespaces (the caller then maps its ids, _map_ids)."""
     flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWUTS
     _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # a process that changed its user may not write its own maps otherwise
     _check(_libc.unshare(flags), "unshare")
+
+
+def _map_ids(uid: int, gid: int) -> None:
+    """Inside the new user namespace, the same user and group as outside."""
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
@@ -80,6 +83,8 @@ def _mounts(scratch: str, keep: list[str], tmp_bytes: int) -> str:
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, size)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, size)
+    if os.path.isdir("/run"):  # the machine's unix sockets (Landlock does not yet govern connecting to them)
+        _mount("tmpfs", "/run", "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=1m,mode=755")
     for path, fd in kept:
         os.makedirs(path, exist_ok=True)
         _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
@@ -110,6 +115,30 @@ def _drop_capabilities() -> None:
     _libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24)))
 
 
+def _build(scratch: str, read: list[str], limits: dict, uid: int, gid: int) -> str:
+    """In the new namespaces: fork PID 1 (the keeper stays outside), mount the private folders."""
+    _map_ids(uid, gid)
+    alive_read, alive_write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(alive_read)  # the write end stays open as long as the keeper lives
+        _keep_until_child_exits(pid)
+    os.close(alive_write)
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.set_blocking(alive_read, False)
+    try:
+        if os.read(alive_read, 1) == b"":  # the keeper died before PDEATHSIG was set
+            os._exit(1)
+    except BlockingIOError:
+        pass
+    os.close(alive_read)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote ignores its children; the student may wait for its own
+    scratch = _mounts(scratch, read, limits.get("tmp_bytes", 64 << 20))
+    _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    socket.sethostname("sandbox")
+    return scratch
+
+
 def _join(cgroups: list[str]) -> str:
     """Move this process (and so all it will start) into the submission's cgroups."""
     if not cgroups:
@@ -125,29 +154,19 @@ def _join(cgroups: list[str]) -> str:
 def enter(scratch: str, read: list[str], write: list[str], limits: dict, cgroups: list[str]) -> tuple[str, dict]:
     """Confine this process as the module says; return its scratch folder now, and what held, by mechanism."""
     report: dict = {"cgroups": _join(cgroups)}
+    uid, gid = os.geteuid(), os.getegid()
     try:
         _unshare()
-        alive_read, alive_write = os.pipe()
-        pid = os.fork()
-        if pid:
-            os.close(alive_read)  # the write end stays open as long as the keeper lives
-            _keep_until_child_exits(pid)
-        os.close(alive_write)
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        os.set_blocking(alive_read, False)
-        try:
-            if os.read(alive_read, 1) == b"":  # the keeper died before PDEATHSIG was set
-                os._exit(1)
-        except BlockingIOError:
-            pass
-        os.close(alive_read)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote ignores its children; the student may wait for its own
-        scratch = _mounts(scratch, read, limits.get("tmp_bytes", 64 << 20))
-        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-        socket.sethostname("sandbox")
-        report["namespaces"] = "PID, network, IPC, mount, UTS and user namespaces; private /tmp, /dev/shm and /proc"
-    except OSError as error:
+    except OSError as error:  # this machine has no (unprivileged) namespaces: a weaker sandbox, said so
         report["namespaces"] = f"missing ({error})"
+    else:
+        try:
+            scratch = _build(scratch, read, limits, uid, gid)
+            read = [*read, "/proc"]  # a fresh /proc: it shows the sandbox's own processes only
+            report["namespaces"] = "PID, network, IPC, mount, UTS and user namespaces; private /tmp, /dev/shm and /proc"
+        except OSError as error:  # half-built: the grader's failure, never run student code in it
+            report["broken"] = f"the sandbox could not be built: {error}"
+            return scratch, report
     os.chdir(scratch)
     try:
         version = landlock.restrict(read, [scratch, *write])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 import struct
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same number on every architecture
@@ -87,7 +88,7 @@ def _add_path(ruleset: int, path: str, rights: int) -> None:
     except OSError:
         return
     try:
-        if not os.path.isdir(f"/proc/self/fd/{fd}") and not os.path.isdir(path):
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
             rights &= _FILE_RIGHTS
         rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)
         _syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0))

@@ -19,8 +19,12 @@ def readable(lib: Path, *, cuda: bool = False) -> list[str]:
     """Paths the worker is allowed to read, given its library folder (links to site-packages' entries)."""
     paths = [str(lib)]
     paths += [str(link.resolve()) for link in lib.iterdir() if link.is_symlink()]
-    for stdlib in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}:
-        paths += [str(entry) for entry in Path(stdlib).iterdir() if entry.name not in ("site-packages", "dist-packages")]
+    site = Path(sysconfig.get_paths()["purelib"]).resolve()
+    for stdlib in {Path(sysconfig.get_paths()["stdlib"]).resolve(), Path(sysconfig.get_paths()["platstdlib"]).resolve()}:
+        if stdlib not in site.parents:  # a virtual environment: this project is not installed under the stdlib
+            paths.append(str(stdlib))
+        else:  # installed beside the stdlib: every entry but the site-packages folder
+            paths += [str(e) for e in stdlib.iterdir() if e.name not in ("site-packages", "dist-packages")]
     base_lib = Path(sys.base_prefix) / "lib"
     if base_lib.is_dir():  # libpython and the libraries Python was built with, not the stdlib folder above them
         paths += [str(entry) for entry in base_lib.iterdir() if entry.is_file()]

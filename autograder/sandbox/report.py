@@ -26,6 +26,8 @@ def confinement(conn: socket.socket, timeout: float) -> dict[str, str]:
     report = message.get("sandbox") if isinstance(message, dict) else None
     if not isinstance(report, dict):
         return {name: "missing (no report)" for name in MECHANISMS}
+    if "broken" in report:
+        raise SandboxMissing(str(report["broken"]))
     return {name: str(report.get(name, "missing (not reported)")) for name in (*MECHANISMS, LIMITS)}
 
 

@@ -26,6 +26,7 @@ import torch
 
 from autograder.sandbox import wire
 from autograder.sandbox.cgroups import Cgroups
+from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
 from autograder.sandbox.readable import readable, writable
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
@@ -325,4 +326,4 @@ class Sandbox:
             self._own_zygote = None
         kill_orphans(keep=self._before)
         self.cgroups.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_tree(self.folder)  # in a weaker sandbox the student could write there: trust nothing in it

@@ -202,6 +202,9 @@ def _serve(conn: socket.socket, spec: dict) -> None:
     os.setsid()
     limits = spec["limits"]
     scratch, report = confine.enter(spec["scratch"], spec["read"], spec["write"], limits, spec["cgroups"])  # now PID 1 of its own sandbox
+    if "broken" in report:  # half-built: say so and run nothing
+        wire.send(conn, {"sandbox": report})
+        os._exit(1)
     os.environ["HOME"] = scratch
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
