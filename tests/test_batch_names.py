@@ -75,19 +75,22 @@ def odd_batch(tmp_path_factory):
     (folder / "cheat").mkdir()
     (folder / "cheat" / "attention.py").symlink_to(REFERENCE)
     out, table = root / "grades", root / "grades.csv"
+    out.mkdir()  # alice's earlier result was the grader's own failure: a resumed batch grades her again
+    (out / "alice.json").write_text(json.dumps({"score": 0, "max_score": 0, "tests": [], "grader_error": "zygote died"}))
     result = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--csv", str(table)], timeout=600)
     return {"result": result, "out": out, "csv": table, "names": [*names, "alice", "linked", "cheat"]}
 
 
 def test_odd_names_are_all_graded_and_reported(odd_batch):
-    """Every odd name gets its own result and one CSV row; the honest student keeps full marks; exit 0."""
+    """Every odd name gets its own result and one CSV row; the honest student (a grader error before) gets full marks."""
     assert odd_batch["result"].returncode == 0, odd_batch["result"].stderr[-3000:]
     results = list(odd_batch["out"].glob("*.json"))
     assert len(results) == len(odd_batch["names"])
     with open(odd_batch["csv"], encoding="utf-8") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert len(rows) == len(odd_batch["names"])
-    assert float(rows["alice"]["score"]) == float(rows["alice"]["max_score"]) > 0
+    assert float(rows["alice"]["score"]) == float(rows["alice"]["max_score"]) > 0  # regraded, not kept
+    assert f"{len(odd_batch['names'])} students, 0 already graded" in odd_batch["result"].stderr
     assert "'=HYPERLINK(\"x\",\"y\")" in rows and "caf\\xe9" in rows
     assert float(rows["a b"]["score"]) < float(rows["a b"]["max_score"])  # an untouched template, not alice's marks
 

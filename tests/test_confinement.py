@@ -168,6 +168,18 @@ def test_everything_the_submission_started_dies_with_it(tmp_path, zygote):
     assert _running(marker) == []
 
 
+def test_a_clone_parent_helper_dies_with_the_submission(tmp_path, zygote):
+    """A helper made with clone(CLONE_PARENT) is still inside the PID namespace, and dies with it."""
+    marker = f"sdpa{uuid.uuid4().hex[:10]}"
+    assert attack(tmp_path, zygote, "clone_parent", marker) is True
+    for _ in range(100):
+        if not _running(marker):
+            break
+        time.sleep(0.02)
+    assert _running(marker) == []
+    assert zygote.process.poll() is None
+
+
 def test_a_fork_bomb_is_capped(tmp_path, zygote):
     """At most limits' process count (256) at once, whatever user the grader runs as."""
     assert attack(tmp_path, zygote, "fork_bomb", 300) is False

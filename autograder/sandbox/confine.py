@@ -15,8 +15,10 @@
 4. seccomp: no exec, ptrace, io_uring, SysV IPC, keyrings, non-unix sockets... (see seccomp.py).
 5. All capabilities dropped; resource limits set (they cannot be raised again).
 
-Each step that the machine cannot do is skipped and named in the report; ``Confinement`` says
-which held. Runs beside student code: the standard library only.
+Before step 1 the child joins the submission's cgroups (made by the grader, cgroups.py). A
+mechanism the machine lacks is skipped and named in the report the worker sends before the
+submission loads (report.py reads it); a sandbox built halfway is reported as broken and runs
+nothing. Runs beside student code: the standard library only.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 1, 2, 4, 8, 32
 _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
 
-MECHANISMS = ("namespaces", "landlock", "seccomp")
 SCRATCH = "/tmp/scratch"  # inside the sandbox's own /tmp
 
 _libc = ctypes.CDLL(None, use_errno=True)

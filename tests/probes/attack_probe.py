@@ -249,3 +249,16 @@ def attack_memory_in_helpers(megabytes):
     for pid in helpers:
         os.kill(pid, signal.SIGKILL)
     return got == b"111"
+
+
+def attack_clone_parent(marker):
+    """A helper made with clone(CLONE_PARENT): a sibling, not a child, so a sweep by parentage misses it."""
+    pid = os.fork()
+    if pid == 0:
+        helper = libc.syscall(56, 0x00008000 | 17, 0, 0, 0, 0)  # clone(CLONE_PARENT | SIGCHLD): like fork
+        if helper == 0:
+            libc.prctl(15, marker.encode()[:15], 0, 0, 0)  # PR_SET_NAME
+            while True:
+                libc.sleep(1)
+        os._exit(0 if helper > 0 else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
