@@ -133,6 +133,13 @@ class Zygote:
         )
         theirs.close()
         self._ready = False
+        self._paths: dict[bool, dict[str, list[str]]] = {}
+
+    def paths(self, cuda: bool) -> dict[str, list[str]]:
+        """What its children may read and write (readable.py), worked out once per zygote."""
+        if cuda not in self._paths:
+            self._paths[cuda] = {"read": readable(self.lib, cuda=cuda), "write": writable(cuda=cuda)}
+        return self._paths[cuda]
 
     def wait_ready(self) -> None:
         """Wait until the zygote has imported torch (the grader gets ready meanwhile)."""
@@ -285,9 +292,7 @@ class Sandbox:
         if self._own_zygote is not None:
             self._own_zygote.wait_ready()
         ours, theirs = socket.socketpair()
-        cuda = bool(self.limits["cuda"])
-        paths = {"read": readable(self._zygote.lib, cuda=cuda), "write": writable(cuda=cuda)}
-        paths["cgroups"] = self.cgroups.procs
+        paths = {**self._zygote.paths(bool(self.limits["cuda"])), "cgroups": self.cgroups.procs}
         spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, **paths}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
