@@ -110,7 +110,8 @@ def run_batch(args, settings: Settings) -> int:
         if files[name] != f"{name}.json":
             print(f"note: the result of {shown(name)!r} is in {files[name]}", file=sys.stderr)
     # a result that was the grader's own failure is graded again
-    todo = [name for name in roster if args.force or not targets[name].is_file() or _read(targets[name]).get("grader_error")]
+    todo = [name for name in roster
+            if args.force or not targets[name].is_file() or _read(targets[name]).get("grader_error")]
     print(f"{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade", file=sys.stderr)
 
     import autograder.grade  # noqa: F401 - imported once here, before forking, so children start warm

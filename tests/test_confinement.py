@@ -109,7 +109,7 @@ def test_killing_the_zygote_fails_and_the_next_student_is_graded(tmp_path, zygot
 
 
 def test_files_left_in_tmp_and_shm_vanish_and_modules_cannot_be_planted(tmp_path, zygote):
-    """/tmp is not writable (only the scratch folder in it); /dev/shm is the sandbox's own; the library folder is read-only."""
+    """/tmp is not writable (only the scratch folder in it), /dev/shm is the sandbox's own, the library is read-only."""
     name = f"sdpa-left-{uuid.uuid4().hex}"
     assert attack(tmp_path, zygote, "write_tmp", f"/tmp/{name}") is False
     assert attack(tmp_path, zygote, "write_tmp", f"/dev/shm/{name}") is True  # its own, private /dev/shm
@@ -199,12 +199,14 @@ def test_a_missing_mechanism_is_named_and_require_sandbox_refuses(tmp_path, monk
     import autograder.sandbox.runner as runner
 
     real = runner.confinement
-    monkeypatch.setattr(runner, "confinement", lambda conn, timeout: {**real(conn, timeout), "landlock": "missing (no Landlock)"})
+    weaker = {"landlock": "missing (no Landlock)"}
+    monkeypatch.setattr(runner, "confinement", lambda conn, timeout: {**real(conn, timeout), **weaker})
     path = tmp_path / "submission.py"
     path.write_text(PROBE)
     with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2) as box:
         assert box.load().ok
         assert describe(box.confinement).startswith("WEAKER SANDBOX: landlock missing (no Landlock)")
-    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2, require_sandbox=True) as box:
+    limits = {"memory_mb": 1024, "output_kb": 64, "load_timeout": 10, "after_hang_timeout": 2}
+    with Sandbox(path, **limits, require_sandbox=True) as box:
         with pytest.raises(SandboxMissing, match="WEAKER SANDBOX"):
             box.load()

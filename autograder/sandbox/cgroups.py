@@ -10,6 +10,7 @@ groups before it makes the sandbox, so everything the student starts is in them.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,6 +44,22 @@ def _own_v2() -> Path | None:
     return None
 
 
+def _sweep(parent: Path) -> None:
+    """Remove the empty groups of gradings that were killed before they could remove their own.
+
+    A group is named after its grading's folder (runner.py); one whose folder is gone is stale.
+    """
+    try:
+        stale = [g for g in parent.glob("sdpa-grade-*") if not (Path(tempfile.gettempdir()) / g.name).exists()]
+    except OSError:
+        return
+    for group in stale:
+        try:
+            group.rmdir()  # refused while a process is still in it
+        except OSError:
+            pass
+
+
 class Cgroups:
     """The submission's groups: made on entry, removed on ``close``; ``procs`` are the files the keeper joins."""
 
@@ -62,7 +79,8 @@ class Cgroups:
     def _make(self, name: str, memory_bytes: int, processes: int, owner: int | None) -> None:
         memory, pids = _own("memory"), _own("pids")
         if memory is not None and pids is not None:
-            settings = [(memory / name, {"memory.limit_in_bytes": memory_bytes}), (pids / name, {"pids.max": processes})]
+            settings = [(memory / name, {"memory.limit_in_bytes": memory_bytes}),
+                        (pids / name, {"pids.max": processes})]
             self.kind = "cgroup v1 memory and pids controllers"
         else:
             parent = _own_v2()
@@ -72,6 +90,7 @@ class Cgroups:
             settings = [(parent / name, {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": processes})]
             self.kind = "cgroup v2 memory and pids controllers"
         for folder, values in settings:
+            _sweep(folder.parent)
             folder.mkdir()
             self.folders.append(folder)
             for key, value in values.items():

@@ -20,7 +20,7 @@ def readable(lib: Path, *, cuda: bool = False) -> list[str]:
     paths = [str(lib)]
     paths += [str(link.resolve()) for link in lib.iterdir() if link.is_symlink()]
     site = Path(sysconfig.get_paths()["purelib"]).resolve()
-    for stdlib in {Path(sysconfig.get_paths()["stdlib"]).resolve(), Path(sysconfig.get_paths()["platstdlib"]).resolve()}:
+    for stdlib in {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib")}:
         if stdlib not in site.parents:  # a virtual environment: this project is not installed under the stdlib
             paths.append(str(stdlib))
         else:  # installed beside the stdlib: every entry but the site-packages folder

@@ -114,7 +114,8 @@ class Zygote:
         self.drops_privileges, self.privileges = privilege_drop()
         become = []
         if unprivileged_after_import and os.geteuid() == 0:  # torch imported as root, then nobody (tests)
-            self.drops_privileges, self.privileges, become = True, "the worker becomes nobody after importing torch", [str(NOBODY)]
+            self.drops_privileges, become = True, [str(NOBODY)]
+            self.privileges = "the worker becomes nobody after importing torch"
         if self.drops_privileges:
             for path in (self.folder, lib, worker, *lib.glob("*.py")):
                 os.chmod(path, 0o755)

@@ -201,7 +201,8 @@ def _serve(conn: socket.socket, spec: dict) -> None:
 
     os.setsid()
     limits = spec["limits"]
-    scratch, report = confine.enter(spec["scratch"], spec["read"], spec["write"], limits, spec["cgroups"])  # now PID 1 of its own sandbox
+    # from here on: PID 1 of a sandbox of its own (confine.py)
+    scratch, report = confine.enter(spec["scratch"], spec["read"], spec["write"], limits, spec["cgroups"])
     if "broken" in report:  # half-built: say so and run nothing
         wire.send(conn, {"sandbox": report})
         os._exit(1)
