@@ -9,6 +9,7 @@ moment it is known, so an interrupted batch resumes where it stopped (``--force`
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -27,15 +28,19 @@ from autograder.shard import select
 
 
 def students(folder: Path) -> dict[str, Path]:
-    """Student name -> submission: every subfolder, and every .py or .ipynb file at the top."""
+    """Student name -> submission: every subfolder, and every .py or .ipynb file at the top.
+
+    A file whose stem is also a folder's name (``x.py`` beside ``x/``) keeps its whole name, so
+    that neither is dropped. Symbolic links are kept here and refused when read (submission.py).
+    """
+    entries = [e for e in sorted(folder.iterdir()) if not e.name.startswith(".")]
+    folders = {e.name for e in entries if e.is_dir()}
     found = {}
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
-            continue
+    for entry in entries:
         if entry.is_dir():
             found[entry.name] = entry
         elif entry.suffix in (".py", ".ipynb"):
-            found[entry.stem] = entry
+            found[entry.name if entry.stem in folders or entry.stem in found else entry.stem] = entry
     return found
 
 
@@ -43,8 +48,30 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
+def result_names(names: list[str]) -> dict[str, str]:
+    """Student name -> result file name, one to one: a name changed to be safe, or shortened, gets a hash of itself."""
+    files = {}
+    for name in names:
+        safe = _safe(name)
+        safe = f"_{safe[1:]}" if safe.startswith(".") else safe or "_"
+        if safe != name or len(safe) > 100:
+            digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:12]
+            safe = f"{safe[:100]}-{digest}"
+        files[name] = f"{safe}.json"
+    taken = Counter(files.values())
+    for name, file in files.items():
+        if taken[file] > 1:  # a name made to look like another's safe form: both get their whole hash
+            files[name] = f"{_safe(name)[:80]}-{hashlib.sha256(os.fsencode(name)).hexdigest()}.json"
+    return files
+
+
+def shown(name: str) -> str:
+    """A name as printed and written to the CSV: undecodable bytes as escapes."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = path.with_name(f".{os.getpid()}.tmp")
     temporary.write_text(text)
     os.replace(temporary, path)
 
@@ -81,10 +108,16 @@ def run_batch(args, settings: Settings) -> int:
         return 2
     out = args.json_dir or folder.parent / f"{folder.name}-grades"
     out.mkdir(parents=True, exist_ok=True)
-    targets = {name: out / f"{_safe(name)}.json" for name in roster}
+    files = result_names(list(roster))
+    targets = {name: out / files[name] for name in roster}
+    for name in roster:
+        if files[name] != f"{name}.json":
+            print(f"note: the result of {shown(name)!r} is in {files[name]}", file=sys.stderr)
     if args.summary_only:
         return _summarise_only(roster, targets, args)
-    todo = [name for name in roster if args.force or not targets[name].is_file()]
+    # a result that was the grader's own failure is graded again
+    todo = [name for name in roster
+            if args.force or not targets[name].is_file() or _read(targets[name]).get("grader_error")]
     shard = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
     print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade",
           file=sys.stderr)
@@ -92,7 +125,13 @@ def run_batch(args, settings: Settings) -> int:
     import autograder.grade  # noqa: F401 - imported once here, before forking, so children start warm
 
     failures = _grade_all(todo, roster, targets, settings, args)
+    again = [name for name in todo if _read(targets[name]).get("grader_error")]
+    if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
+        print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
+        failures = _grade_all(again, roster, targets, settings, args)
     results = {name: _read(targets[name]) for name in roster}
+    for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
+        print(f"sdpa-grade: {mode}", file=sys.stderr)
     if args.csv:
         _write_csv(args.csv, results)
     if args.show is not None:
@@ -139,6 +178,10 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
     try:
         while queue or running:
             while queue and len(running) < args.jobs:
+                if zygote.process.poll() is not None:  # it died: the next students get a new one
+                    zygote.close()
+                    zygote = Zygote()
+                    zygote.wait_ready()
                 name = queue.pop(0)
                 pid = os.fork()
                 if pid == 0:
@@ -170,17 +213,22 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
     width = 30
     filled = int(width * done / max(total, 1))
     bar = "#" * filled + "-" * (width - filled)
-    print(f"[{bar}] {done}/{total} {time.perf_counter() - started:5.0f}s  {name}: {result.get('score', 0):g}/{result.get('max_score', 0):g}",
+    print(f"[{bar}] {done}/{total} {time.perf_counter() - started:5.0f}s  {shown(name)}: {result.get('score', 0):g}/{result.get('max_score', 0):g}",
           file=sys.stderr)
 
 
 def _write_csv(path: Path, results: dict[str, dict]) -> None:
-    with open(path, "w", newline="") as handle:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student", "score", "max_score", "status"])
         for name, result in results.items():
             status = "grader-error" if result.get("grader_error") else "ungradable" if result.get("ungradable") else "graded"
-            writer.writerow([name, result.get("score", 0), result.get("max_score", 0), status])
+            writer.writerow([_cell(shown(name)), result.get("score", 0), result.get("max_score", 0), status])
+
+
+def _cell(text: str) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote)."""
+    return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def _describe(mistake: str) -> str:

@@ -31,6 +31,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--summary-only", action="store_true",
                    help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir (merges shards)")
     p.add_argument("--show", metavar="STUDENT", help="--batch: also print STUDENT's checks and feedback, as one grading does")
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing")
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
@@ -51,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sdpa-grade: {'--html' if args.html else '--report'} draws with matplotlib, which is not installed: {error}",
                   file=sys.stderr)
             return 2
+    settings["limits"]["require_sandbox"] = args.require_sandbox
     if args.batch is not None:
         from autograder.batch import run_batch
 
@@ -70,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         result = grader_failure(traceback.format_exc())
         error, missing = result["grader_error"], False
     print(table(result))
+    sandbox = result.get("extra_data", {}).get("sandbox")
+    if sandbox:
+        print(f"sdpa-grade: {sandbox}", file=sys.stderr)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))

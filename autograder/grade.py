@@ -19,6 +19,7 @@ import pytest
 from autograder import report, scoring
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
+from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Reply, Sandbox, Zygote
 from autograder.submission import Ungradable, read_submission
 
@@ -46,6 +47,7 @@ class Grading:
     started: float = field(default_factory=time.perf_counter)
     result: dict = field(default_factory=dict)
     zygote: Zygote | None = None  # a batch's shared worker zygote; None: the grading starts its own
+    sandbox: str = ""  # which confinement held (sandbox/report.py), for the instructor
 
 
 def run_pytest(plugin: GradingPlugin, settings: Settings, timeout: float | None = None) -> tuple[int, str]:
@@ -108,6 +110,7 @@ def run_checks(grading: Grading) -> Grading:
         code, grading.log = run_pytest(plugin, grading.settings)
     finally:
         sandbox.close()
+    grading.sandbox = describe(sandbox.confinement) if sandbox.confinement else ""
     grading.outcomes = list(plugin.outcomes.values())
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not grading.outcomes:
         grading.grader_error = f"the hidden checks could not run (pytest exit {int(code)}):\n{grading.log[-3000:]}"

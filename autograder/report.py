@@ -38,6 +38,8 @@ def results_json(grading) -> dict:
     }
     if grading.ungradable:
         result["ungradable"] = grading.ungradable
+    if getattr(grading, "sandbox", ""):  # the instructor sees a weaker sandbox in every result
+        result["extra_data"] = {"sandbox": grading.sandbox}
     if grading.grader_error:
         result["grader_error"] = grading.grader_error
     return result

@@ -47,14 +47,25 @@ def _as_cell(code: str, number: int) -> str:
     )
 
 
+def _refuse_links(path: Path, top: Path) -> None:
+    """A submission, or a folder on the way to it, that is a symbolic link points outside what was submitted."""
+    for step in (path, *path.parents):
+        if step.is_symlink():
+            raise Ungradable(f"{step.name} is a symbolic link (to {step.readlink()}); submit the file itself")
+        if step == top:
+            return
+
+
 def read_submission(path: Path, folder: Path) -> Path:
     """Write the submission's Python source to ``folder/attention.py`` and return that path."""
-    if path.is_dir():
+    top = path
+    if path.is_dir() and not path.is_symlink():
         candidates = sorted(path.rglob("attention.py")) or sorted(path.rglob("*.ipynb"))
         candidates = [c for c in candidates if ".ipynb_checkpoints" not in c.parts]
         if not candidates:
             raise Ungradable(f"no attention.py or notebook in {path.name}/", missing=True)
         path = candidates[0]
+    _refuse_links(path, top)
     if not path.is_file():
         raise Ungradable(f"{path} does not exist", missing=True)
     try:

@@ -32,6 +32,12 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "warnings_printed": (set(), {}),
     "read_stdin": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "EOFError"}),
     "background_process": (set(), {}),
+    # the sandbox: the reference cannot be read (so the wrong fallback is graded), the zygote cannot be killed
+    "steal_reference": (
+        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"scale_values": "did not divide the scores by sqrt(d_k)"},
+    ),
+    "kill_zygote": (set(), {}),
     "patch_torch_compare": ({"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA, {"scale_values": "did not divide"}),
     "fake_results": ({"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA, {"scale_values": "divided by d_k"}),
     "tensor_subclass": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "tensor subclass"}),

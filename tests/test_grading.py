@@ -135,7 +135,8 @@ def test_hostile_submission_graded_in_about_honest_time(graded):
 def test_no_process_outlives_grading(graded):
     """Processes a submission started, daemons included, are gone when grading ends."""
     found = subprocess.run(["pgrep", "-f", "sleep 98765"], capture_output=True, text=True)
-    assert found.stdout.strip() == ""
+    forked = subprocess.run(["pgrep", "sleep98765"], capture_output=True, text=True)  # where exec is refused
+    assert found.stdout.strip() == "" and forked.stdout.strip() == ""
 
 
 def test_fake_results_do_not_count(graded):
@@ -194,4 +195,6 @@ def test_interrupted_batch_resumes_without_losing_a_result(tmp_path):
 
 
 def _worker_pids() -> list[str]:
-    return subprocess.run(["pgrep", "-f", "sdpa-worker-"], capture_output=True, text=True).stdout.split()
+    """Workers started from this checkout's Python (others on a shared machine are not ours to count)."""
+    pattern = f"^{BIN}/python[0-9.]* -I -S .*sdpa-worker-"
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()

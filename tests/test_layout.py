@@ -40,10 +40,13 @@ def test_sandbox_imports_nothing_from_grading(path):
     assert not outside, f"{path.name} imports {sorted(outside)}"
 
 
-@pytest.mark.parametrize("name", ["worker.py", "wire.py"])
+BESIDE_THE_STUDENT = ["worker.py", "wire.py", "confine.py", "landlock.py", "seccomp.py"]
+
+
+@pytest.mark.parametrize("name", BESIDE_THE_STUDENT)
 def test_code_beside_the_student_imports_only_stdlib_and_torch(name):
-    """worker.py and wire.py run in the student's process: the standard library and torch only."""
-    allowed = set(sys.stdlib_module_names) | {"torch", "wire"}
+    """worker.py and the modules copied beside it run in the student's process: the standard library and torch only."""
+    allowed = set(sys.stdlib_module_names) | {"torch", *(module.removesuffix(".py") for module in BESIDE_THE_STUDENT)}
     found = {module.split(".")[0] for module in imports(PACKAGE / "sandbox" / name)}
     assert found <= allowed, f"{name} imports {sorted(found - allowed)}"
 

@@ -25,7 +25,11 @@ from pathlib import Path
 import torch
 
 from autograder.sandbox import wire
+from autograder.sandbox.cgroups import Cgroups
+from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
+from autograder.sandbox.readable import readable, writable
+from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
 
@@ -90,7 +94,8 @@ def _library_folder(root: Path) -> Path:
     for entry in site.iterdir():
         if not entry.name.startswith(_OWN_PACKAGES) and not entry.name.endswith(".pth"):
             (lib / entry.name).symlink_to(entry)
-    shutil.copy(Path(wire.__file__), lib / "wire.py")
+    for module in ("wire.py", "confine.py", "landlock.py", "seccomp.py"):
+        shutil.copy(Path(__file__).with_name(module), lib / module)
     return lib
 
 
@@ -101,19 +106,23 @@ class Zygote:
     ``client()`` for a connection of its own, so torch is imported once per batch.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, unprivileged_after_import: bool = False) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="sdpa-worker-"))
-        lib = _library_folder(self.folder)
+        lib = self.lib = _library_folder(self.folder)
         worker = self.folder / "worker.py"
         shutil.copy(Path(__file__).with_name("worker.py"), worker)
         self.drops_privileges, self.privileges = privilege_drop()
+        become = []
+        if unprivileged_after_import and os.geteuid() == 0:  # torch imported as root, then nobody (tests)
+            self.drops_privileges, become = True, [str(NOBODY)]
+            self.privileges = "the worker becomes nobody after importing torch"
         if self.drops_privileges:
-            for path in (self.folder, lib, lib / "wire.py", worker):
+            for path in (self.folder, lib, worker, *lib.glob("*.py")):
                 os.chmod(path, 0o755)
-        user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.drops_privileges else {}
+        user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.drops_privileges and not become else {}
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(worker), str(lib), str(theirs.fileno())],
+            [sys.executable, "-I", "-S", str(worker), str(lib), str(theirs.fileno()), *become],
             cwd=self.folder,
             env={"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"},
             stdin=subprocess.DEVNULL,
@@ -125,6 +134,13 @@ class Zygote:
         )
         theirs.close()
         self._ready = False
+        self._paths: dict[bool, dict[str, list[str]]] = {}
+
+    def paths(self, cuda: bool) -> dict[str, list[str]]:
+        """What its children may read and write (readable.py), worked out once per zygote."""
+        if cuda not in self._paths:
+            self._paths[cuda] = {"read": readable(self.lib, cuda=cuda), "write": writable(cuda=cuda)}
+        return self._paths[cuda]
 
     def wait_ready(self) -> None:
         """Wait until the zygote has imported torch (the grader gets ready meanwhile)."""
@@ -165,8 +181,11 @@ class Sandbox:
         after_hang_timeout: float,
         zygote: Zygote | None = None,
         cuda: bool = False,
+        require_sandbox: bool = False,
     ) -> None:
         self.submission = submission
+        self.require_sandbox = require_sandbox
+        self.confinement: dict[str, str] = {}
         self.after_hang_timeout = after_hang_timeout
         self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10, "cuda": cuda, "processes": 256}
         self.load_timeout = load_timeout
@@ -189,6 +208,7 @@ class Sandbox:
             load_timeout=limits["load_timeout"],
             after_hang_timeout=limits["after_hang_timeout"],
             zygote=zygote,
+            require_sandbox=bool(limits.get("require_sandbox", False)),
         ).__enter__()
 
     def __enter__(self) -> Sandbox:
@@ -205,6 +225,9 @@ class Sandbox:
             os.chmod(self.folder, 0o711)
             os.chown(self.scratch, NOBODY, NOBODY)
             os.chmod(self.scratch / "attention.py", 0o644)
+        owner = NOBODY if self._zygote.drops_privileges else None
+        self.cgroups = Cgroups(self.folder.name, memory_bytes=self.limits["memory_bytes"],
+                               processes=self.limits["processes"], owner=owner)
         self._client = self._zygote.client()
         return self
 
@@ -270,7 +293,8 @@ class Sandbox:
         if self._own_zygote is not None:
             self._own_zygote.wait_ready()
         ours, theirs = socket.socketpair()
-        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits}).encode()
+        paths = {**self._zygote.paths(bool(self.limits["cuda"])), "cgroups": self.cgroups.procs}
+        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, **paths}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
         self._client.settimeout(120)
@@ -279,6 +303,11 @@ class Sandbox:
             raise RuntimeError("the worker's zygote exited")
         self._child = (int.from_bytes(answer, "big"), ours)
         self.restarts += 1
+        self.confinement = confinement(ours, self.load_timeout)  # sent before any student code ran
+        if not self.cgroups.procs:
+            self.confinement["cgroups"] = self.cgroups.describe()
+        if self.require_sandbox and not held(self.confinement):
+            raise SandboxMissing(describe(self.confinement))
 
     def _kill_child(self) -> None:
         if self._child is None:
@@ -302,4 +331,5 @@ class Sandbox:
             self._own_zygote.close()
             self._own_zygote = None
         kill_orphans(keep=self._before)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.cgroups.close()
+        remove_tree(self.folder)  # in a weaker sandbox the student could write there: trust nothing in it

@@ -1,10 +1,28 @@
+import ctypes
 import os
 import subprocess
+import time
+
+
+def _linger(name):
+    """Stay alive, doing nothing, under the process name ``name`` (where no program may be run)."""
+    ctypes.CDLL(None).prctl(15, name, 0, 0, 0)  # PR_SET_NAME
+    while True:
+        time.sleep(1)
+
 
 # a child in its own session, and a daemon whose parent exits at once: neither may outlive grading
-subprocess.Popen(["sleep", "987654"], start_new_session=True)
+try:
+    subprocess.Popen(["sleep", "987654"], start_new_session=True)
+except OSError:  # running programs is refused: the same child, forked
+    if os.fork() == 0:
+        os.setsid()
+        _linger(b"sleep987654")
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        os.execvp("sleep", ["sleep", "987655"])
+        try:
+            os.execvp("sleep", ["sleep", "987655"])
+        except OSError:
+            _linger(b"sleep987655")
     os._exit(0)

@@ -1,0 +1,212 @@
+"""The sandbox holds as root and as an unprivileged user: each attack of tests/probes/attack_probe.py fails.
+
+Every attack runs in a worker beside an honest function (the reference's attention_scores, in the
+same submission); the test asserts that the attack got nothing and that the honest function still
+answers correctly afterwards, from the same zygote.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sysconfig
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder.sandbox.report import SandboxMissing, describe, held
+from autograder.sandbox.runner import Sandbox, Zygote
+from tests.helpers import REFERENCE, ROOT
+
+PROBE = REFERENCE.read_text() + "\n" + (Path(__file__).parent / "probes" / "attack_probe.py").read_text()
+MODES = ["root", "unprivileged"]
+
+
+@pytest.fixture(scope="module", params=MODES)
+def zygote(request):
+    """A warm zygote, as root (where the tests run as root) or as an unprivileged user."""
+    if request.param == "root" and os.geteuid() != 0:
+        pytest.skip("the tests do not run as root")
+    started = Zygote(unprivileged_after_import=request.param == "unprivileged")
+    started.wait_ready()
+    yield started
+    started.close()
+
+
+def _sandbox(tmp_path: Path, zygote: Zygote, memory_mb: int) -> Sandbox:
+    path = tmp_path / "submission.py"
+    path.write_text(PROBE)
+    return Sandbox(path, memory_mb=memory_mb, output_kb=64, load_timeout=10, after_hang_timeout=2, zygote=zygote)
+
+
+def attack(tmp_path: Path, zygote: Zygote, name: str, *args, timeout: float = 20, memory_mb: int = 1024):
+    """Run attack_<name>(*args) in a fresh sandbox; check the honest function beside it; return what it got."""
+    with _sandbox(tmp_path, zygote, memory_mb) as box:
+        assert box.load().ok, box.load_reply
+        assert held(box.confinement), box.confinement
+        got = box.call(f"attack_{name}", args, timeout=timeout)
+        q, k = torch.randn(2, 3, 4, dtype=torch.float64), torch.randn(2, 5, 4, dtype=torch.float64)
+        honest = box.call("attention_scores", (q, k), timeout=10)
+    assert honest.ok and torch.allclose(honest.value, q @ k.transpose(-2, -1)), honest
+    return got.value if got.ok else got.describe()
+
+
+def _editable_finder() -> Path:
+    site = Path(sysconfig.get_paths()["purelib"])
+    return next(site.glob("__editable__*finder.py"), site / "__editable__.missing_finder.py")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [REFERENCE, ROOT / "autograder" / "checks" / "test_3_sdpa.py", ROOT / "pyproject.toml", Path("/etc/passwd")],
+    ids=["reference", "hidden-check", "project", "etc-passwd"],
+)
+def test_files_outside_python_and_torch_cannot_be_read(tmp_path, zygote, path):
+    """The reference, the hidden checks, the project and the system's files are unreadable by absolute path."""
+    assert attack(tmp_path, zygote, "read", str(path)) is False
+
+
+def test_the_editable_install_finder_cannot_be_read(tmp_path, zygote):
+    """The editable-install finder, which names the project's folder, is not readable either."""
+    finder = _editable_finder()
+    if not finder.exists():
+        pytest.skip("the grader is not an editable install here")
+    assert attack(tmp_path, zygote, "read", str(finder)) is False
+
+
+def test_another_students_files_cannot_be_read(tmp_path, zygote):
+    """A file of another student (here, beside the project, outside /tmp) cannot be read."""
+    other = ROOT / f".other-student-{uuid.uuid4().hex}.py"
+    other.write_text("SOLUTION = 1\n")
+    try:
+        assert attack(tmp_path, zygote, "read", str(other)) is False
+    finally:
+        other.unlink()
+
+
+def test_the_graders_environment_and_proc_links_are_out_of_reach(tmp_path, zygote):
+    """/proc/<grader>/environ, root and cwd are unreachable: the sandbox's /proc shows only itself."""
+    assert attack(tmp_path, zygote, "environ", os.getpid()) is False
+    assert attack(tmp_path, zygote, "proc_root", os.getpid()) is False
+
+
+@pytest.mark.parametrize("who", ["zygote", "grader"])
+def test_no_process_outside_can_be_signalled_or_traced(tmp_path, zygote, who):
+    """Signals, ptrace and process_vm_readv reach neither the shared zygote nor the grader."""
+    pid = zygote.process.pid if who == "zygote" else os.getpid()
+    for name in ("signal", "ptrace", "process_vm_readv"):
+        assert attack(tmp_path, zygote, name, pid) is False, name
+
+
+def test_killing_the_zygote_fails_and_the_next_student_is_graded(tmp_path, zygote):
+    """A SIGKILL aimed at the shared zygote fails; the zygote lives and serves the next submission."""
+    assert attack(tmp_path, zygote, "kill", zygote.process.pid) is False
+    assert zygote.process.poll() is None
+    assert attack(tmp_path, zygote, "udp") is False  # the next grading still gets a sandbox
+
+
+def test_files_left_in_tmp_and_shm_vanish_and_modules_cannot_be_planted(tmp_path, zygote):
+    """/tmp is not writable (only the scratch folder in it), /dev/shm is the sandbox's own, the library is read-only."""
+    name = f"sdpa-left-{uuid.uuid4().hex}"
+    assert attack(tmp_path, zygote, "write_tmp", f"/tmp/{name}") is False
+    assert attack(tmp_path, zygote, "write_tmp", f"/dev/shm/{name}") is True  # its own, private /dev/shm
+    assert not Path(f"/tmp/{name}").exists() and not Path(f"/dev/shm/{name}").exists()
+    planted = zygote.lib / "planted.py"
+    assert attack(tmp_path, zygote, "plant_module", str(planted)) is False
+    assert not planted.exists()
+
+
+def test_no_network(tmp_path, zygote):
+    """No TCP (even to this machine), no UDP, no netlink, no abstract unix socket outside."""
+    with socket.create_server(("127.0.0.1", 0)) as server, socket.socket(socket.AF_UNIX) as abstract:
+        name = f"sdpa-probe-{uuid.uuid4().hex}"
+        abstract.bind("\0" + name)
+        abstract.listen()
+        assert attack(tmp_path, zygote, "tcp", server.getsockname()[1]) is False
+        assert attack(tmp_path, zygote, "abstract_socket", name) is False
+    assert attack(tmp_path, zygote, "udp") is False
+    assert attack(tmp_path, zygote, "netlink") is False
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["exec", "sysv_shm", "posix_mq", "keyring", "io_uring", "bpf", "unshare", "tiocsti"],
+)
+def test_system_calls_around_the_rules_fail(tmp_path, zygote, name):
+    """exec, shared kernel objects (SysV, message queues, keyrings), io_uring, bpf, new namespaces, TIOCSTI: refused."""
+    assert attack(tmp_path, zygote, name) is False
+
+
+def test_a_program_dropped_in_memory_cannot_run(tmp_path, zygote):
+    """A binary the submission carries, written to a memfd, cannot be executed."""
+    program = torch.frombuffer(bytearray(Path("/bin/true").read_bytes()), dtype=torch.uint8)
+    assert attack(tmp_path, zygote, "memfd_exec", program) is False
+
+
+def _running(marker: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == marker:
+                found.append(entry.name)
+        except OSError:
+            pass
+    return found
+
+
+def test_everything_the_submission_started_dies_with_it(tmp_path, zygote):
+    """A daemon in its own session dies when the grading ends: it lives in the sandbox's PID namespace."""
+    marker = f"sdpa{uuid.uuid4().hex[:10]}"
+    assert attack(tmp_path, zygote, "leftover", marker) is True
+    for _ in range(100):
+        if not _running(marker):
+            break
+        time.sleep(0.02)
+    assert _running(marker) == []
+
+
+def test_a_clone_parent_helper_dies_with_the_submission(tmp_path, zygote):
+    """A helper made with clone(CLONE_PARENT) is still inside the PID namespace, and dies with it."""
+    marker = f"sdpa{uuid.uuid4().hex[:10]}"
+    assert attack(tmp_path, zygote, "clone_parent", marker) is True
+    for _ in range(100):
+        if not _running(marker):
+            break
+        time.sleep(0.02)
+    assert _running(marker) == []
+    assert zygote.process.poll() is None
+
+
+def test_a_fork_bomb_is_capped(tmp_path, zygote):
+    """At most limits' process count (256) at once, whatever user the grader runs as."""
+    assert attack(tmp_path, zygote, "fork_bomb", 300) is False
+    assert attack(tmp_path, zygote, "fork_bomb", 20) is True
+
+
+def test_memory_is_capped_across_the_submissions_processes(tmp_path, zygote):
+    """Three forked helpers of 900 MiB each cannot hold more than limits.memory_mb (2048) together."""
+    if os.geteuid() != 0:
+        pytest.skip("cgroups need a grader that may make them (root here)")
+    assert attack(tmp_path, zygote, "memory_in_helpers", 900, memory_mb=2048) is not True
+    assert attack(tmp_path, zygote, "memory_in_helpers", 200, memory_mb=2048) is True
+
+
+def test_a_missing_mechanism_is_named_and_require_sandbox_refuses(tmp_path, monkeypatch):
+    """Where a mechanism is missing the report names it; with require_sandbox the submission is not run at all."""
+    import autograder.sandbox.runner as runner
+
+    real = runner.confinement
+    weaker = {"landlock": "missing (no Landlock)"}
+    monkeypatch.setattr(runner, "confinement", lambda conn, timeout: {**real(conn, timeout), **weaker})
+    path = tmp_path / "submission.py"
+    path.write_text(PROBE)
+    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2) as box:
+        assert box.load().ok
+        assert describe(box.confinement).startswith("WEAKER SANDBOX: landlock missing (no Landlock)")
+    limits = {"memory_mb": 1024, "output_kb": 64, "load_timeout": 10, "after_hang_timeout": 2}
+    with Sandbox(path, **limits, require_sandbox=True) as box:
+        with pytest.raises(SandboxMissing, match="WEAKER SANDBOX"):
+            box.load()
