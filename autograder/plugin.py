@@ -19,7 +19,7 @@ from autograder.checks.cases import Draw
 from autograder.config import Settings
 from autograder.checks.expect import CheckFailure
 from autograder.sandbox.runner import Reply
-from autograder.checks.student import Student, StudentFault
+from autograder.checks.student import Reference, Student, StudentFault
 
 CATEGORIES = {
     "shape", "values", "matches-torch", "nan-safety", "stability", "causal", "masking", "gradient",
@@ -49,6 +49,7 @@ class Outcome:
     message: str = ""
     seconds: float = 0.0
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
+    flag: str = ""  # an integrity flag's key (autograder.checks.flags.REASONS): listed for the instructor's review
 
 
 class GradingPlugin:
@@ -60,7 +61,8 @@ class GradingPlugin:
     """
 
     def __init__(
-        self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str, only_function: str | None = None
+        self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str, only_function: str | None = None,
+        connect_reference: Callable[[], Runner] | None = None,
     ) -> None:
         # underscored: pytest would take public attributes named like fixtures for fixtures
         self._connect = connect
@@ -70,6 +72,9 @@ class GradingPlugin:
         self._only = only_function
         self.outcomes: dict[str, Outcome] = {}
         self._runner: Runner | None = None
+        # the reference solution, run as the student's code is (a second sandbox): the timing checks' yardstick
+        self._connect_reference = connect_reference
+        self._reference_runner: Runner | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
@@ -97,20 +102,33 @@ class GradingPlugin:
             marker = item.get_closest_marker("check")
             status, message = _status(report, call)
             mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
+            flag = getattr(call.excinfo.value, "flag", None) if call.excinfo else None
             self.outcomes[check_id(item)] = Outcome(
                 check_id(item), marker.kwargs["function"], marker.kwargs["category"], status, message, report.duration,
-                mistake or "",
+                mistake or "", flag or "",
             )
 
     def pytest_sessionfinish(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
+        for runner in (self._runner, self._reference_runner):
+            if runner is not None:
+                runner.close()
 
     @pytest.fixture(scope="session")
     def student(self) -> Student:
         if self._runner is None:
             self._runner = self._connect()
         return Student(self._runner, self._settings["limits"]["call_timeout"])
+
+    @pytest.fixture(scope="session")
+    def reference(self) -> Reference:
+        """The reference solution behind the same proxy, in a runner of the same kind as the student's."""
+        if self._reference_runner is None:
+            if self._connect_reference is None:
+                raise RuntimeError("this grading has no runner for the reference (connect_reference)")
+            self._reference_runner = self._connect_reference()
+            if not self._reference_runner.load_reply.ok:
+                raise RuntimeError(f"the reference did not load: {self._reference_runner.load_reply.describe()}")
+        return Reference(self._reference_runner, self._settings["limits"]["call_timeout"])
 
     @pytest.fixture
     def loaded(self, student: Student) -> Student:

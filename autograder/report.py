@@ -17,7 +17,8 @@ def results_json(grading) -> dict:
             "tags": [item.outcome.function, item.outcome.category],
             "status": "passed" if item.score == item.max_score and item.max_score > 0 else "failed",
             # structured fields for summaries and dashboards: never parsed back from the wording above
-            "extra_data": {"check": item.outcome.check, "outcome": item.outcome.status, "mistake": item.outcome.mistake},
+            "extra_data": {"check": item.outcome.check, "outcome": item.outcome.status, "mistake": item.outcome.mistake,
+                           "integrity_flag": item.outcome.flag},
         }
         for item in grading.scored
     ]

@@ -31,14 +31,21 @@ class Student:
         options = {"init": list(init), "state": state, "grad": list(grad), "grad_outputs": grad_outputs}
         return self._call("MultiHeadAttention", args, kwargs, **options)
 
-    def time(self, target: str, *args, repeat: int, **kwargs) -> float:
-        """Seconds for ``repeat`` calls, as bounded by this process's own clock."""
-        return self._call(target, args, kwargs, repeat=repeat).seconds
+    def timed(self, target: str, inputs: list[list], outputs: list[tuple], device: str = "cpu") -> Reply:
+        """One call per entry of ``inputs``, timed from this process; ``outputs`` gives each result's (shape, dtype).
+
+        The reply's ``seconds`` (our wall clock) and ``cpu_seconds`` (the kernel's count of the
+        worker's CPU time) bound the whole round; ``outputs`` holds what each call returned.
+        """
+        reply = self._sandbox.timed(target, inputs, outputs, timeout=self._timeout, device=device)
+        self._raise_for(target, reply)
+        return reply
 
     def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
         reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
-        if reply.ok and not options.get("repeat"):
-            reply.mutated = mutated(args, reply.after)  # judged here, from the arguments handed back
+        if reply.ok and not reply.mutated and reply.after:
+            # the nbgrader path (in the student's own process); a sandbox judges mutation from memory it owns
+            reply.mutated = mutated(args, reply.after)
         self._raise_for(target, reply)
         return reply
 
@@ -54,3 +61,13 @@ class Student:
         if name.startswith("_"):
             raise AttributeError(name)
         return lambda *args, **kwargs: self.run(name, *args, **kwargs).value
+
+
+class Reference(Student):
+    """The reference solution behind the same proxy, in a worker of the same kind: timed as the student is.
+
+    Its failures are the grader's, never the student's."""
+
+    def _raise_for(self, target: str, reply: Reply) -> None:
+        if not reply.ok:
+            raise RuntimeError(f"the reference's worker failed in {target}: {reply.describe()}")
