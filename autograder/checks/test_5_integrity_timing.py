@@ -5,7 +5,7 @@ import torch
 
 from autograder.checks.expect import dtype_name, fail
 from autograder.checks.flags import flag
-from autograder.checks.integrity import fused_uses
+from autograder.checks.integrity import dynamic_reach, fused_uses
 from autograder.checks.student import StudentFault
 from autograder.checks.timing import CPU_REPEAT, CPU_SHAPES, GPU_REPEAT, GPU_SHAPES, WALL_SLACK, measure, within
 
@@ -13,10 +13,16 @@ from autograder.checks.timing import CPU_REPEAT, CPU_SHAPES, GPU_REPEAT, GPU_SHA
 def _integrity(student, source, function):
     static = fused_uses(source)
     ran = sorted(student.ops.get(function, ()))
+    reach = dynamic_reach(source)
     if ran:
-        fail(f"{function} ran PyTorch's fused attention ({', '.join(ran[:3])}); the assignment is to write it yourself")
+        flag(f"{function} ran PyTorch's fused attention ({', '.join(ran[:3])}); the assignment is to write it yourself",
+             "fused_ran")
     if static:
-        fail(f"attention.py uses PyTorch's fused attention ({'; '.join(static[:3])}); the assignment is to write it yourself")
+        flag(f"attention.py uses PyTorch's fused attention ({'; '.join(static[:3])}); the assignment is to write it"
+             " yourself", "fused_source")
+    if reach:
+        flag(f"attention.py reaches into torch's internals or the grader's worker, or builds names at run time"
+             f" ({'; '.join(reach[:3])}); the assignment needs none of that", "dynamic_reach")
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="integrity")

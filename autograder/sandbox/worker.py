@@ -52,12 +52,12 @@ def _error(exc: BaseException) -> dict:
     return {"ok": False, "error": type(exc).__name__, "message": f"{str(exc)[:500]}{where}"}
 
 
-def _recorder():
-    """Context managers that note every fused-attention op the student's code runs."""
+def _recorder(seen: set | None = None):
+    """Context managers that note every fused-attention op the student's code runs (in ``seen``)."""
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
 
     def note(name: str) -> None:
         if any(word in name.lower() for word in FORBIDDEN):
@@ -74,6 +74,26 @@ def _recorder():
             return func(*args, **(kwargs or {}))
 
     return seen, Functions(), Ops()
+
+
+_THREAD_OPS: set = set()  # fused ops seen in threads the submission started, reported with the next call
+
+
+def _record_threads() -> None:
+    """The op record is per thread: every thread the submission starts (threading) runs under one too."""
+    import threading
+
+    if getattr(threading.Thread.run, "_recorded", False):
+        return
+    run = threading.Thread.run
+
+    def recorded(self):
+        _, functions, ops = _recorder(_THREAD_OPS)
+        with functions, ops:
+            run(self)
+
+    recorded._recorded = True
+    threading.Thread.run = recorded
 
 
 def _flatten(value) -> list:
@@ -221,7 +241,8 @@ def _call(module, request: dict, conn=None) -> dict:
                 [o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True
             )
             grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
-    reply = {"ok": True, "value": value, "grads": grads, "ops": sorted(seen)}
+    reply = {"ok": True, "value": value, "grads": grads, "ops": sorted(seen | _THREAD_OPS)}
+    _THREAD_OPS.clear()
     if conn is None:  # in the caller's own process (the nbgrader path): the arguments as they are now
         reply["after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in args]
     return reply
@@ -230,6 +251,7 @@ def _call(module, request: dict, conn=None) -> dict:
 def _load(path: str):
     import importlib.util
 
+    _record_threads()
     spec = importlib.util.spec_from_file_location("attention", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["attention"] = module
