@@ -159,14 +159,25 @@ def _describe(mistake: str) -> str:
     return SENTENCES.get(mistake, mistake).split(";")[0]
 
 
+def _reason(flag: str) -> str:
+    """An integrity flag's short description."""
+    from autograder.checks.flags import REASONS
+
+    return REASONS.get(flag, flag)
+
+
 def summary(results: dict[str, dict]) -> str:
     """Per check, how many passed; per named mistake, how many submissions showed it."""
     passed: Counter = Counter()
     seen: Counter = Counter()
     mistakes: Counter = Counter()
-    for result in results.values():
+    flagged: dict[str, list[str]] = {}
+    for student, result in results.items():
         causes = set()
         for test in result.get("tests", []):
+            extra = test.get("extra_data") or {}
+            if extra.get("integrity_flag"):
+                flagged.setdefault(student, []).append(f"{extra.get('check', test.get('name'))}: {_reason(extra['integrity_flag'])}")
             if test.get("max_score", 0) == 0:
                 continue
             seen[test["name"]] += 1
@@ -179,4 +190,6 @@ def summary(results: dict[str, dict]) -> str:
     lines += [f"{name:<62} {passed[name]}/{count}" for name, count in seen.items()]
     lines += ["", "Named mistakes (submissions showing each):"]
     lines += [f"{count:4d}  {_describe(key)}" for key, count in mistakes.most_common()] or ["   none"]
+    lines += ["", "Flagged for review (integrity; see each student's feedback):"]
+    lines += [f"  {student}: {'; '.join(reasons)}" for student, reasons in sorted(flagged.items())] or ["   none"]
     return "\n".join(lines)

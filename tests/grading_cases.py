@@ -43,6 +43,13 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"variance_close", "variance_uses_generator"},
         {"variance_close": "no function named dot_product_variance"},
     ),
+    # forged replies (a flood of JSON, deep nesting, an absurd shape, nulls): each the student's failed check
+    "wire_bomb_reply": (
+        {"scale_values", "output_values", "causal_square", "causal_rectangular", "padding_lengths"}
+        | EVERYTHING_ABOVE_SDPA,
+        {"output_values": "header of", "scale_values": "header of", "causal_square": "malformed tensor",
+         "padding_lengths": "not a list of names", "integrity_sdpa": "the grader's worker"},
+    ),
     # the classic mistakes, each named
     "mistake_no_scale": (
         {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,

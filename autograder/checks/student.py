@@ -4,11 +4,31 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from torch import Tensor
+
 from autograder.sandbox.runner import Reply, mutated
 
 
 class StudentFault(Exception):
     """The student's code raised, crashed, hung or returned something unusable."""
+
+
+# What each function of the API returns: a reply of another kind is the student's failed check
+# (with this message), never a grader error in the check that reads it.
+RETURNS = {
+    "attention_scores": "a tensor", "scale_scores": "a tensor", "causal_mask": "a tensor", "padding_mask": "a tensor",
+    "masked_softmax": "a tensor", "attention_output": "a tensor",
+    "scaled_dot_product_attention": "a tuple (output, weights) of tensors",
+    "MultiHeadAttention": "a tuple (output, weights) of tensors", "dot_product_variance": "a number",
+}  # fmt: skip
+
+
+def _returns_kind(value, kind: str) -> bool:
+    if kind == "a tensor":
+        return isinstance(value, Tensor)
+    if kind == "a number":
+        return isinstance(value, (int, float)) or (isinstance(value, Tensor) and value.numel() == 1)
+    return isinstance(value, (tuple, list)) and all(isinstance(item, Tensor) for item in value)
 
 
 class Student:
@@ -43,6 +63,12 @@ class Student:
 
     def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
         reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
+        kind = RETURNS.get(target)
+        if reply.ok and kind and not _returns_kind(reply.value, kind):
+            found = "None" if reply.value is None else type(reply.value).__name__
+            raise StudentFault(f"{target} returned {found}; expected {kind}")
+        if reply.ok and options.get("grad_outputs") is not None and reply.grads is None:
+            raise StudentFault(f"{target} gave no gradients for its inputs")
         if reply.ok and not reply.mutated and reply.after:
             # the nbgrader path (in the student's own process); a sandbox judges mutation from memory it owns
             reply.mutated = mutated(args, reply.after)

@@ -28,6 +28,8 @@ from autograder.sandbox import wire
 from autograder.sandbox.arena import Arena, cpu_seconds, place
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
 
+# the most one answer may carry: the largest real one (the lesson's shapes, gradients included) is under 4 MiB
+REPLY_LIMIT = 64 << 20
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
 
 
@@ -57,17 +59,22 @@ class Reply:
 
 
 def reply_from(answer, elapsed: float) -> Reply:
-    """A Reply from the worker's answer, trusting nothing in it but plain values."""
+    """A Reply from the worker's answer, trusting nothing in it but plain values of the expected kinds."""
     if not isinstance(answer, dict):
         return Reply(False, error="WireError", message="the answer was not a message")
     if not answer.get("ok"):
-        return Reply(False, error=str(answer.get("error", "Error")), message=str(answer.get("message", "")))
+        return Reply(False, error=str(answer.get("error", "Error"))[:100], message=str(answer.get("message", ""))[:2000])
+    ops, grads, after = answer.get("ops", []), answer.get("grads"), answer.get("after", [])
+    if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
+        return Reply(False, error="WireError", message="the answer's list of ops was not a list of names")
+    if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
+        return Reply(False, error="WireError", message="the answer's gradients were not a list of tensors")
     return Reply(
         True,
         value=answer.get("value"),
-        grads=answer.get("grads"),
-        ops=[str(op) for op in answer.get("ops", [])],
-        after=answer.get("after") if isinstance(answer.get("after"), list) else [],
+        grads=grads,
+        ops=ops,
+        after=after if isinstance(after, list) else [],
         # timed by our own clock: the worker cannot claim to be faster than it was
         seconds=elapsed,
     )
@@ -342,7 +349,7 @@ class Sandbox:
         if not ready:
             raise _NoAnswer
         conn.settimeout(timeout)
-        return wire.receive(conn)
+        return wire.receive(conn, REPLY_LIMIT)
 
     def _spawn(self) -> None:
         if self._own_zygote is not None:
