@@ -105,7 +105,8 @@ def main() -> None:
                 start = time.perf_counter()
                 runs = [one_run(path, settings, zygote) for _ in range(options.runs)]
                 rows[name] = (runs, time.perf_counter() - start)
-                print(f"  ... {name}: {sum(r[1] for r in runs)} of {len(runs)} failed ({rows[name][1]:.0f} s)",
+                print(f"  ... {name}: {sum(r[1] for r in runs)} of {len(runs)} failed ({rows[name][1]:.0f} s); CPU ratios"
+                      f" per run and shape: {[[round(m.cpu_ratio, 1) for m in r[0]] for r in runs]}",
                       file=sys.stderr, flush=True)
     finally:
         for process in busy:
