@@ -121,13 +121,12 @@ class GradingPlugin:
 
     @pytest.fixture(scope="session")
     def reference(self) -> Reference:
-        """The reference solution behind the same proxy, in a runner of the same kind as the student's."""
+        """The reference solution behind the same proxy, in a runner of the same kind as the student's,
+        started on first use (a check that fails or skips before timing anything starts none)."""
         if self._reference_runner is None:
             if self._connect_reference is None:
                 raise RuntimeError("this grading has no runner for the reference (connect_reference)")
-            self._reference_runner = self._connect_reference()
-            if not self._reference_runner.load_reply.ok:
-                raise RuntimeError(f"the reference did not load: {self._reference_runner.load_reply.describe()}")
+            self._reference_runner = _Deferred(self._connect_reference)
         return Reference(self._reference_runner, self._settings["limits"]["call_timeout"])
 
     @pytest.fixture
@@ -155,6 +154,27 @@ class GradingPlugin:
     def draw(self, request: pytest.FixtureRequest) -> Draw:
         """Inputs of this check: fresh each run, independent of the order the checks run in."""
         return Draw(self._seed ^ zlib.crc32(request.node.name.encode()))
+
+
+class _Deferred:
+    """A runner started by ``connect`` on first use; a reference that does not load is the grader's error."""
+
+    def __init__(self, connect: Callable[[], Runner]) -> None:
+        self._connect = connect
+        self._runner: Runner | None = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._runner is None:
+            self._runner = self._connect()
+            if not self._runner.load_reply.ok:
+                raise RuntimeError(f"the reference did not load: {self._runner.load_reply.describe()}")
+        return getattr(self._runner, name)
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
 
 
 def check_id(item: pytest.Item) -> str:
