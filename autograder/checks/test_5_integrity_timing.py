@@ -63,15 +63,14 @@ def _decide(loaded, reference, draw, settings, shapes, repeat, device="cpu", whe
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="timing")
 def test_timing_cpu(loaded, reference, draw, settings):
-    """On the CPU, the student's attention takes at most `budget` times the reference's time, on shapes
-    where a loop over batches, heads or query positions costs many times more (docs/performance.md)."""
+    """On the CPU, the student's attention takes at most `budget` times the reference's time."""
+    # on shapes where a loop over batches, heads or query positions costs many times more (docs/performance.md)
     _decide(loaded, reference, draw, settings, CPU_SHAPES, CPU_REPEAT)
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="timing")
 def test_timing_gpu(loaded, reference, draw, settings, device):
-    """On a CUDA device: the same budget by the wall clock, around rounds that end only when the device has
-    finished and the results are back in the grader's memory (not run without a device)."""
+    """On a CUDA device: the same budget by the wall clock, the results back in the grader's memory (not run without one)."""
     if device != "cuda" or not torch.cuda.is_available():
         pytest.skip("no CUDA device on this grading machine (run sdpa-grade --device cuda on one)")
     _decide(loaded, reference, draw, settings, GPU_SHAPES, GPU_REPEAT, device="cuda", where=" on CUDA")
