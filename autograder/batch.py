@@ -238,6 +238,13 @@ def _describe(mistake: str) -> str:
     return SENTENCES.get(mistake, mistake).split(";")[0]
 
 
+def _reason(flag: str) -> str:
+    """An integrity flag's short description."""
+    from autograder.checks.flags import REASONS
+
+    return REASONS.get(flag, flag)
+
+
 def summary(results: dict[str, dict]) -> str:
     """Per check, how many passed; per named mistake, how many submissions showed it."""
     passed: Counter = Counter()
@@ -263,13 +270,19 @@ def summary(results: dict[str, dict]) -> str:
 
 
 def _review_and_times(results: dict[str, dict]) -> list[str]:
-    """Submissions to look at (integrity flags, ungradable, grader errors) and grading times, from the results' fields."""
+    """Submissions to look at (integrity flags with their reasons, ungradable, grader errors) and grading times,
+    from the results' fields."""
     review = []
     for name, result in results.items():
-        flags = {(test.get("extra_data") or {}).get("flag") for test in result.get("tests", [])} - {None, ""}
-        flags |= {kind for kind in ("ungradable", "grader_error") if result.get(kind)}
-        if flags:
-            review.append(f"   {name}: {', '.join(sorted(flags))}")
+        reasons = []
+        for test in result.get("tests", []):
+            extra = test.get("extra_data") or {}
+            if extra.get("flag"):
+                reasons.append(f"{extra.get('check', test.get('name'))}: {_reason(extra['flag'])}")
+        reasons += [kind for kind in ("ungradable", "grader_error") if result.get(kind)]
+        if reasons:
+            review.append(f"   {name}: {'; '.join(reasons)}")
     seconds = sorted(float(result.get("execution_time", 0)) for result in results.values())
     times = f"median {seconds[len(seconds) // 2]:.1f} s, slowest {seconds[-1]:.1f} s" if seconds else "none"
-    return ["To review (flags from the results):", *(review or ["   none"]), "", f"Grading time per submission: {times}"]
+    header = "Flagged for review (integrity flags, ungradable, grader errors; see each student's feedback):"
+    return [header, *(review or ["   none"]), "", f"Grading time per submission: {times}"]

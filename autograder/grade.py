@@ -22,8 +22,10 @@ from autograder.plugin import GradingPlugin, Outcome
 from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Reply, Sandbox, Zygote
 from autograder.submission import Ungradable, read_submission
+from reference import attention as _reference_module
 
 CHECKS = Path(__file__).with_name("checks")
+REFERENCE = Path(_reference_module.__file__)  # read by this process; copied only into the reference's own sandbox
 # pytest plugins the hidden checks do not use; each costs time in every grading
 UNUSED_PLUGINS = ("logging", "unraisableexception", "threadexception", "junitxml", "doctest", "pastebin", "legacypath")
 
@@ -83,6 +85,7 @@ class Unreadable:
     def __init__(self, reason: str) -> None:
         self.load_reply = Reply(False, error="not graded", message=reason)
         self.source = ""
+        self.confinement = None  # no sandbox was needed: nothing runs
 
     def load(self) -> Reply:
         return self.load_reply
@@ -92,6 +95,13 @@ class Unreadable:
 
     def close(self) -> None:
         pass
+
+
+def reference_sandbox(settings: Settings, zygote: Zygote | None, device: str) -> Sandbox:
+    """The reference's source, loaded in a sandbox like the student's: timed the same way (never seen by the student's)."""
+    sandbox = Sandbox.starting(REFERENCE, settings["limits"], zygote, device)
+    sandbox.load()
+    return sandbox
 
 
 def run_checks(grading: Grading) -> Grading:
@@ -105,7 +115,10 @@ def run_checks(grading: Grading) -> Grading:
         sandbox.load()
         return sandbox
 
-    plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device)
+    def connect_reference() -> Sandbox:
+        return reference_sandbox(grading.settings, grading.zygote, grading.device)
+
+    plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device, connect_reference=connect_reference)
     try:
         code, grading.log = run_pytest(plugin, grading.settings)
     finally:

@@ -20,7 +20,7 @@ from autograder.config import Settings
 from autograder.checks.expect import CheckFailure
 from autograder.checks.pictures import example_for, picture
 from autograder.sandbox.runner import Reply
-from autograder.checks.student import Student, StudentFault
+from autograder.checks.student import Reference, Student, StudentFault
 
 CATEGORIES = {
     "shape", "values", "matches-torch", "nan-safety", "stability", "causal", "masking", "gradient",
@@ -52,7 +52,7 @@ class Outcome:
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
     evidence: dict | None = None  # where the result first differs (index, expected, got, error, allowed, shape)
     picture: dict | None = None  # a tiny public example's weights, expected and got (autograder.checks.pictures)
-    flag: str = ""  # "integrity": an integrity check found something to review (not: the code did not load)
+    flag: str = ""  # an integrity flag's key (autograder.checks.flags.REASONS): listed for the instructor's review
 
 
 class GradingPlugin:
@@ -64,7 +64,8 @@ class GradingPlugin:
     """
 
     def __init__(
-        self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str, only_function: str | None = None
+        self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str, only_function: str | None = None,
+        connect_reference: Callable[[], Runner] | None = None,
     ) -> None:
         # underscored: pytest would take public attributes named like fixtures for fixtures
         self._connect = connect
@@ -76,6 +77,9 @@ class GradingPlugin:
         self._runner: Runner | None = None
         self._load_failure_shown_in: str | None = None  # the check whose feedback says why loading failed
         self._pictured: set[str] = set()  # student functions already pictured in this run: one picture each
+        # the reference solution, run as the student's code is (a second sandbox): the timing checks' yardstick
+        self._connect_reference = connect_reference
+        self._reference_runner: Runner | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
@@ -104,12 +108,12 @@ class GradingPlugin:
             status, message = _status(report, call)
             mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
             evidence = getattr(call.excinfo.value, "evidence", None) if call.excinfo else None
+            flag = getattr(call.excinfo.value, "flag", None) if call.excinfo else None
             function, category = marker.kwargs["function"], marker.kwargs["category"]
             shown = self._picture(item, function, category) if status == "failed" and report.when == "call" else None
-            flag = "integrity" if category == "integrity" and status == "failed" and report.when == "call" else ""
             self.outcomes[check_id(item)] = Outcome(
                 check_id(item), function, category, status, message, report.duration, mistake or "", evidence or None,
-                shown, flag,
+                shown, flag or "",
             )
 
     def _picture(self, item: pytest.Item, function: str, category: str) -> dict | None:
@@ -124,14 +128,25 @@ class GradingPlugin:
         return shown
 
     def pytest_sessionfinish(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
+        for runner in (self._runner, self._reference_runner):
+            if runner is not None:
+                runner.close()
 
     @pytest.fixture(scope="session")
     def student(self) -> Student:
         if self._runner is None:
             self._runner = self._connect()
         return Student(self._runner, self._settings["limits"]["call_timeout"])
+
+    @pytest.fixture(scope="session")
+    def reference(self) -> Reference:
+        """The reference solution behind the same proxy, in a runner of the same kind as the student's,
+        started on first use (a check that fails or skips before timing anything starts none)."""
+        if self._reference_runner is None:
+            if self._connect_reference is None:
+                raise RuntimeError("this grading has no runner for the reference (connect_reference)")
+            self._reference_runner = _Deferred(self._connect_reference)
+        return Reference(self._reference_runner, self._settings["limits"]["call_timeout"])
 
     @pytest.fixture
     def loaded(self, student: Student, request: pytest.FixtureRequest) -> Student:
@@ -175,6 +190,27 @@ class GradingPlugin:
     def draw(self, request: pytest.FixtureRequest) -> Draw:
         """Inputs of this check: fresh each run, independent of the order the checks run in."""
         return Draw(self._seed ^ zlib.crc32(request.node.name.encode()))
+
+
+class _Deferred:
+    """A runner started by ``connect`` on first use; a reference that does not load is the grader's error."""
+
+    def __init__(self, connect: Callable[[], Runner]) -> None:
+        self._connect = connect
+        self._runner: Runner | None = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._runner is None:
+            self._runner = self._connect()
+            if not self._runner.load_reply.ok:
+                raise RuntimeError(f"the reference did not load: {self._runner.load_reply.describe()}")
+        return getattr(self._runner, name)
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
 
 
 def check_id(item: pytest.Item) -> str:

@@ -4,14 +4,13 @@
 
 Prints: the device; the CUDA timing check's outcome for the reference and for a loop over
 query positions (graded with `sdpa-grade --device cuda`); the student/reference time ratios
-behind it at B=32, H=8, T=1024, d=64 in float16 and float32 (median of 7 interleaved rounds);
+behind it on the GPU shapes of autograder/checks/timing.py (median of 7 interleaved rounds);
 and the wall time of one grading on the GPU machine. Exits 2 at once without CUDA.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,25 +36,24 @@ def graded(path: Path) -> tuple[dict, float]:
 
 
 def ratios(path: Path) -> dict[str, float]:
-    """Median student/reference time ratio per dtype, measured as the hidden check measures it."""
-    from autograder.checks.test_5_integrity_timing import _cuda_seconds, _randn_spec
+    """Median student/reference wall-clock ratio per GPU shape, measured as the hidden check measures it."""
+    from autograder.checks.cases import Draw
+    from autograder.checks.student import Reference, Student
+    from autograder.checks.timing import GPU_REPEAT, GPU_SHAPES, measure
     from autograder.config import load_settings
     from autograder.sandbox.runner import Sandbox
-    from autograder.checks.student import Student
 
     settings = load_settings()
     found = {}
-    with Sandbox.starting(path, settings["limits"], device="cuda") as sandbox:
-        sandbox.load()
-        student = Student(sandbox, timeout=120)
-        for dtype in (torch.float16, torch.float32):
-            pairs = [_randn_spec((32, 8, 1024, 64), dtype, seed, "cuda") for seed in (1, 2, 3)]
-            specs, local = [p[0] for p in pairs], [p[1] for p in pairs]
-            student.time("scaled_dot_product_attention", *specs, repeat=1)
-            _cuda_seconds(local, 1)
-            rounds = [student.time("scaled_dot_product_attention", *specs, repeat=10) / _cuda_seconds(local, 10)
-                      for _ in range(7)]
-            found[str(dtype).removeprefix("torch.")] = statistics.median(rounds)
+    with Sandbox.starting(path, settings["limits"], device="cuda") as student_box, \
+            Sandbox.starting(ROOT / "reference" / "attention.py", settings["limits"], device="cuda") as reference_box:
+        student_box.load()
+        reference_box.load()
+        student, reference = Student(student_box, timeout=120), Reference(reference_box, timeout=120)
+        for shape in GPU_SHAPES:
+            result = measure(student, reference, Draw(1), shape, rounds=7, repeat=GPU_REPEAT,
+                             tolerance=settings.tolerance("float32"), device="cuda")
+            found["x".join(map(str, shape))] = result.wall_ratio
     return found
 
 
@@ -74,7 +72,7 @@ def main() -> int:
             print(f"{label}: timing_gpu {check['score']:g}/{check['max_score']:g} ({check['output'][:120]}); "
                   f"total {sum(t['score'] for t in tests.values()):g}; graded in {wall:.1f} s")
             print(f"  student/reference time ratio: "
-                  + ", ".join(f"{dtype} {ratio:.2f}" for dtype, ratio in ratios(path).items()))
+                  + ", ".join(f"{shape} {ratio:.2f}" for shape, ratio in ratios(path).items()))
     return 0
 
 

@@ -49,6 +49,13 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"variance_close", "variance_uses_generator"},
         {"variance_close": "no function named dot_product_variance"},
     ),
+    # forged replies (a flood of JSON, deep nesting, an absurd shape, nulls): each the student's failed check
+    "wire_bomb_reply": (
+        {"scale_values", "output_values", "causal_square", "causal_rectangular", "padding_lengths"}
+        | EVERYTHING_ABOVE_SDPA,
+        {"output_values": "header of", "scale_values": "header of", "causal_square": "malformed tensor",
+         "padding_lengths": "not a list of names", "integrity_sdpa": "the grader's worker"},
+    ),
     # the classic mistakes, each named
     "mistake_no_scale": (
         {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
@@ -100,10 +107,30 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "mistake_mutation": ({"softmax_no_mutation", "softmax_fully_masked"}, {"softmax_no_mutation": "in place"}),
     "mistake_mutation_hidden": ({"softmax_no_mutation", "softmax_fully_masked"}, {"softmax_no_mutation": "in place"}),
     "mistake_loop_over_queries": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
+    # every loop lands far above the budget on a shape made for it (docs/performance.md)
+    "mistake_loop_over_batches": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
+    "mistake_loop_over_heads": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
+    "mistake_loop_output_product": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     "cheat_fused": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "fused attention"}),
     "cheat_fused_getattr": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "ran PyTorch's fused attention"}),
-    # memoising by identity would hide the loop from a timing loop that reused its inputs
-    "cheat_memoised_loop": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
+    # memoising by identity: every timed call has fresh inputs, and stale answers are caught
+    "cheat_memoised_loop": ({"timing_cpu"}, {"timing_cpu": "in a timed call"}),
+    # the worker's own request handler replaced so that timed requests return at once: the answers are checked
+    "cheat_patch_handler": (
+        {"timing_cpu", "integrity_sdpa", "integrity_mha"},
+        {"timing_cpu": "wrong answer in a timed call", "integrity_sdpa": "the grader's worker"},
+    ),
+    # a cache keyed by the inputs' contents: every timed call has fresh inputs, so the loop pays every time
+    "cheat_content_cache": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
+    # in place, with the handler patched to hand back copies taken before the call: judged from our memory
+    "cheat_mutation_after_copies": (
+        {"softmax_no_mutation", "softmax_fully_masked", "integrity_sdpa", "integrity_mha"},
+        {"softmax_no_mutation": "in place", "integrity_sdpa": "the grader's worker"},
+    ),
+    # fused attention in a thread of its own: the op record covers every thread the submission starts
+    "cheat_fused_in_thread": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "ran PyTorch's fused attention"}),
+    # the op record switched off (torch._C), the fused function reached by a built name: the static scan flags it
+    "cheat_fused_record_off": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "reaches into torch's internals"}),
     "cheat_hardcoded_variance": ({"variance_uses_generator"}, {"variance_uses_generator": "same value for every generator"}),
     # correct solutions written differently: full marks
     "correct_einsum": (set(), {}),

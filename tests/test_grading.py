@@ -77,6 +77,17 @@ def test_named_mistakes_travel_as_fields(graded):
     assert "a Python loop over positions or batches" in summary
 
 
+def test_integrity_flags_travel_as_fields(graded):
+    """An integrity flag is a field of its test (extra_data), and the class summary lists the flagged students."""
+    tests = load(graded, "cheat_fused_record_off")["tests"]
+    assert "dynamic_reach" in {test["extra_data"]["flag"] for test in tests}
+    flagged = graded["result"].stdout.split("Flagged for review", 1)[1]
+    for name in ("cheat_fused_record_off", "cheat_fused_in_thread", "cheat_patch_handler", "cheat_fused"):
+        assert f"  {name}: " in flagged
+    for name in ("reference", "correct_einsum", "mistake_loop_over_queries"):
+        assert f"  {name}: " not in flagged
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_submission_scores_exactly(graded, name):
     """The failing checks earn 0, the others full points, and the feedback names the problem."""

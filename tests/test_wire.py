@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 
 import pytest
 import torch
@@ -58,3 +59,46 @@ def test_malformed_messages_are_refused(body, sizes, blob, problem):
     header = json.dumps({"body": body, "sizes": sizes}).encode()
     with pytest.raises(wire.WireError, match=problem):
         wire.decode(header, lambda size: blob[:size])
+
+
+def _raw(header: bytes, blobs: bytes = b"") -> socket.socket:
+    """A socket from which one message with this exact header (and blobs) can be read."""
+    a, b = socket.socketpair()
+    a.sendall(struct.pack(">Q", len(header)) + header[: 1 << 20] + blobs)
+    a.close()
+    return b
+
+
+@pytest.mark.parametrize(
+    "header, problem",
+    [
+        (b'{"body": [' + b"[]," * 30000 + b'[]], "sizes": []}', "header of"),
+        (b'{"body": ' + b"[" * 100_000 + b"]" * 100_000 + b', "sizes": []}', "header of"),
+        (b'{"body": ' + b"[" * 9 + b"]" * 9 + b', "sizes": []}', "nested more than 8"),
+        (b'{"body": {"$tensor": 0, "dtype": "float32", "shape": [4611686018427387904, 4]}, "sizes": [16]}',
+         "malformed tensor"),
+        (b'{"body": {"$tensor": 0, "dtype": "float32", "shape": [' + b"1," * 20 + b'1]}, "sizes": [4]}', "dimensions"),
+        (b'{"body": null, "sizes": [2000000000]}', "blobs of"),
+    ],
+)
+def test_hostile_headers_are_refused_before_decoding(header, problem):
+    """Oversized, too deeply nested or absurd headers are a WireError, read no further than their length."""
+    with _raw(header, b"\0" * 16) as sock, pytest.raises(wire.WireError, match=problem):
+        wire.receive(sock)
+
+
+def test_deepest_real_message_fits():
+    """The grader's own messages stay within the nesting bound (a call with a tuple of tensors and gradients)."""
+    value = {"ok": True, "value": (torch.zeros(2), torch.zeros(2)), "grads": [torch.zeros(1)], "ops": []}
+    back = roundtrip({"op": "call", "args": [value]})
+    assert torch.equal(back["args"][0]["value"][0], torch.zeros(2))
+
+
+@pytest.mark.parametrize("answer", [{"ok": True, "value": None, "ops": None}, {"ok": True, "grads": [None]},
+                                    {"ok": True, "grads": "x"}, ["not", "a", "dict"]])
+def test_malformed_answers_are_the_workers_fault(answer):
+    """An answer with nulls or wrong kinds where lists of names or tensors belong becomes a failed reply."""
+    from autograder.sandbox.runner import reply_from
+
+    reply = reply_from(answer, 0.0)
+    assert not reply.ok and reply.error == "WireError"

@@ -25,10 +25,88 @@ def fused_uses(source: str, depth: int = 3) -> list[str]:
                 found.append(f"line {node.lineno}: .{node.attr}")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
             found += [f"line {node.lineno}: import of {alias.name}" for alias in node.names if _is_fused(alias.name)]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and "\n" in node.value:
-            found += fused_uses(node.value, depth - 1)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
+            found += fused_uses(node.value, depth - 1)  # any string that is Python: one-line notebook cells too
     return found
 
 
 def _is_fused(name: str) -> bool:
     return name in FUSED_NAMES or name.startswith("_scaled_dot_product") or "flash_attention" in name
+
+
+# Names that reach around the assignment or the grader: torch's dispatch internals (which can switch
+# the op record off), the worker's own modules, and the runtime's import and frame machinery.
+REACH_NAMES = (
+    "_C", "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disable_current_modes", "_disable_torch_function",
+    "_get_current_dispatch_mode", "_pop_mode", "_pop_torch_function_stack", "modules", "_getframe", "__main__",
+    "__builtins__", "__import__", "import_module", "get_objects",
+)
+_DYNAMIC_CALLS = ("getattr", "__import__", "import_module", "attrgetter", "eval", "exec", "compile")
+
+
+def dynamic_reach(source: str, depth: int = 3) -> list[str]:
+    """Places where the source reaches torch internals, the worker, or names it builds at run time.
+
+    Flags ``getattr``, ``__import__``, ``importlib.import_module``, ``operator.attrgetter``,
+    ``eval``, ``exec`` and ``compile`` given a name that is not a plain string constant (built
+    with ``+``, f-strings, ``chr()``, ``join``, a variable, ...), or a constant that names
+    something fused or internal; any use of ``torch._C``, ``DisableTorchFunction``,
+    ``_disable_current_modes``, ``torch.ops.aten``, ``sys.modules``, ``__main__`` or importlib;
+    and a string constant that names fused attention. Strings that are themselves Python (a
+    notebook's cells, one-liners included, or code given to exec) are searched ``depth`` deep.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        where = f"line {getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Call) and _call_name(node.func) in _DYNAMIC_CALLS:
+            name = _call_name(node.func)
+            argument = node.args[1] if name == "getattr" and len(node.args) > 1 else (node.args[0] if node.args else None)
+            if argument is None:
+                continue
+            if _is_compiled_constant(argument) or (name in ("eval", "exec", "compile") and _is_str(argument)):
+                continue  # code given as a constant is scanned below, as a string that is Python
+            if not _is_str(argument):
+                found.append(f"{where}: {name}() with a name built at run time")
+            elif _is_fused(argument.value) or argument.value in REACH_NAMES or argument.value.startswith("_"):
+                found.append(f"{where}: {name}() of {argument.value!r}")
+        elif isinstance(node, ast.Attribute) and node.attr in REACH_NAMES:
+            if node.attr != "modules" or _call_name(node.value) == "sys":
+                found.append(f"{where}: .{node.attr}")
+        elif isinstance(node, ast.Attribute) and node.attr == "aten" and _call_name(node.value) == "ops":
+            found.append(f"{where}: torch.ops.aten")
+        elif isinstance(node, ast.Name) and node.id in ("DisableTorchFunction", "_disable_current_modes", "__import__"):
+            found.append(f"{where}: {node.id}")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
+            if any(m.split(".")[0] in ("importlib", "__main__") or m.startswith("torch._") for m in modules):
+                found.append(f"{where}: import of {', '.join(modules)}")
+            found += [f"{where}: import of {n}" for n in names if n in REACH_NAMES]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _is_fused(node.value.strip()) or node.value.strip() in ("DisableTorchFunction", "_disable_current_modes"):
+                found.append(f"{where}: the string {node.value.strip()!r}")
+            elif depth > 0 and node.value.strip():
+                found += [f"{where}, in code given as a string: {inner}" for inner in dynamic_reach(node.value, depth - 1)]
+    return found
+
+
+def _call_name(func: ast.expr) -> str:
+    """The last name of a called or owning expression: ``getattr``, ``importlib.import_module`` -> import_module."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def _is_str(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _is_compiled_constant(node: ast.expr) -> bool:
+    """``compile("<constant code>", ...)``: how notebook cells are run; the constant is scanned as code."""
+    return isinstance(node, ast.Call) and _call_name(node.func) == "compile" and bool(node.args) and _is_str(node.args[0])

@@ -4,11 +4,31 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from torch import Tensor
+
 from autograder.sandbox.runner import Reply, mutated
 
 
 class StudentFault(Exception):
     """The student's code raised, crashed, hung or returned something unusable."""
+
+
+# What each function of the API returns: a reply of another kind is the student's failed check
+# (with this message), never a grader error in the check that reads it.
+RETURNS = {
+    "attention_scores": "a tensor", "scale_scores": "a tensor", "causal_mask": "a tensor", "padding_mask": "a tensor",
+    "masked_softmax": "a tensor", "attention_output": "a tensor",
+    "scaled_dot_product_attention": "a tuple (output, weights) of tensors",
+    "MultiHeadAttention": "a tuple (output, weights) of tensors", "dot_product_variance": "a number",
+}  # fmt: skip
+
+
+def _returns_kind(value, kind: str) -> bool:
+    if kind == "a tensor":
+        return isinstance(value, Tensor)
+    if kind == "a number":
+        return isinstance(value, (int, float)) or (isinstance(value, Tensor) and value.numel() == 1)
+    return isinstance(value, (tuple, list)) and all(isinstance(item, Tensor) for item in value)
 
 
 class Student:
@@ -31,14 +51,27 @@ class Student:
         options = {"init": list(init), "state": state, "grad": list(grad), "grad_outputs": grad_outputs}
         return self._call("MultiHeadAttention", args, kwargs, **options)
 
-    def time(self, target: str, *args, repeat: int, **kwargs) -> float:
-        """Seconds for ``repeat`` calls, as bounded by this process's own clock."""
-        return self._call(target, args, kwargs, repeat=repeat).seconds
+    def timed(self, target: str, inputs: list[list], outputs: list[tuple], device: str = "cpu") -> Reply:
+        """One call per entry of ``inputs``, timed from this process; ``outputs`` gives each result's (shape, dtype).
+
+        The reply's ``seconds`` (our wall clock) and ``cpu_seconds`` (the kernel's count of the
+        worker's CPU time) bound the whole round; ``outputs`` holds what each call returned.
+        """
+        reply = self._sandbox.timed(target, inputs, outputs, timeout=self._timeout, device=device)
+        self._raise_for(target, reply)
+        return reply
 
     def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
         reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
-        if reply.ok and not options.get("repeat"):
-            reply.mutated = mutated(args, reply.after)  # judged here, from the arguments handed back
+        kind = RETURNS.get(target)
+        if reply.ok and kind and not _returns_kind(reply.value, kind):
+            found = "None" if reply.value is None else type(reply.value).__name__
+            raise StudentFault(f"{target} returned {found}; expected {kind}")
+        if reply.ok and options.get("grad_outputs") is not None and reply.grads is None:
+            raise StudentFault(f"{target} gave no gradients for its inputs")
+        if reply.ok and not reply.mutated and reply.after:
+            # the nbgrader path (in the student's own process); a sandbox judges mutation from memory it owns
+            reply.mutated = mutated(args, reply.after)
         self._raise_for(target, reply)
         return reply
 
@@ -54,3 +87,13 @@ class Student:
         if name.startswith("_"):
             raise AttributeError(name)
         return lambda *args, **kwargs: self.run(name, *args, **kwargs).value
+
+
+class Reference(Student):
+    """The reference solution behind the same proxy, in a worker of the same kind: timed as the student is.
+
+    Its failures are the grader's, never the student's."""
+
+    def _raise_for(self, target: str, reply: Reply) -> None:
+        if not reply.ok:
+            raise RuntimeError(f"the reference's worker failed in {target}: {reply.describe()}")

@@ -27,10 +27,13 @@ import torch
 from autograder.sandbox import wire
 from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
+from autograder.sandbox.arena import Arena, cpu_seconds, place
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
 from autograder.sandbox.readable import readable, writable
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 
+# the most one answer may carry: the largest real one (the lesson's shapes, gradients included) is under 4 MiB
+REPLY_LIMIT = 64 << 20
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
 
 
@@ -48,6 +51,9 @@ class Reply:
     message: str = ""
     seconds: float = 0.0
 
+    cpu_seconds: float = 0.0  # timed calls: the kernel's count of the worker's CPU time
+    outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
+
     @classmethod
     def skipped_after_hang(cls, target: str) -> Reply:
         return cls(False, error="Timeout", message=f"{target} did not finish in an earlier call, so it was not run again")
@@ -57,17 +63,22 @@ class Reply:
 
 
 def reply_from(answer, elapsed: float) -> Reply:
-    """A Reply from the worker's answer, trusting nothing in it but plain values."""
+    """A Reply from the worker's answer, trusting nothing in it but plain values of the expected kinds."""
     if not isinstance(answer, dict):
         return Reply(False, error="WireError", message="the answer was not a message")
     if not answer.get("ok"):
-        return Reply(False, error=str(answer.get("error", "Error")), message=str(answer.get("message", "")))
+        return Reply(False, error=str(answer.get("error", "Error"))[:100], message=str(answer.get("message", ""))[:2000])
+    ops, grads, after = answer.get("ops", []), answer.get("grads"), answer.get("after", [])
+    if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
+        return Reply(False, error="WireError", message="the answer's list of ops was not a list of names")
+    if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
+        return Reply(False, error="WireError", message="the answer's gradients were not a list of tensors")
     return Reply(
         True,
         value=answer.get("value"),
-        grads=answer.get("grads"),
-        ops=[str(op) for op in answer.get("ops", [])],
-        after=answer.get("after") if isinstance(answer.get("after"), list) else [],
+        grads=grads,
+        ops=ops,
+        after=after if isinstance(after, list) else [],
         # timed by our own clock: the worker cannot claim to be faster than it was
         seconds=elapsed,
     )
@@ -84,6 +95,17 @@ def mutated(sent: tuple, after: list) -> list[bool]:
             same = isinstance(now, torch.Tensor) and now.shape == before.shape and now.dtype == before.dtype
             changed.append(not (same and torch.equal(now, before)))
     return changed
+
+
+class _NoAnswer(Exception):
+    """The worker did not answer in time."""
+
+
+def _same_bits(now: torch.Tensor, before: torch.Tensor) -> bool:
+    """Bit for bit the same (NaN included), compared in this process with our own torch."""
+    if now.numel() == 0:
+        return True
+    return torch.equal(now.reshape(-1).view(torch.uint8), before.contiguous().reshape(-1).view(torch.uint8))
 
 
 def _library_folder(root: Path) -> Path:
@@ -252,33 +274,86 @@ class Sandbox:
             return Reply.skipped_after_hang(target)
         if self.hung:
             timeout = min(timeout, self.after_hang_timeout)
-        request = {"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, **options}
-        return self._request(request, target, timeout)
+        # tensor arguments live in memory we own: what the call did to them is read here, afterwards
+        arena = Arena()
+        (args, kwargs), placed = place(arena, (list(args), kwargs or {}))
+        request = {"op": "call", "target": target, "args": args, "kwargs": kwargs, "arena": arena.size, **options}
+        arena.open()
+        try:
+            for spec, tensor in placed:
+                arena.view(spec).copy_(tensor)
+            reply = self._request(request, target, timeout, arena)
+            if reply.ok:
+                changed = {id(spec): not _same_bits(arena.view(spec), tensor) for spec, tensor in placed}
+                reply.mutated = [changed.get(id(arg), False) for arg in args]
+        finally:
+            arena.close()
+        return reply
 
-    def _request(self, request: dict, target: str, timeout: float) -> Reply:
+    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu") -> Reply:
+        """Call ``target`` once per entry of ``inputs`` and time it all from here (see docs/performance.md).
+
+        Each repetition's inputs are written into our shared memory only after both clocks are
+        read; its results (``outputs``: one (shape, dtype) per returned tensor) must be there
+        when the worker answers. The reply's ``seconds`` is our wall clock, ``cpu_seconds`` the
+        kernel's count of the worker's CPU time (every thread), ``outputs`` what it left.
+        """
+        if self.load_reply is None or not self.load_reply.ok:
+            return Reply(False, error="NotLoaded", message="the submission did not load")
+        if target in self.hung:
+            return Reply.skipped_after_hang(target)
+        if self.hung:
+            timeout = min(timeout, self.after_hang_timeout)
+        arena = Arena()
+        slots = [[arena.reserve(a.shape, a.dtype) for a in rep] for rep in inputs]
+        results = [[arena.reserve(shape, dtype) for shape, dtype in outputs] for _ in inputs]
+        request = {"op": "time", "target": target, "inputs": slots, "outputs": results, "arena": arena.size,
+                   "device": device}
+        arena.open()
+        try:
+            reply = self._request(request, target, timeout, arena, inputs=(slots, inputs))
+            if reply.ok:
+                reply.outputs = [[arena.view(spec).clone() for spec in rep] for rep in results]
+        finally:
+            arena.close()
+        return reply
+
+    def _request(self, request: dict, target: str, timeout: float, arena: Arena | None = None, inputs=None) -> Reply:
         if self._child is None:
             self._spawn()
             if request["op"] != "load" and self.load_reply is not None:
                 reloaded = self._exchange({"op": "load", "path": "attention.py"}, self.load_timeout)
                 if not reloaded.ok:
                     return reloaded
-        reply = self._exchange(request, timeout)
+        reply = self._exchange(request, timeout, arena, inputs)
         if reply.error == "Timeout":
             self.hung.add(target)
         return reply
 
-    def _exchange(self, request: dict, timeout: float) -> Reply:
+    def _exchange(self, request: dict, timeout: float, arena: Arena | None = None, inputs=None) -> Reply:
         pid, conn = self._child
         started = time.perf_counter()
+        cpu = 0.0
         try:
             wire.send(conn, request)
-            ready, _, _ = select.select([conn], [], [], timeout)
-            if not ready:
-                self._kill_child()
-                return Reply(False, error="Timeout", message=f"no answer within {timeout:g} s (infinite loop?)")
-            conn.settimeout(timeout)
-            answer = wire.receive(conn)
-        except (EOFError, ConnectionError, socket.timeout) as error:
+            if request.get("arena"):
+                arena.lend(conn)
+            answer = self._answer(conn, timeout)
+            if inputs is not None and isinstance(answer, dict) and answer.get("ok") and answer.get("ready") is not True:
+                raise wire.WireError("the worker answered a timed request without getting ready for it")
+            if inputs is not None and isinstance(answer, dict) and answer.get("ok"):
+                # timing: our clocks first, then the inputs, then "go"; nothing could be computed earlier
+                cpu, started = cpu_seconds(pid), time.perf_counter()
+                for rep_slots, rep in zip(*inputs):
+                    for spec, tensor in zip(rep_slots, rep):
+                        arena.view(spec).copy_(tensor)
+                wire.send(conn, {"op": "go"})
+                answer = self._answer(conn, timeout)
+                cpu = cpu_seconds(pid) - cpu
+        except _NoAnswer:
+            self._kill_child()
+            return Reply(False, error="Timeout", message=f"no answer within {timeout:g} s (infinite loop?)")
+        except (EOFError, ConnectionError, socket.timeout, ProcessLookupError) as error:
             self._kill_child()
             reason = "the worker process died during the call (a crash, a segfault, os._exit or too much memory)"
             if isinstance(error, socket.timeout):
@@ -287,7 +362,17 @@ class Sandbox:
         except wire.WireError as error:
             self._kill_child()
             return Reply(False, error="WireError", message=f"the answer could not be read: {error}")
-        return reply_from(answer, time.perf_counter() - started)
+        reply = reply_from(answer, time.perf_counter() - started)
+        reply.cpu_seconds = cpu
+        return reply
+
+    @staticmethod
+    def _answer(conn: socket.socket, timeout: float):
+        ready, _, _ = select.select([conn], [], [], timeout)
+        if not ready:
+            raise _NoAnswer
+        conn.settimeout(timeout)
+        return wire.receive(conn, REPLY_LIMIT)
 
     def _spawn(self) -> None:
         if self._own_zygote is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 
 import torch
@@ -21,6 +22,12 @@ DTYPES = {
 }
 _NAMES = {dtype: name for name, dtype in DTYPES.items()}
 MAX_MESSAGE = 1 << 30
+# bounds checked before a header is decoded, so that a hostile header costs the reader at most this much
+MAX_HEADER = 64 << 10  # bytes of JSON
+MAX_DEPTH = 8  # nesting of lists and objects; the deepest real message nests 6
+MAX_DIMS = 16
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(rb"[\[\]{}]")
 
 
 class WireError(ValueError):
@@ -56,14 +63,32 @@ def encode(value) -> tuple[bytes, list[bytes]]:
     return header, blobs
 
 
-def decode(header: bytes, read_blob):
-    """Rebuild a value from its header, reading each tensor's bytes with read_blob(size)."""
+def nesting(header: bytes) -> int:
+    """How deep lists and objects nest in a JSON text, counted without decoding it."""
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_STRING.sub(b'""', header)):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def decode(header: bytes, read_blob, limit: int = MAX_MESSAGE):
+    """Rebuild a value from its header, reading each tensor's bytes with read_blob(size).
+
+    The header's size and nesting are checked before it is decoded, and the blobs' sizes
+    before any is read: a malformed message costs a WireError, never the reader's memory."""
+    if len(header) > MAX_HEADER:
+        raise WireError(f"header of {len(header)} bytes (at most {MAX_HEADER})")
+    if nesting(header) > MAX_DEPTH:
+        raise WireError(f"header nested more than {MAX_DEPTH} levels deep")
     try:
         message = json.loads(header)
         sizes = [int(size) for size in message["sizes"]]
         body = message["body"]
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, RecursionError) as error:
         raise WireError(f"malformed header: {error}") from None
+    if any(size < 0 for size in sizes) or sum(sizes) > limit:
+        raise WireError(f"blobs of {sum(sizes)} bytes (at most {limit})")
     blobs = [read_blob(size) for size in sizes]
 
     def rebuild(item):
@@ -86,8 +111,10 @@ def _tensor(item: dict, blobs: list[bytes]) -> torch.Tensor:
     dtype = DTYPES.get(item.get("dtype"))
     shape = item.get("shape")
     index = item.get("$tensor")
-    if dtype is None or not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
+    if dtype is None or not isinstance(shape, list) or not all(type(n) is int and 0 <= n < 1 << 40 for n in shape):
         raise WireError("malformed tensor header")
+    if len(shape) > MAX_DIMS:
+        raise WireError(f"tensor of {len(shape)} dimensions (at most {MAX_DIMS})")
     if type(index) is not int or not 0 <= index < len(blobs):
         raise WireError("tensor header names a missing blob")
     blob = blobs[index]
@@ -126,4 +153,6 @@ def receive(sock, limit: int = MAX_MESSAGE):
         return b"".join(chunks)
 
     (length,) = struct.unpack(">Q", exactly(8))
-    return decode(exactly(length), exactly)
+    if length > MAX_HEADER:
+        raise WireError(f"header of {length} bytes (at most {MAX_HEADER})")
+    return decode(exactly(length), exactly, limit)

@@ -51,12 +51,12 @@ def _error(exc: BaseException) -> dict:
     return {"ok": False, "error": type(exc).__name__, "message": f"{str(exc)[:500]}{where}"}
 
 
-def _recorder():
-    """Context managers that note every fused-attention op the student's code runs."""
+def _recorder(seen: set | None = None):
+    """Context managers that note every fused-attention op the student's code runs (in ``seen``)."""
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
 
     def note(name: str) -> None:
         if any(word in name.lower() for word in FORBIDDEN):
@@ -73,6 +73,26 @@ def _recorder():
             return func(*args, **(kwargs or {}))
 
     return seen, Functions(), Ops()
+
+
+_THREAD_OPS: set = set()  # fused ops seen in threads the submission started, reported with the next call
+
+
+def _record_threads() -> None:
+    """The op record is per thread: every thread the submission starts (threading) runs under one too."""
+    import threading
+
+    if getattr(threading.Thread.run, "_recorded", False):
+        return
+    run = threading.Thread.run
+
+    def recorded(self):
+        _, functions, ops = _recorder(_THREAD_OPS)
+        with functions, ops:
+            run(self)
+
+    recorded._recorded = True
+    threading.Thread.run = recorded
 
 
 def _flatten(value) -> list:
@@ -111,14 +131,20 @@ def _instantiate(module, request: dict):
 _DRAWN: dict = {}
 
 
-def _revive(value):
+def _revive(value, arena=None):
     """Placeholders become objects: ``{"$generator": seed}`` a seeded torch.Generator;
-    ``{"$randn": shape, "dtype", "seed", "device"}`` a random tensor drawn here (kept for reuse),
-    so that large timing inputs never cross the socket."""
+    ``{"$shm": offset, "dtype", "shape"}`` a view of the grader's shared memory (see arena.py);
+    ``{"$randn": shape, "dtype", "seed", "device"}`` a random tensor drawn here (kept for reuse)."""
     import torch
 
     if isinstance(value, dict) and set(value) == {"$generator"}:
         return torch.Generator().manual_seed(int(value["$generator"]))
+    if isinstance(value, dict) and "$shm" in value and arena is not None:
+        dtype = getattr(torch, value["dtype"])
+        count = torch.Size(value["shape"]).numel()
+        if count == 0:
+            return torch.empty(value["shape"], dtype=dtype)
+        return torch.frombuffer(arena, dtype=dtype, count=count, offset=value["$shm"]).view(value["shape"])
     if isinstance(value, dict) and "$randn" in value:
         key = repr(sorted(value.items()))
         if key not in _DRAWN:
@@ -126,43 +152,78 @@ def _revive(value):
             drawn = torch.randn(*value["$randn"], generator=generator, dtype=getattr(torch, value["dtype"]))
             _DRAWN[key] = drawn.to(value.get("device", "cpu"))
         return _DRAWN[key]
+    if isinstance(value, list):
+        return [_revive(item, arena) for item in value]
     return value
 
 
-_TIMED: list = []
-_TIMED_LIMIT = 1 << 30  # bytes of timing inputs kept alive at most; the oldest go first
+def _attach(request: dict, conn):
+    """The grader's shared memory named by the request, passed right after it on the socket."""
+    import mmap
+
+    if not request.get("arena") or conn is None:
+        return None
+    _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+    if not fds:
+        raise ConnectionError("the grader's shared memory did not arrive")
+    try:
+        return mmap.mmap(fds[0], request["arena"])
+    finally:
+        os.close(fds[0])
 
 
-def _keep_alive(copies: list) -> None:
+def _commit(value, slots: list) -> None:
+    """Copy one timed call's results into the grader's output slots."""
     import torch
 
-    _TIMED.extend(copies)
-    size = sum(a.nbytes for copy in _TIMED for a in copy if isinstance(a, torch.Tensor))
-    while size > _TIMED_LIMIT and len(_TIMED) > len(copies):
-        size -= sum(a.nbytes for a in _TIMED.pop(0) if isinstance(a, torch.Tensor))
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    if len(values) != len(slots):
+        raise TypeError(f"returned {len(values)} value(s), expected {len(slots)}")
+    for got, slot in zip(values, slots):
+        if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(slot.shape) or got.dtype != slot.dtype:
+            found = f"shape {tuple(got.shape)}, {got.dtype}" if isinstance(got, torch.Tensor) else type(got).__name__
+            raise TypeError(f"returned {found}; expected shape {tuple(slot.shape)}, {slot.dtype}")
+        slot.copy_(got.detach())
 
 
-def _call(module, request: dict) -> dict:
+def _timed(module, request: dict, conn) -> dict:
+    """Timing: every repetition gets inputs the grader writes into its shared memory only after it
+    has read its clocks, and leaves its results there before the answer; the grader times the
+    whole exchange from outside, with its own clock and the kernel's count of this process's CPU time."""
+    import torch
+    import wire
+
+    arena = _attach(request, conn)
+    function = getattr(module, request["target"], None)
+    if function is None:
+        raise AttributeError(f"attention.py has no function named {request['target']}")
+    inputs = [_revive(rep, arena) for rep in request["inputs"]]
+    outputs = [_revive(rep, arena) for rep in request["outputs"]]
+    kwargs = request.get("kwargs", {})
+    device = request.get("device", "cpu")
+    wire.send(conn, {"ok": True, "ready": True})
+    wire.receive(conn)  # "go": the inputs are in place
+    for args, slots in zip(inputs, outputs):
+        if device != "cpu":
+            args = [a.to(device) for a in args]
+        _commit(function(*args, **kwargs), slots)
+    return {"ok": True}
+
+
+def _call(module, request: dict, conn=None) -> dict:
     import torch
 
+    if request.get("op") == "time":
+        return _timed(module, request, conn)
     target = request["target"]
-    args = [_revive(a) for a in request.get("args", [])]
-    kwargs = {key: _revive(value) for key, value in request.get("kwargs", {}).items()}
+    arena = _attach(request, conn)
+    args = [_revive(a, arena) for a in request.get("args", [])]
+    kwargs = {key: _revive(value, arena) for key, value in request.get("kwargs", {}).items()}
     for index in request.get("grad", []):
         args[index] = args[index].clone().requires_grad_(True)
     function = getattr(module, target, None)
     if function is None:
         raise AttributeError(f"attention.py has no function named {target}")
-    if request.get("repeat"):  # timing: no recorder, whose overhead would be counted
-        # fresh copies for every call, kept alive across the whole timing check (so no two ever share an
-        # id or an address): no memoising by identity; the grader's reference timing makes the same copies
-        copies = [[a.clone() if isinstance(a, torch.Tensor) else a for a in args] for _ in range(request["repeat"])]
-        _keep_alive(copies)
-        for copy in copies:
-            function(*copy, **kwargs)
-        if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
-            torch.cuda.synchronize()  # the answer leaves only when the GPU has finished
-        return {"ok": True}
     seen, functions, ops = _recorder()
     with functions, ops:
         if target == "MultiHeadAttention":
@@ -179,14 +240,17 @@ def _call(module, request: dict) -> dict:
                 [o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True
             )
             grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
-    # the arguments as they are now: the grader compares them with what it sent
-    after = [a.detach() if isinstance(a, torch.Tensor) else None for a in args]
-    return {"ok": True, "value": value, "grads": grads, "ops": sorted(seen), "after": after}
+    reply = {"ok": True, "value": value, "grads": grads, "ops": sorted(seen | _THREAD_OPS)}
+    _THREAD_OPS.clear()
+    if conn is None:  # in the caller's own process (the nbgrader path): the arguments as they are now
+        reply["after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in args]
+    return reply
 
 
 def _load(path: str):
     import importlib.util
 
+    _record_threads()
     spec = importlib.util.spec_from_file_location("attention", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["attention"] = module
@@ -230,7 +294,7 @@ def _serve(conn: socket.socket, spec: dict) -> None:
             elif module is None:
                 reply = {"ok": False, "error": "NotLoaded", "message": "the submission is not loaded"}
             else:
-                reply = _call(module, request)
+                reply = _call(module, request, conn)
         except BaseException as exc:  # noqa: BLE001 - the student's SystemExit and KeyboardInterrupt too
             reply = _error(exc)
         try:

@@ -1,0 +1,112 @@
+"""The timing measurement, decided in the trusted process (docs/performance.md).
+
+The student's attention and the reference's each run in a worker process of the same kind
+(the reference in a second sandbox that loads the reference's source), interleaved round by
+round. Every repetition gets fresh random inputs chosen here; the grader reads its own wall
+clock and the kernel's count of the worker's CPU time around each round, and checks a sample
+of the student's timed outputs against the reference: a cached or wrong answer fails.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass
+
+import torch
+
+from autograder.checks.cases import Draw
+from reference import attention as ref
+
+TARGET = "scaled_dot_product_attention"
+# Each shape makes one kind of Python loop cost many times the per-op overhead while the honest
+# computation stays small: a loop over batches (B), over heads (H), over query positions (T).
+# Chosen from bench/timing_reliability.py (figures in docs/performance.md).
+# Shapes are (B, H, T_q, T_k, d): few keys keep the honest work small while a loop over queries runs T_q times.
+CPU_SHAPES = ((128, 1, 8, 8, 8), (1, 128, 8, 8, 8), (1, 1, 512, 8, 8))
+CPU_REPEAT = 10  # calls per round, each with inputs of its own
+# On CUDA inputs and results cross to the device inside the timed round, on both sides alike.
+GPU_SHAPES = ((4, 8, 512, 512, 64),)
+GPU_REPEAT = 5
+# The wall clock counts what the CPU count cannot see (work in other processes) but also every
+# other process on the machine: it may reach this many times the budget before it decides.
+WALL_SLACK = 2.0
+
+
+@dataclass
+class Measurement:
+    """Median student/reference ratios of one shape; ``wrong`` says why a timed answer was refused."""
+
+    shape: tuple
+    cpu_ratio: float = 0.0
+    wall_ratio: float = 0.0
+    wrong: str = ""
+
+
+
+def within(found: Measurement, budget: float, device: str = "cpu") -> bool:
+    """The decision. On the CPU: CPU time within the budget, and the wall clock within WALL_SLACK times it.
+    On CUDA the host's CPU time says nothing of the device's work: the wall clock within the budget."""
+    if device != "cpu":
+        return found.wall_ratio <= budget
+    return found.cpu_ratio <= budget and found.wall_ratio <= WALL_SLACK * budget
+
+
+def timing_inputs(draw: Draw, shape: tuple, repeat: int, dtype=torch.float32) -> list[list[torch.Tensor]]:
+    """``repeat`` sets of fresh (Q, K, V, mask) of (B, H, T_q, T_k, d): causal, with random padding of the keys."""
+    B, H, T_q, T_k, d = shape
+    Q = torch.randn(repeat, B, H, T_q, d, generator=draw.generator, dtype=dtype)
+    K, V = torch.randn(2, repeat, B, H, T_k, d, generator=draw.generator, dtype=dtype)
+    lengths = torch.randint(max(T_k // 2, 1), T_k + 1, (repeat, 1, 1), generator=draw.generator)
+    masks = torch.ones(T_q, T_k, dtype=torch.bool).tril() & (torch.arange(T_k) < lengths)  # (repeat, T_q, T_k)
+    return [list(inputs) for inputs in zip(Q, K, V, masks)]
+
+
+def _round(runner, inputs, shape, dtype, device):
+    B, H, T_q, T_k, d = shape
+    outputs = [((B, H, T_q, d), dtype), ((B, H, T_q, T_k), dtype)]
+    return runner.timed(TARGET, inputs, outputs, device=device)
+
+
+def check_outputs(reply, inputs, picks: list[int], tolerance: tuple[float, float]) -> str:
+    """'' when the sampled repetitions' outputs match the reference (in float64), else what was wrong."""
+    atol, rtol = tolerance
+    for index in picks:
+        Q, K, V, mask = (t.double() if t.is_floating_point() else t for t in inputs[index])
+        expected = ref.scaled_dot_product_attention(Q, K, V, mask)
+        for got, want, what in zip(reply.outputs[index], expected, ("output", "weights")):
+            error = (got.double() - want).abs().nan_to_num(float("inf"))
+            if (error > atol + rtol * want.abs()).any():
+                return f"the {what} of timed call {index + 1} differs from the expected one by up to {float(error.max()):.3g}"
+    return ""
+
+
+def measure(student, reference, draw: Draw, shape: tuple, *, rounds: int, repeat: int, tolerance,
+            sample: int = 2, device: str = "cpu") -> Measurement:
+    """Interleaved rounds (student, reference, ...) after one warm-up round each; medians of the per-round ratios."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in the workers; several threads fighting over busy CPUs only add noise
+    try:
+        return _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
+    picker = random.Random(draw.integer(0, 2**31))
+    dtype = torch.float32
+    result = Measurement(tuple(shape))
+    cpu, wall = [], []
+    for index in range(rounds + 1):
+        inputs = timing_inputs(draw, shape, repeat, dtype)
+        mine = _round(student, inputs, shape, dtype, device)
+        theirs = _round(reference, timing_inputs(draw, shape, repeat, dtype), shape, dtype, device)
+        # which repetitions are checked is chosen only now, after the answer
+        result.wrong = check_outputs(mine, inputs, picker.sample(range(repeat), min(sample, repeat)), tolerance)
+        if result.wrong:
+            return result
+        if index:  # the first round of each warms up
+            cpu.append(mine.cpu_seconds / max(theirs.cpu_seconds, 1e-9))
+            wall.append(mine.seconds / max(theirs.seconds, 1e-9))
+    result.cpu_ratio, result.wall_ratio = statistics.median(cpu), statistics.median(wall)
+    return result
