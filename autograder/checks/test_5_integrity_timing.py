@@ -69,8 +69,6 @@ def test_timing_cpu(loaded, reference, draw, settings):
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="timing")
-def test_timing_gpu(loaded, reference, draw, settings, device):
+def test_timing_gpu(gpu, loaded, reference, draw, settings):
     """On a CUDA device: the same budget by the wall clock, the results back in the grader's memory (not run without one)."""
-    if device != "cuda" or not torch.cuda.is_available():
-        pytest.skip("no CUDA device on this grading machine (run sdpa-grade --device cuda on one)")
-    _decide(loaded, reference, draw, settings, GPU_SHAPES, GPU_REPEAT, device="cuda", where=" on CUDA")
+    _decide(loaded, reference, draw, settings, GPU_SHAPES, GPU_REPEAT, device=gpu, where=" on CUDA")
