@@ -88,3 +88,24 @@ def test_privileges_are_dropped_only_where_nobody_can_run_python(tmp_path):
     assert readable_by_others(tmp_path / "open.py") == all(p.stat().st_mode & 0o001 for p in tmp_path.parents)
     drops, reason = privilege_drop()
     assert reason and (drops == (reason == "the worker runs as nobody"))
+
+
+BUSY = '''
+import time, torch
+
+def attention_output(weights, V):
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    return weights @ V
+'''
+
+
+def test_a_timed_call_is_charged_the_students_own_cpu_time(tmp_path):
+    """The kernel's CPU count of a timed call is that of the student's process (PID 1 of its sandbox), not its keeper's."""
+    with sandbox(tmp_path, BUSY) as box:
+        assert box.load().ok
+        reply = box.timed("attention_output", [[torch.ones(2, 3), torch.ones(3, 4)]], [((2, 4), torch.float32)], timeout=20)
+    assert reply.ok, reply.describe()
+    assert reply.cpu_seconds >= 0.25, f"{reply.cpu_seconds} s of CPU charged for 0.3 s of work"
+    assert reply.outputs[0][0].tolist() == [[3.0] * 4] * 2
