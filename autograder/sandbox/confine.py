@@ -29,6 +29,7 @@ import resource
 import shutil
 import signal
 import socket
+import stat
 import struct
 
 import landlock
@@ -87,7 +88,11 @@ def _mounts(scratch: str, keep: list[str], tmp_bytes: int) -> str:
     if os.path.isdir("/run"):  # the machine's unix sockets (Landlock does not yet govern connecting to them)
         _mount("tmpfs", "/run", "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=1m,mode=755")
     for path, fd in kept:
-        os.makedirs(path, exist_ok=True)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.makedirs(path, exist_ok=True)
+        else:  # a single-file module (pytest_timeout.py, six.py): bound onto a file of its own
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
         _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
         _mount("none", path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
         os.close(fd)
