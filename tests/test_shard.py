@@ -101,7 +101,10 @@ def test_three_shards_merge_into_one_batch(tmp_path):
     assert outcomes(shared)["ada"][0] == 55 and outcomes(shared)["chen"][0] < 55  # a real grading, not all zeros
     with open(tmp_path / "merged.csv") as merged_csv, open(tmp_path / "whole.csv") as whole_csv:
         assert list(csv.reader(merged_csv)) == list(csv.reader(whole_csv))
-    assert merged.stdout == whole.stdout  # the same class summary
+    def summary_without_times(text: str) -> str:  # grading times differ from run to run; everything else may not
+        return "\n".join(line for line in text.splitlines() if not line.startswith("Grading time per submission"))
+
+    assert summary_without_times(merged.stdout) == summary_without_times(whole.stdout)  # the same class summary
 
 
 def test_summary_only_names_students_without_a_result(tmp_path):
