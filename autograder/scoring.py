@@ -6,12 +6,15 @@ correctness checks, so an empty or broken submission cannot collect them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autograder.config import Settings
 from autograder.plugin import Outcome
 
 GATED = {"integrity", "timing"}
+# a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
+# function's timed answers are wrong for the reason its own checks already give: no flag, no accusation
+FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}
 # what a named mistake needs in a check's inputs to show there (a mistake not listed shows on any input)
 NEEDS = {
     "mask_inverted": "mask", "zero_fill": "mask", "mask_after_softmax": "mask",
@@ -50,6 +53,9 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
     scored = []
     for outcome in outcomes:
         worth = float(settings.points[outcome.check])
+        if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY and outcome.function in broken:
+            reason = f"no points: {outcome.function} fails some of its correctness checks; fix those first"
+            outcome = replace(outcome, flag="", message=reason)
         if outcome.status == "passed" and outcome.category in GATED and outcome.function in broken:
             reason = f"no points: {outcome.function} fails some of its correctness checks; fix those first"
             scored.append(Scored(outcome, 0.0, worth, reason))

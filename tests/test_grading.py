@@ -84,8 +84,8 @@ def test_integrity_flags_travel_as_fields(graded):
     flagged = graded["result"].stdout.split("Flagged for review", 1)[1]
     for name in ("cheat_fused_record_off", "cheat_fused_in_thread", "cheat_patch_handler", "cheat_fused"):
         assert f"  {name}: " in flagged
-    for name in ("reference", "correct_einsum", "mistake_loop_over_queries"):
-        assert f"  {name}: " not in flagged
+    for name in ("reference", "correct_einsum", "mistake_loop_over_queries", "mistake_divide_by_dk"):
+        assert f"  {name}: " not in flagged  # a wrong function's wrong timed answers accuse nobody
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
