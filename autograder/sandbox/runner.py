@@ -276,12 +276,19 @@ class Sandbox:
         self.load_reply = self._request({"op": "load", "path": "attention.py"}, "load", self.load_timeout)
         return self.load_reply
 
-    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
-        """Call ``target`` of the student's module with plain tensors; never raises for the student's faults."""
+    def _refusal(self, target: str) -> Reply | None:
+        """Why ``target`` is not called at all: the submission did not load, or ``target`` hung before."""
         if self.load_reply is None or not self.load_reply.ok:
             return Reply(False, error="NotLoaded", message="the submission did not load")
         if target in self.hung:
             return Reply.skipped_after_hang(target)
+        return None
+
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
+        """Call ``target`` of the student's module with plain tensors; never raises for the student's faults."""
+        refused = self._refusal(target)
+        if refused is not None:
+            return refused
         if self.hung:
             timeout = min(timeout, self.after_hang_timeout)
         # tensor arguments live in memory we own: what the call did to them is read here, afterwards
@@ -308,10 +315,9 @@ class Sandbox:
         when the worker answers. The reply's ``seconds`` is our wall clock, ``cpu_seconds`` the
         kernel's count of the worker's CPU time (every thread), ``outputs`` what it left.
         """
-        if self.load_reply is None or not self.load_reply.ok:
-            return Reply(False, error="NotLoaded", message="the submission did not load")
-        if target in self.hung:
-            return Reply.skipped_after_hang(target)
+        refused = self._refusal(target)
+        if refused is not None:
+            return refused
         if self.hung:
             timeout = min(timeout, self.after_hang_timeout)
         arena = Arena()
