@@ -122,8 +122,6 @@ def run_batch(args, settings: Settings) -> int:
     print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade",
           file=sys.stderr)
 
-    import autograder.grade  # noqa: F401 - imported once here, before forking, so children start warm
-
     failures = _grade_all(todo, roster, targets, settings, args)
     again = [name for name in todo if _read(targets[name]).get("grader_error")]
     if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
@@ -168,8 +166,11 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
     """Grade ``todo``, ``args.jobs`` at a time, sharing one worker zygote; return how many failed the grader."""
     if not todo:
         return 0
+    from autograder.grade import warm_up
+
     become_subreaper()  # what a submission leaves running comes back to us, and is killed below
     zygote = Zygote()
+    warm_up(settings)  # while the zygote imports torch: every child starts warm
     zygote.wait_ready()
     running: dict[int, str] = {}
     failures = done = 0

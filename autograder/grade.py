@@ -28,6 +28,8 @@ CHECKS = Path(__file__).with_name("checks")
 REFERENCE = Path(_reference_module.__file__)  # read by this process; copied only into the reference's own sandbox
 # pytest plugins the hidden checks do not use; each costs time in every grading
 UNUSED_PLUGINS = ("logging", "unraisableexception", "threadexception", "junitxml", "doctest", "pastebin", "legacypath")
+# Only the plugins named here: whatever else is installed beside the grader (anyio's, say) stays out of the checks.
+PLUGINS = ("pytest_timeout",)
 
 
 @dataclass
@@ -58,13 +60,31 @@ def run_pytest(plugin: GradingPlugin, settings: Settings, timeout: float | None 
     ``timeout`` bounds each check (pytest-timeout); by default the settings' check_timeout.
     """
     timeout = settings["limits"]["check_timeout"] if timeout is None else timeout
-    args = [str(CHECKS), "-c", str(CHECKS / "pytest.ini"), "--rootdir", str(CHECKS), "-q", "--timeout", str(timeout)]
+    return _pytest(plugin, "--timeout", str(timeout))
+
+
+def _pytest(plugin: GradingPlugin, *options: str) -> tuple[int, str]:
+    args = [str(CHECKS), "-c", str(CHECKS / "pytest.ini"), "--rootdir", str(CHECKS), "-q", "--disable-plugin-autoload"]
+    for plugin_name in PLUGINS:
+        args += ["-p", plugin_name]
     for plugin_name in UNUSED_PLUGINS:
         args += ["-p", f"no:{plugin_name}"]
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = pytest.main(args, plugins=[plugin])
+        code = pytest.main([*args, *options], plugins=[plugin])
     return code, output.getvalue()
+
+
+def warm_up(settings: Settings) -> None:
+    """Import, once, what every grading would import on its own: pytest's plugins, the hidden checks, and the
+    parts of torch that autograd loads on first use (about 0.5 s a grading). A batch calls it before forking.
+
+    Nothing here is decided: checks that cannot be collected fail again, as each grading's grader error."""
+    import torch
+
+    _pytest(GradingPlugin(lambda: None, settings, 0, "cpu"), "--collect-only")
+    x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    torch.autograd.grad(x * x, x, torch.ones_like(x))  # with a gradient given, as the checks give one
 
 
 def read(grading: Grading) -> Grading:
