@@ -106,6 +106,7 @@ class Unreadable:
         self.load_reply = Reply(False, error="not graded", message=reason)
         self.source = ""
         self.confinement = None  # no sandbox was needed: nothing runs
+        self.zygote = None  # nor a worker to fork one from
 
     def load(self) -> Reply:
         return self.load_reply
@@ -136,7 +137,8 @@ def run_checks(grading: Grading) -> Grading:
         return sandbox
 
     def connect_reference() -> Sandbox:
-        return reference_sandbox(grading.settings, grading.zygote, grading.device)
+        # forked from the student's zygote (a batch's, or the one this grading started): torch is imported once
+        return reference_sandbox(grading.settings, sandbox.zygote, grading.device)
 
     plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device, connect_reference=connect_reference)
     try:

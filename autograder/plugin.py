@@ -128,7 +128,8 @@ class GradingPlugin:
         return shown
 
     def pytest_sessionfinish(self) -> None:
-        for runner in (self._runner, self._reference_runner):
+        # the reference first: the student's runner may own the zygote both were forked from
+        for runner in (self._reference_runner, self._runner):
             if runner is not None:
                 runner.close()
 

@@ -267,6 +267,11 @@ class Sandbox:
         self.close()
 
     @property
+    def zygote(self) -> Zygote:
+        """The zygote its workers are forked from (a batch's, or its own), for another sandbox of the same grading."""
+        return self._zygote
+
+    @property
     def source(self) -> str:
         """The submission's source, read in this (the trusted) process."""
         return self.submission.read_text(encoding="utf-8")
@@ -391,8 +396,7 @@ class Sandbox:
         return wire.receive(conn, REPLY_LIMIT)
 
     def _spawn(self) -> None:
-        if self._own_zygote is not None:
-            self._own_zygote.wait_ready()
+        self._zygote.wait_ready()
         ours, theirs = socket.socketpair()
         paths = {**self._zygote.paths(bool(self.limits["cuda"])), "cgroups": self.cgroups.procs}
         spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, **paths}).encode()
