@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder import report, scoring
+from autograder.checks.timing import one_thread
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
 from autograder.sandbox.report import describe
@@ -83,8 +84,9 @@ def warm_up(settings: Settings) -> None:
     import torch
 
     _pytest(GradingPlugin(lambda: None, settings, 0, "cpu"), "--collect-only")
-    x = torch.ones(2, dtype=torch.float64, requires_grad=True)
-    torch.autograd.grad(x * x, x, torch.ones_like(x))  # with a gradient given, as the checks give one
+    with one_thread():
+        x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+        torch.autograd.grad(x * x, x, torch.ones_like(x))  # with a gradient given, as the checks give one
 
 
 def read(grading: Grading) -> Grading:
@@ -176,7 +178,7 @@ def grade(
     grading = Grading(Path(submission), settings, device, zygote=zygote)
     if seed is not None:
         grading.seed = seed
-    with tempfile.TemporaryDirectory(prefix="sdpa-submission-") as folder:
+    with tempfile.TemporaryDirectory(prefix="sdpa-submission-") as folder, one_thread():
         grading.folder = Path(folder)
         for stage in STAGES:
             grading = stage(grading)

@@ -9,6 +9,7 @@ of the student's timed outputs against the reference: a cached or wrong answer f
 
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
 from dataclasses import dataclass
@@ -81,15 +82,23 @@ def check_outputs(reply, inputs, picks: list[int], tolerance: tuple[float, float
     return ""
 
 
+@contextlib.contextmanager
+def one_thread():
+    """torch on one thread here, as in the workers: beside them, more threads only spin on the CPUs the
+    workers need (a batch of 40 took 34 s with two, 19 s with one) and add noise to what is timed."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def measure(student, reference, draw: Draw, shape: tuple, *, rounds: int, repeat: int, tolerance,
             sample: int = 2, device: str = "cpu") -> Measurement:
     """Interleaved rounds (student, reference, ...) after one warm-up round each; medians of the per-round ratios."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in the workers; several threads fighting over busy CPUs only add noise
-    try:
+    with one_thread():
         return _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
