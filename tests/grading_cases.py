@@ -141,9 +141,12 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     # float32-level rounding of correct math costs nothing, even in float64 (issue 13)
     "correct_float32_sqrt": (set(), {}),
     # correct math in too low a precision: named as precision loss, with where the output first differs
+    # (the stability check's near ties at 1e4 show float16 rounding on every draw: lost too; an error that large
+    # is not float16 rounding by size, so that check names no cause, only where it differs)
     "precision_float16_inside": (
-        SOFTMAX_ALL - {"softmax_stability", "softmax_no_mutation"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
-        {"softmax_values": "precision loss: errors of this size", "sdpa_matches_torch": "first at index ("},
+        SOFTMAX_ALL - {"softmax_no_mutation"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"softmax_values": "precision loss: errors of this size", "sdpa_matches_torch": "first at index (",
+         "softmax_stability": "first at index ("},
     ),
     # edge shapes: each mistake shows on one edge shape only
     "edge_causal_skipped_for_one_query": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "is_causal=True, T_q=1"}),
