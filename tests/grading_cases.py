@@ -122,6 +122,9 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     ),
     # a cache keyed by the inputs' contents: every timed call has fresh inputs, so the loop pays every time
     "cheat_content_cache": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
+    # twelve times the work, done by two helper processes while the student's own process waits: the timing
+    # clock is the submission's cgroup, which counts them (the student's process clock alone gave 55/55)
+    "cheat_work_in_helpers": ({"timing_cpu"}, {"timing_cpu": "times the reference's CPU time"}),
     # in place, with the handler patched to hand back copies taken before the call: judged from our memory
     "cheat_mutation_after_copies": (
         {"softmax_no_mutation", "softmax_fully_masked", "integrity_sdpa", "integrity_mha"},

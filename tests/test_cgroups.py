@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -32,4 +34,30 @@ def test_groups_carry_the_limits_and_stale_ones_are_swept():
         groups.close()
         assert not any(f.exists() for f in folders)
     finally:
+        live.rmdir()
+
+
+def test_the_group_counts_the_cpu_time_of_every_process_in_it():
+    """A process in the group forks a helper that burns 0.3 s of CPU: the group's count has it, helper included."""
+    live = Path(tempfile.mkdtemp(prefix="sdpa-grade-"))
+    groups = Cgroups(live.name, memory_bytes=1 << 30, processes=64)
+    try:
+        if groups.cpu_seconds() is None:
+            pytest.skip(f"no CPU-time cgroup for this grader here: {groups.describe()}")
+        before = groups.cpu_seconds()
+        pid = os.fork()
+        if pid == 0:  # joins, as the keeper does, then leaves the work to a helper of its own
+            for procs in groups.procs:
+                Path(procs).write_text(str(os.getpid()))
+            helper = os.fork()
+            if helper == 0:
+                while time.process_time() < 0.3:
+                    pass
+                os._exit(0)
+            os.waitpid(helper, 0)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert groups.cpu_seconds() - before >= 0.3
+    finally:
+        groups.close()
         live.rmdir()

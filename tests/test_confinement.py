@@ -215,3 +215,32 @@ def test_a_missing_mechanism_is_named_and_require_sandbox_refuses(tmp_path, monk
     with Sandbox(path, **limits, require_sandbox=True) as box:
         with pytest.raises(SandboxMissing, match="WEAKER SANDBOX"):
             box.load()
+
+
+HELPER_WORKS = '''
+import os, time
+
+def attention_output(weights, V):
+    helper = os.fork()
+    if helper == 0:  # the work, in a helper process: the student's own process only waits
+        while time.process_time() < 0.3:
+            pass
+        os._exit(0)
+    os.waitpid(helper, 0)
+    return weights @ V
+'''
+
+
+def test_a_timed_call_is_charged_the_cpu_time_of_helper_processes(tmp_path, zygote):
+    """The timing clock is the submission's cgroup: 0.3 s of CPU burnt in a forked helper is charged to the call."""
+    path = tmp_path / "attention.py"
+    path.write_text(HELPER_WORKS)
+    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2, zygote=zygote) as box:
+        if box.cgroups.cpu_seconds() is None:
+            pytest.skip(f"no CPU-time cgroup for this grader here: {box.cgroups.describe()}")
+        assert box.load().ok, box.load_reply
+        reply = box.timed("attention_output", [[torch.ones(2, 3), torch.ones(3, 4)]], [((2, 4), torch.float32)],
+                          timeout=20)
+    assert reply.ok, reply.describe()
+    assert reply.cpu_seconds >= 0.25, f"{reply.cpu_seconds} s of CPU charged for 0.3 s of work in a helper"
+    assert reply.outputs[0][0].tolist() == [[3.0] * 4] * 2

@@ -3,7 +3,8 @@
 The student's attention and the reference's each run in a worker process of the same kind
 (the reference in a second sandbox that loads the reference's source), interleaved round by
 round. Every repetition gets fresh random inputs chosen here; the grader reads its own wall
-clock and the kernel's count of the worker's CPU time around each round, and checks a sample
+clock and the kernel's count of the submission's CPU time (its cgroup's: every process it
+started) around each round, and checks a sample
 of the student's timed outputs against the reference: a cached or wrong answer fails.
 """
 

@@ -1,10 +1,13 @@
-"""A control group per submission, where the machine lets the grader make one: memory and processes of the whole.
+"""A control group per submission, where the machine lets the grader make one: memory, processes and CPU time of the whole.
 
 ``limits.memory_mb`` then caps the memory of all the submission's processes together (tmpfs
-files included), and ``processes`` their number, whatever user the grader runs as. Cgroup v1
-controllers (``memory``, ``pids``) are used where they are mounted, as on this project's
-machines, else cgroup v2 where our cgroup delegates them. The keeper (confine.py) joins the
-groups before it makes the sandbox, so everything the student starts is in them.
+files included), and ``processes`` their number, whatever user the grader runs as; the kernel
+counts the CPU time of all of them (``cpu_seconds``: the timing check's clock, helpers and
+forked children included). Cgroup v1 controllers (``memory``, ``pids``, ``cpuacct``) are used
+where they are mounted, as on this project's machines, else cgroup v2 where our cgroup
+delegates memory and pids (every v2 group counts its CPU time in ``cpu.stat``). The keeper
+(confine.py) joins the groups before it makes the sandbox, so everything the student starts is
+in them.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class Cgroups:
         self.procs: list[str] = []
         self.reason = ""
         self.kind = ""
+        self._usage: tuple[Path, str] | None = None  # the file that counts the whole group's CPU time, and its unit
         try:
             self._make(name, memory_bytes, processes, owner)
         except OSError as error:
@@ -77,18 +81,23 @@ class Cgroups:
             self.reason = "missing (no memory and pids controllers this grader may use)"
 
     def _make(self, name: str, memory_bytes: int, processes: int, owner: int | None) -> None:
-        memory, pids = _own("memory"), _own("pids")
+        memory, pids, cpuacct = _own("memory"), _own("pids"), _own("cpuacct")
         if memory is not None and pids is not None:
             settings = [(memory / name, {"memory.limit_in_bytes": memory_bytes}),
                         (pids / name, {"pids.max": processes})]
             self.kind = "cgroup v1 memory and pids controllers"
+            if cpuacct is not None:
+                settings.append((cpuacct / name, {}))
+                self._usage = (cpuacct / name / "cpuacct.usage", "ns")
+                self.kind = "cgroup v1 memory, pids and cpuacct controllers"
         else:
             parent = _own_v2()
             delegated = (parent / "cgroup.subtree_control").read_text().split() if parent else []
             if parent is None or not {"memory", "pids"} <= set(delegated):
                 return
             settings = [(parent / name, {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": processes})]
-            self.kind = "cgroup v2 memory and pids controllers"
+            self._usage = (parent / name / "cpu.stat", "usage_usec")
+            self.kind = "cgroup v2 memory and pids controllers, CPU time from cpu.stat"
         for folder, values in settings:
             _sweep(folder.parent)
             folder.mkdir()
@@ -99,6 +108,20 @@ class Cgroups:
             if owner is not None:
                 os.chown(folder / "cgroup.procs", owner, -1)
             self.procs.append(str(folder / "cgroup.procs"))
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the kernel has charged to every process of the submission so far; None without such a group."""
+        if self._usage is None or not self.procs:
+            return None
+        path, unit = self._usage
+        try:
+            text = path.read_text()
+        except OSError:
+            return None
+        if unit == "ns":
+            return int(text) / 1e9
+        fields = dict(line.split() for line in text.splitlines() if line.count(" ") == 1)
+        return int(fields[unit]) / 1e6 if unit in fields else None
 
     def describe(self) -> str:
         """What holds the whole submission's memory and processes, for the report."""

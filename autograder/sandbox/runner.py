@@ -51,7 +51,7 @@ class Reply:
     message: str = ""
     seconds: float = 0.0
 
-    cpu_seconds: float = 0.0  # timed calls: the kernel's count of the worker's CPU time
+    cpu_seconds: float = 0.0  # timed calls: the kernel's count of the submission's CPU time (Sandbox._cpu_seconds)
     outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
 
     @classmethod
@@ -318,7 +318,7 @@ class Sandbox:
         Each repetition's inputs are written into our shared memory only after both clocks are
         read; its results (``outputs``: one (shape, dtype) per returned tensor) must be there
         when the worker answers. The reply's ``seconds`` is our wall clock, ``cpu_seconds`` the
-        kernel's count of the worker's CPU time (every thread), ``outputs`` what it left.
+        kernel's count of the submission's CPU time (``_cpu_seconds``), ``outputs`` what it left.
         """
         refused = self._refusal(target)
         if refused is not None:
@@ -364,13 +364,13 @@ class Sandbox:
                 raise wire.WireError("the worker answered a timed request without getting ready for it")
             if inputs is not None and isinstance(answer, dict) and answer.get("ok"):
                 # timing: our clocks first, then the inputs, then "go"; nothing could be computed earlier
-                cpu, started = cpu_seconds(self._measured), time.perf_counter()
+                cpu, started = self._cpu_seconds(), time.perf_counter()
                 for rep_slots, rep in zip(*inputs):
                     for spec, tensor in zip(rep_slots, rep):
                         arena.view(spec).copy_(tensor)
                 wire.send(conn, {"op": "go"})
                 answer = self._answer(conn, timeout)
-                cpu = cpu_seconds(self._measured) - cpu
+                cpu = self._cpu_seconds() - cpu
         except _NoAnswer:
             self._kill_child()
             return Reply(False, error="Timeout", message=f"no answer within {timeout:g} s (infinite loop?)")
@@ -386,6 +386,12 @@ class Sandbox:
         reply = reply_from(answer, time.perf_counter() - started)
         reply.cpu_seconds = cpu
         return reply
+
+    def _cpu_seconds(self) -> float:
+        """The kernel's count of the submission's CPU time: its cgroup's (every process it started), or, where
+        the grader could make no such group, the process clock of the student's process alone."""
+        whole = self.cgroups.cpu_seconds()
+        return cpu_seconds(self._measured) if whole is None else whole
 
     @staticmethod
     def _answer(conn: socket.socket, timeout: float):
@@ -410,8 +416,8 @@ class Sandbox:
         self.restarts += 1
         self.confinement = confinement(ours, self.load_timeout)  # sent before any student code ran
         self._measured = _student_process(self._child[0])
-        if not self.cgroups.procs:
-            self.confinement["cgroups"] = self.cgroups.describe()
+        if not self.cgroups.procs or not self.confinement.get("cgroups", "missing").startswith("missing"):
+            self.confinement["cgroups"] = self.cgroups.describe()  # which groups: the grader made them
         if self.require_sandbox and not held(self.confinement):
             raise SandboxMissing(describe(self.confinement))
 
