@@ -38,12 +38,14 @@ def test_groups_carry_the_limits_and_stale_ones_are_swept():
 
 
 def test_the_group_counts_the_cpu_time_of_every_process_in_it():
-    """A process in the group forks a helper that burns 0.3 s of CPU: the group's count has it, helper included."""
+    """A process in the group forks a helper that burns 0.3 s of CPU: the group's count has it, helper included;
+    a group nobody joined is known to count nothing."""
     live = Path(tempfile.mkdtemp(prefix="sdpa-grade-"))
     groups = Cgroups(live.name, memory_bytes=1 << 30, processes=64)
     try:
         if groups.cpu_seconds() is None:
             pytest.skip(f"no CPU-time cgroup for this grader here: {groups.describe()}")
+        assert not groups.counts(os.getpid())  # nobody joined yet: the timing check would not use this clock
         before = groups.cpu_seconds()
         pid = os.fork()
         if pid == 0:  # joins, as the keeper does, then leaves the work to a helper of its own

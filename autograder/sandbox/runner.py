@@ -389,9 +389,8 @@ class Sandbox:
 
     def _cpu_seconds(self) -> float:
         """The kernel's count of the submission's CPU time: its cgroup's (every process it started), or, where
-        the grader could make no such group, the process clock of the student's process alone."""
-        whole = self.cgroups.cpu_seconds()
-        return cpu_seconds(self._measured) if whole is None else whole
+        the student's process is in no such group, the process clock of that process alone."""
+        return self.cgroups.cpu_seconds() if self._whole else cpu_seconds(self._measured)
 
     @staticmethod
     def _answer(conn: socket.socket, timeout: float):
@@ -416,6 +415,7 @@ class Sandbox:
         self.restarts += 1
         self.confinement = confinement(ours, self.load_timeout)  # sent before any student code ran
         self._measured = _student_process(self._child[0])
+        self._whole = self.cgroups.counts(self._measured)  # one clock for this child's life, chosen here
         if not self.cgroups.procs or not self.confinement.get("cgroups", "missing").startswith("missing"):
             self.confinement["cgroups"] = self.cgroups.describe()  # which groups: the grader made them
         if self.require_sandbox and not held(self.confinement):
