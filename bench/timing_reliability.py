@@ -35,7 +35,8 @@ VARIANTS = Path(__file__).resolve().parent / "variants"
 HONEST = ["reference", "correct_einsum", "correct_float64_inside", "correct_stable_softmax", "correct_finfo_fill",
           "correct_scale_q_first", "correct_where_mask"]
 LOOPS = ["mistake_loop_over_batches", "mistake_loop_over_heads", "mistake_loop_over_queries", "loop_scores_rows",
-         "loop_softmax_rows", "mistake_loop_output_product", "loop_unbind_output", "cheat_memoised_loop"]
+         "loop_softmax_rows", "mistake_loop_output_product", "loop_unbind_output", "cheat_memoised_loop",
+         "cheat_work_in_helpers"]
 
 
 def submission(name: str, folder: Path) -> Path:
