@@ -113,9 +113,9 @@ class Cgroups:
         """CPU time the kernel has charged to every process of the submission so far; None without such a group
         (decided when the groups are made, so one sandbox never mixes two clocks). A group that cannot be read
         after that raises: the grader's own failure."""
-        if self._usage is None or not self.procs:
+        if self._counter is None:
             return None
-        path, unit = self._usage
+        path, unit = self._counter
         text = path.read_text()
         if unit == "ns":
             return int(text) / 1e9
@@ -125,9 +125,12 @@ class Cgroups:
     def counts(self, pid: int) -> bool:
         """Whether the CPU-time group holds process ``pid`` (read here, from the kernel): the keeper may have
         failed to join, and a group nobody is in counts nothing."""
-        if self._usage is None or not self.procs:
-            return False
-        return str(pid) in self._usage[0].with_name("cgroup.procs").read_text().split()
+        return self._counter is not None and str(pid) in self._counter[0].with_name("cgroup.procs").read_text().split()
+
+    @property
+    def _counter(self) -> tuple[Path, str] | None:
+        """The CPU-time file and its unit, where the groups were made with one."""
+        return self._usage if self.procs else None
 
     def describe(self) -> str:
         """What holds the whole submission's memory and processes, for the report."""

@@ -98,8 +98,9 @@ def mutated(sent: tuple, after: list) -> list[bool]:
 
 
 def _student_process(worker: int) -> int:
-    """The process whose CPU time the timing check reads: PID 1 of the sandbox, the keeper's only child
-    (confine.py), as the kernel lists it; the worker itself where it confined nothing (no keeper)."""
+    """The student's process: PID 1 of the sandbox, the keeper's only child (confine.py), as the kernel lists it;
+    the worker itself where it confined nothing (no keeper). The timing check finds it in the submission's
+    cgroup, or, where it is in none, reads its CPU clock."""
     try:
         found = Path(f"/proc/{worker}/task/{worker}/children").read_text().split()
     except OSError:
