@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 import time
 import uuid
@@ -10,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox.cgroups import Cgroups
+from autograder.sandbox.cgroups import Cgroups, group_name
 
 
 def test_groups_carry_the_limits_and_stale_ones_are_swept():
-    """The groups hold memory and process caps; an empty group whose grading folder is gone is removed."""
+    """The groups hold memory and process caps; an old empty group whose owner process is gone is removed, while
+    an empty group of a live grader (another TMPDIR, not in ours) and a fresh one of a dead owner stay."""
     live = Path(tempfile.mkdtemp(prefix="sdpa-grade-"))
     try:
         groups = Cgroups(live.name, memory_bytes=1 << 30, processes=64)
@@ -26,10 +28,20 @@ def test_groups_carry_the_limits_and_stale_ones_are_swept():
         values = [(f / name).read_text().strip() for f in folders
                   for name in ("memory.limit_in_bytes", "memory.max", "pids.max") if (f / name).exists()]
         assert str(1 << 30) in values and "64" in values
-        stale = folders[0].parent / f"sdpa-grade-{uuid.uuid4().hex[:8]}"  # its grading was killed: no folder
-        stale.mkdir()
+        dead = subprocess.Popen(["true"])
+        dead.wait()  # a grading that was killed: its PID is gone
+        parent = folders[0].parent
+        stale = parent / f"sdpa-owner-{dead.pid}.1-sdpa-grade-{uuid.uuid4().hex[:8]}"
+        fresh = parent / f"sdpa-owner-{dead.pid}.1-sdpa-grade-{uuid.uuid4().hex[:8]}"
+        neighbour = parent / group_name(f"sdpa-grade-{uuid.uuid4().hex[:8]}")  # a live grader's, elsewhere
+        for group in (stale, fresh, neighbour):
+            group.mkdir()
+        os.utime(stale, (time.time() - 120, time.time() - 120))
         other = Cgroups(f"{live.name}-2", memory_bytes=1 << 30, processes=64)
         assert not stale.exists()
+        assert fresh.exists() and neighbour.exists()
+        fresh.rmdir()
+        neighbour.rmdir()
         other.close()
         groups.close()
         assert not any(f.exists() for f in folders)

@@ -13,11 +13,12 @@ in them.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 
 _ROOT = Path("/sys/fs/cgroup")
+_PREFIX = "sdpa-owner-"
+_GRACE = 60.0  # seconds: a group younger than this is never swept, whoever owns it
 
 
 def _own(controller: str) -> Path | None:
@@ -47,13 +48,45 @@ def _own_v2() -> Path | None:
     return None
 
 
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (clock ticks since boot), or None where there is no such process.
+
+    With the PID it names one process for the machine's whole uptime: a PID reused later has another start time.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def group_name(name: str) -> str:
+    """The group's name: the grading process's PID and start time, then ``name``, so any grader can tell whether
+    the group's owner still runs, whatever its TMPDIR or user."""
+    pid = os.getpid()
+    return f"{_PREFIX}{pid}.{_start_time(pid)}-{name}"
+
+
+def _stale(group: Path) -> bool:
+    """A group whose owner process is gone (by PID and start time), made more than ``_GRACE`` seconds ago."""
+    try:
+        owner = group.name[len(_PREFIX):].split("-", 1)[0]
+        pid, started = owner.split(".", 1)
+        if _start_time(int(pid)) == started:
+            return False
+        return time.time() - group.stat().st_mtime > _GRACE
+    except (ValueError, OSError):
+        return False
+
+
 def _sweep(parent: Path) -> None:
     """Remove the empty groups of gradings that were killed before they could remove their own.
 
-    A group is named after its grading's folder (runner.py); one whose folder is gone is stale.
+    Only a dead grading leaves a group whose owner process is gone: another grader's live group is never
+    touched, whatever its temporary folder (a group with processes in it is refused by the kernel anyway).
     """
     try:
-        stale = [g for g in parent.glob("sdpa-grade-*") if not (Path(tempfile.gettempdir()) / g.name).exists()]
+        stale = [g for g in parent.glob(f"{_PREFIX}*") if _stale(g)]
     except OSError:
         return
     for group in stale:
@@ -81,6 +114,7 @@ class Cgroups:
             self.reason = "missing (no memory and pids controllers this grader may use)"
 
     def _make(self, name: str, memory_bytes: int, processes: int, owner: int | None) -> None:
+        name = group_name(name)
         memory, pids, cpuacct = _own("memory"), _own("pids"), _own("cpuacct")
         if memory is not None and pids is not None:
             settings = [(memory / name, {"memory.limit_in_bytes": memory_bytes}),
