@@ -20,6 +20,7 @@ except ModuleNotFoundError:  # Python 3.10
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 ENV_VAR = "SDPA_GRADE_CONFIG"
 CHOICES = {("timing", "when_no_gpu"): ("exclude", "award", "fail")}
+ZERO_ALLOWED = {("timing", "retries")}  # no re-measurement is a meaningful choice; no time or memory is not
 
 
 class ConfigError(ValueError):
@@ -72,9 +73,11 @@ def _validate(overrides: dict, defaults: dict, where: str) -> None:
                     raise ConfigError(f"{label}: expected one of {', '.join(choices)}")
             elif isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ConfigError(f"{label}: expected a number")
-            elif value < 0 or (value == 0 and section != "points"):
-                raise ConfigError(f"{label}: expected a {'non-negative' if section == 'points' else 'positive'} number")
-
+            elif isinstance(expected, int) and not isinstance(value, int) and section != "points":
+                raise ConfigError(f"{label}: expected a whole number")  # a count: 7.5 rounds cannot be run
+            elif value < 0 or (value == 0 and section != "points" and (section, key) not in ZERO_ALLOWED):
+                kind = "non-negative" if section == "points" or (section, key) in ZERO_ALLOWED else "positive"
+                raise ConfigError(f"{label}: expected a {kind} number")
 
 def load_settings(path: str | Path | None = None, environ: dict | None = None) -> Settings:
     """Resolve the settings: command line file > environment file > defaults."""

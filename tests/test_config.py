@@ -45,6 +45,9 @@ def test_command_line_beats_environment(tmp_path):
         ("[timing]\nwhen_no_gpu = 'maybe'\n", "expected one of exclude, award, fail"),
         ("[nonsense]\n", "unknown section [nonsense]"),
         ("[points\n", "is not valid TOML"),
+        ("[limits]\nmemory_mb = 1.5\n", "Invalid limits.memory_mb 1.5 from"),
+        ("[timing]\nrounds = 7.5\n", "Invalid timing.rounds 7.5 from"),
+        ("[timing]\nretries = -1\n", "expected a non-negative number"),
     ],
 )
 def test_bad_settings_are_named_with_their_source(tmp_path, text, message):
@@ -55,6 +58,14 @@ def test_bad_settings_are_named_with_their_source(tmp_path, text, message):
         load_settings(path, environ={})
     assert message in str(error.value)
     assert "bad.toml" in str(error.value)
+
+
+def test_zero_retries_and_fractional_points_are_settings(tmp_path):
+    """retries = 0 (no re-measurement) and half points are accepted; a count set to a whole float is not."""
+    path = tmp_path / "course.toml"
+    path.write_text("[timing]\nretries = 0\n[points]\nscores_shape = 1.5\n")
+    settings = load_settings(path, environ={})
+    assert settings["timing"]["retries"] == 0 and settings.points["scores_shape"] == 1.5
 
 
 def test_cli_refuses_bad_settings_before_running_student_code(tmp_path):
