@@ -9,10 +9,8 @@ moment it is known, so an interrupted batch resumes where it stopped (``--force`
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import os
-import re
 import sys
 import time
 import traceback
@@ -21,6 +19,7 @@ from pathlib import Path
 
 from autograder.config import Settings
 from autograder.report import grader_failure
+from autograder.roster import result_names, shown
 from autograder.sandbox.processes import become_subreaper, kill_orphans
 from autograder.sandbox.runner import Zygote
 from autograder.shard import select
@@ -42,32 +41,6 @@ def students(folder: Path) -> dict[str, Path]:
         elif entry.suffix in (".py", ".ipynb"):
             found[entry.name if entry.stem in folders or entry.stem in found else entry.stem] = entry
     return found
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
-
-
-def result_names(names: list[str]) -> dict[str, str]:
-    """Student name -> result file name, one to one: a name changed to be safe, or shortened, gets a hash of itself."""
-    files = {}
-    for name in names:
-        safe = _safe(name)
-        safe = f"_{safe[1:]}" if safe.startswith(".") else safe or "_"
-        if safe != name or len(safe) > 100:
-            digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:12]
-            safe = f"{safe[:100]}-{digest}"
-        files[name] = f"{safe}.json"
-    taken = Counter(files.values())
-    for name, file in files.items():
-        if taken[file] > 1:  # a name made to look like another's safe form: both get their whole hash
-            files[name] = f"{_safe(name)[:80]}-{hashlib.sha256(os.fsencode(name)).hexdigest()}.json"
-    return files
-
-
-def shown(name: str) -> str:
-    """A name as printed and written to the CSV: undecodable bytes as escapes."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def _write_atomically(path: Path, text: str) -> None:

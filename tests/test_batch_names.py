@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from autograder.batch import _cell, result_names, shown, students
+from autograder.batch import _cell, students
+from autograder.roster import result_names, shown
 from autograder.submission import Ungradable, read_submission
 from tests.helpers import BIN, REFERENCE, TEMPLATE_DIR, run
 

@@ -11,9 +11,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from autograder.render.dashboard import class_stats, dashboard, file_name, write_report
+from autograder.render.dashboard import class_stats, dashboard, write_report
 from autograder.render.html import feedback_text, student_page
 from autograder.render.text import block_grid
+from autograder.roster import page_names
 
 matplotlib_image = pytest.importorskip("matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)")
 
@@ -144,15 +145,31 @@ def test_dashboard_parses_embeds_its_plots_and_names_everyone(tmp_path):
         decoded(src)
     students = {a["data-student"] for a in checker.attributes if "data-student" in a}
     assert students == set(results)
+    pages = page_names(list(results))
     for name in results:
-        page = folder / file_name(name)
-        assert page.is_file() and f"{folder.name}/{file_name(name)}" in checker.links
+        page = folder / pages[name]
+        assert page.is_file() and f"{folder.name}/{pages[name]}" in checker.links
         parsed(page.read_text())
     text = "".join(checker.text)
     for check in ("causal_mask: causal_square", "sdpa: integrity_sdpa"):
         assert check in text
     assert "the causal triangle is flipped" in text
 
+
+
+def test_students_whose_names_look_alike_get_a_page_each(tmp_path):
+    """"a b" and "a_b", "José" in two Unicode spellings and a 240-character name: one distinct, existing page each,
+    the one the dashboard links, titled with that student's name."""
+    template = a_class()["alice"]
+    names = ["a b", "a_b", "Jos\u00e9", "Jose\u0301", "x" * 240]
+    results = {name: copy.deepcopy(template) for name in names}
+    folder = write_report(tmp_path / "class.html", results)
+    pages = page_names(names)
+    assert len(set(pages.values())) == len(names) == len(list(folder.iterdir()))
+    checker = parsed((tmp_path / "class.html").read_text())
+    for name in names:
+        assert len(pages[name].encode()) < 255 and f"{folder.name}/{pages[name]}" in checker.links
+        assert f"<title>Feedback: {name}</title>" in (folder / pages[name]).read_text()
 
 def test_sorting_is_inline():
     """The student table sorts by a script in the page itself, on every column."""

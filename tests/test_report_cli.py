@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autograder.batch import summary
-from autograder.render.dashboard import file_name
+from autograder.roster import page_names
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
 from tests.test_render import a_class, decoded, parsed
 
@@ -52,7 +52,7 @@ def test_report_names_every_student_and_check(graded):
     text = "".join(checker.text)
     checks = {test["name"] for test in json.loads((graded["grades"] / "alice.json").read_text())["tests"]}
     assert all(name in text for name in checks)
-    assert {f"class-feedback/{file_name(name)}" for name in STUDENTS} <= set(checker.links)
+    assert {f"class-feedback/{page}" for page in page_names(STUDENTS).values()} <= set(checker.links)
     assert "causal_flipped" in text and "carol" in text.split("To review")[1]
 
 
@@ -60,7 +60,7 @@ def test_report_names_every_student_and_check(graded):
 def test_each_student_page_has_its_pictures(graded):
     """bob's page embeds one attention picture per failing function; alice's none; every page parses."""
     for name in STUDENTS:
-        checker = parsed((graded["pages"] / file_name(name)).read_text())
+        checker = parsed((graded["pages"] / page_names([name])[name]).read_text())
         for src in checker.images:
             decoded(src)
         assert len(checker.images) == {"alice": 0, "bob": 2, "carol": 0}[name]
@@ -145,7 +145,7 @@ def test_dashboard_renders_in_a_browser_with_its_plots(graded, tmp_path):
 @needs_chromium
 def test_feedback_page_renders_in_a_browser_with_its_attention_picture(graded, tmp_path):
     """In chromium bob's page shows the heat map's darkest blue (a weight near 1) and its red outlines."""
-    page = graded["pages"] / file_name("bob")
+    page = graded["pages"] / page_names(["bob"])["bob"]
     pixels = screenshot(page, tmp_path / "bob.png", 1600)
     assert float(pixels[..., :3].std()) > 0.05
     darkest = near(pixels, "#08306b", 0.08)  # matplotlib's Blues at 1.0

@@ -9,7 +9,6 @@ feedback pages sit in a folder beside it, named after it.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from html import escape
@@ -19,6 +18,7 @@ from urllib.parse import quote
 from autograder.checks.mistakes import SENTENCES
 from autograder.render import images
 from autograder.render.html import feedback_text, image_tag, page, write_student_page
+from autograder.roster import page_names
 
 SORT_SCRIPT = """
 document.querySelectorAll("table.sortable").forEach(function (table) {
@@ -111,10 +111,6 @@ def class_stats(results: dict[str, dict]) -> ClassStats:
         students.append(student)
         flags += student.flags
     return ClassStats(students, passed, seen, mistakes, flags, list(checks), checks)
-
-
-def file_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".html"
 
 
 def _section(title: str, content: str, anchor: str) -> str:
@@ -244,8 +240,9 @@ def write_report(path: Path, results: dict[str, dict]) -> Path:
     folder = path.parent / f"{path.stem}-feedback"
     folder.mkdir(parents=True, exist_ok=True)
     links = {}
+    pages = page_names(list(results))
     for name, result in results.items():
-        target = folder / file_name(name)
+        target = folder / pages[name]
         write_student_page(target, name, result, back=f"../{quote(path.name)}")
         links[name] = f"{quote(folder.name)}/{quote(target.name)}"
     path.write_text(dashboard(results, links), encoding="utf-8")

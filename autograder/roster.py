@@ -1,0 +1,44 @@
+"""The class's names in one place: each student's result file, feedback page and printed name.
+
+The batch's results, its CSV and terminal lines, and the dashboard's pages all take a student's
+file names from here, so two students never share a file: "a b" and "a_b", a name written with
+two Unicode spellings, or a name too long for the file system each get a file of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections import Counter
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def result_names(names: list[str]) -> dict[str, str]:
+    """Student name -> result file name, one to one: a name changed to be safe, or shortened, gets a hash of itself."""
+    files = {}
+    for name in names:
+        safe = _safe(name)
+        safe = f"_{safe[1:]}" if safe.startswith(".") else safe or "_"
+        if safe != name or len(safe) > 100:
+            digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:12]
+            safe = f"{safe[:100]}-{digest}"
+        files[name] = f"{safe}.json"
+    taken = Counter(files.values())
+    for name, file in files.items():
+        if taken[file] > 1:  # a name made to look like another's safe form: both get their whole hash
+            files[name] = f"{_safe(name)[:80]}-{hashlib.sha256(os.fsencode(name)).hexdigest()}.json"
+    return files
+
+
+def shown(name: str) -> str:
+    """A name as printed and written to the CSV: undecodable bytes as escapes."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def page_names(names: list[str]) -> dict[str, str]:
+    """Student name -> feedback page file name: the result file's name, one to one as it is."""
+    return {name: file.removesuffix(".json") + ".html" for name, file in result_names(names).items()}
