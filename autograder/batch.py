@@ -75,6 +75,9 @@ def run_batch(args, settings: Settings) -> int:
     if args.jobs < 1:
         print(f"sdpa-grade: Invalid --jobs {args.jobs}: expected at least 1", file=sys.stderr)
         return 2
+    if args.partial and not args.summary_only:
+        print("sdpa-grade: --partial goes with --summary-only (a merge that may have students missing)", file=sys.stderr)
+        return 2
     roster = select(students(folder), args.shard)
     if args.show is not None and args.show not in roster:
         print(f"sdpa-grade: Invalid --show {args.show}: no such student in {folder} (have: {', '.join(roster)})", file=sys.stderr)
@@ -122,17 +125,27 @@ def run_batch(args, settings: Settings) -> int:
 
 
 def _summarise_only(roster: dict, targets: dict, args) -> int:
-    """--summary-only: summary and CSV of the results already written, by any machine; exit 1 if some are missing."""
+    """--summary-only: summary and CSV of the results already written, by any machine (the merge of the shards).
+
+    A merge that is not whole says so and writes nothing: a CSV with students left out would be
+    uploaded as the class's grades. It names every student with no result yet (what to grade
+    next) and exits 1; ``--partial`` asks for the summary and the CSV of what there is all the
+    same, the missing students' rows marked ``missing``.
+    """
     missing = [name for name in roster if not targets[name].is_file()]
     results = {name: _read(targets[name]) for name in roster if name not in missing}
-    if args.csv:
-        _write_csv(args.csv, results)
-    print(summary(results))
     if missing:
-        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
-        print(f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: {shown}", file=sys.stderr)
+        print(f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: "
+              f"{', '.join(shown(name) for name in missing)}", file=sys.stderr)
+    if missing and not args.partial:
+        wrote = f"no CSV written ({args.csv}); " if args.csv else ""
+        print(f"sdpa-grade: {wrote}grade them (run their shard again), then merge; --partial merges what there is",
+              file=sys.stderr)
         return 1
-    return 0
+    if args.csv:
+        _write_csv(args.csv, {name: results.get(name) for name in roster})
+    print(summary(results))
+    return 1 if missing else 0
 
 
 def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, args) -> int:
@@ -191,13 +204,19 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
           file=sys.stderr)
 
 
-def _write_csv(path: Path, results: dict[str, dict]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+def _write_csv(path: Path, results: dict[str, dict | None]) -> None:
+    """The grades, one row per student (``None``: no result, a row that says missing), written whole or not at all."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student", "score", "max_score", "status"])
         for name, result in results.items():
+            if result is None:
+                writer.writerow([_cell(shown(name)), "", "", "missing"])
+                continue
             status = "grader-error" if result.get("grader_error") else "ungradable" if result.get("ungradable") else "graded"
             writer.writerow([_cell(shown(name)), result.get("score", 0), result.get("max_score", 0), status])
+    os.replace(temporary, path)
 
 
 def _cell(text: str) -> str:

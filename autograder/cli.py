@@ -29,7 +29,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", type=parse_shard, metavar="K/N",
                    help="--batch: grade only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)")
     p.add_argument("--summary-only", action="store_true",
-                   help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir (merges shards)")
+                   help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir (merges shards);"
+                        " with students missing, name them, write nothing and exit 1")
+    p.add_argument("--partial", action="store_true",
+                   help="--summary-only: with students missing, summarise and write the CSV all the same (their rows"
+                        " say missing); still exit 1")
     p.add_argument("--show", metavar="STUDENT", help="--batch: also print STUDENT's checks and feedback, as one grading does")
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing")

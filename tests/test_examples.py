@@ -20,9 +20,9 @@ def readme_commands() -> list[str]:
 
 def test_ci_runs_exactly_the_readme_commands():
     """.ci/run runs the README's two commands, word for word, in order, after installing the browser tests' chromium
-    and opening the clone's folders for the unprivileged sandbox tests."""
+    and the Slurm test's slurm-wlm, and opening the clone's folders for the unprivileged sandbox tests."""
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith(("#", "set ", "cd "))]
-    assert ci == ["bash .ci/install-chromium", "bash .ci/open-checkout", *readme_commands()]
+    assert ci == ["bash .ci/install-chromium", "bash .ci/install-slurm", "bash .ci/open-checkout", *readme_commands()]
 
 
 def test_first_command_installs_then_grades_the_example_class():

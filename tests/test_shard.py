@@ -54,9 +54,10 @@ def test_shard_is_the_same_in_every_process():
     assert outputs == {str([shard_of(n, 7) for n in ("ada", "bo", "chen", "dev")]) + "\n"}
 
 
-def write_class(folder):
+def write_class(folder, klass: dict[str, str] = CLASS):
+    """A class folder: one subfolder per student of ``klass`` (student -> submission), holding attention.py."""
     folder.mkdir()
-    for student, name in CLASS.items():
+    for student, name in klass.items():
         (folder / student).mkdir()
         overlay = SUBMISSIONS / "overlays" / f"{name}.py"
         text = (REFERENCE.read_text() + ("\n" + overlay.read_text() if overlay.is_file() else "")
@@ -115,3 +116,57 @@ def test_summary_only_names_students_without_a_result(tmp_path):
     assert result.returncode == 1
     assert f"{len(CLASS)} of {len(CLASS)} students have no result yet: ada, bo" in result.stderr
     assert not list(empty.glob("*.json"))
+
+
+def fake_results(folder, names):
+    """A result for each of ``names``, as a shard writes it (a merge only reads them)."""
+    folder.mkdir()
+    for name in names:
+        test = {"name": "test_shapes", "score": 2, "max_score": 2, "output": "", "visibility": "visible", "tags": []}
+        (folder / f"{name}.json").write_text(json.dumps({"score": 2, "max_score": 2, "tests": [test], "execution_time": 1}))
+
+
+def test_a_merge_with_students_missing_writes_no_csv_and_names_them_all(tmp_path):
+    """A merge that is not whole says so, names every missing student, exits 1 and writes no CSV (nothing partial)."""
+    students = write_class(tmp_path / "submitted")
+    missing = ["bo", "dev", "gus"]
+    fake_results(tmp_path / "grades", [name for name in CLASS if name not in missing])
+    merged = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "grades"),
+                  "--summary-only", "--csv", str(tmp_path / "grades.csv")])
+    assert merged.returncode == 1, merged.stderr
+    assert "3 of 8 students have no result yet: bo, dev, gus" in merged.stderr
+    assert "no CSV written" in merged.stderr and not (tmp_path / "grades.csv").exists()
+    assert "Class summary" not in merged.stdout  # no partial summary that could pass for the class's
+
+
+def test_a_merge_with_students_missing_lists_more_than_ten(tmp_path):
+    """Every missing student is named, however many: the list is what the instructor grades next."""
+    folder = tmp_path / "submitted"
+    folder.mkdir()
+    for index in range(14):
+        (folder / f"s{index:02d}.py").write_text("x = 1\n")
+    merged = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(tmp_path / "grades"), "--summary-only"])
+    assert merged.returncode == 1
+    assert "14 of 14 students have no result yet: " + ", ".join(f"s{i:02d}" for i in range(14)) in merged.stderr
+
+
+def test_partial_writes_the_csv_with_the_missing_students_marked(tmp_path):
+    """--partial asks for the CSV all the same: every student has a row, the missing ones with no score; still exit 1."""
+    students = write_class(tmp_path / "submitted")
+    fake_results(tmp_path / "grades", [name for name in CLASS if name != "dev"])
+    merged = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "grades"),
+                  "--summary-only", "--partial", "--csv", str(tmp_path / "grades.csv")])
+    assert merged.returncode == 1 and "1 of 8 students have no result yet: dev" in merged.stderr
+    with open(tmp_path / "grades.csv") as handle:
+        rows = {row[0]: row[1:] for row in csv.reader(handle)}
+    assert rows.pop("student") == ["score", "max_score", "status"]
+    assert rows.pop("dev") == ["", "", "missing"]
+    assert rows == {name: ["2", "2", "graded"] for name in CLASS if name != "dev"}
+    assert "Class summary: 7 submissions" in merged.stdout
+
+
+def test_partial_needs_summary_only(tmp_path):
+    """--partial without --summary-only is a usage error: a grading batch has no missing students to allow."""
+    students = write_class(tmp_path / "submitted")
+    result = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "g"), "--partial"])
+    assert result.returncode == 2 and "--partial" in result.stderr
