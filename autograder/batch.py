@@ -26,13 +26,28 @@ from autograder.shard import select
 
 
 
+# Left in every folder a batch writes (results, feedback pages): a later batch over the folder above
+# takes it for the grader's output, not for a student.
+MARKER = ".sdpa-grade-output"
+
+
+def mark_output(folder: Path) -> None:
+    """Make ``folder`` and leave the marker that keeps later batches from grading it as a student."""
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / MARKER
+    if not marker.exists():
+        marker.write_text("Written by sdpa-grade; sdpa-grade --batch never takes this folder for a student's.\n")
+
+
 def students(folder: Path) -> dict[str, Path]:
     """Student name -> submission: every subfolder, and every .py or .ipynb file at the top.
 
     A file whose stem is also a folder's name (``x.py`` beside ``x/``) keeps its whole name, so
     that neither is dropped. Symbolic links are kept here and refused when read (submission.py).
+    Folders that an earlier batch wrote (they hold ``MARKER``) are not students.
     """
-    entries = [e for e in sorted(folder.iterdir()) if not e.name.startswith(".")]
+    entries = [e for e in sorted(folder.iterdir())
+               if not e.name.startswith(".") and not (e.is_dir() and (e / MARKER).is_file())]
     folders = {e.name for e in entries if e.is_dir()}
     found = {}
     for entry in entries:
@@ -83,7 +98,7 @@ def run_batch(args, settings: Settings) -> int:
         print(f"sdpa-grade: Invalid --show {args.show}: no such student in {folder} (have: {', '.join(roster)})", file=sys.stderr)
         return 2
     out = args.json_dir or folder.parent / f"{folder.name}-grades"
-    out.mkdir(parents=True, exist_ok=True)
+    mark_output(out)
     files = result_names(list(roster))
     targets = {name: out / files[name] for name in roster}
     for name in roster:
@@ -98,11 +113,17 @@ def run_batch(args, settings: Settings) -> int:
     print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade",
           file=sys.stderr)
 
-    failures = _grade_all(todo, roster, targets, settings, args)
-    again = [name for name in todo if _read(targets[name]).get("grader_error")]
-    if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
-        print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
-        failures = _grade_all(again, roster, targets, settings, args)
+    try:
+        failures = _grade_all(todo, roster, targets, settings, args)
+        again = [name for name in todo if _read(targets[name]).get("grader_error")]
+        if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
+            print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
+            failures = _grade_all(again, roster, targets, settings, args)
+    except KeyboardInterrupt:
+        saved = sum(1 for name in roster if targets[name].is_file() and not _read(targets[name]).get("grader_error"))
+        print(f"\nsdpa-grade: interrupted: {saved} of {len(roster)} results are saved in {out}; run the same command"
+              " again to grade the rest", file=sys.stderr)
+        return 130
     results = {name: _read(targets[name]) for name in roster}
     for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
@@ -117,6 +138,7 @@ def run_batch(args, settings: Settings) -> int:
         from autograder.render.dashboard import write_report
 
         pages = write_report(args.report, results)
+        mark_output(pages)
         print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
     if failures:
         print(f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results", file=sys.stderr)

@@ -20,7 +20,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the timing check runs")
     p.add_argument("--config", type=Path, metavar="FILE", help="settings that override the defaults")
     p.add_argument("--batch", type=Path, metavar="DIR", help="grade every student folder in DIR")
-    p.add_argument("--jobs", type=int, default=2, help="submissions graded at once in --batch (default 2)")
+    p.add_argument("--jobs", type=int, help=f"submissions graded at once in --batch (default {JOBS})")
     p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
     p.add_argument("--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)")
     p.add_argument("--report", type=Path, metavar="FILE",
@@ -41,8 +41,35 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+JOBS = 2
+# options that mean something for one mode only: given in the other, they would be ignored, so they are refused
+BATCH_ONLY = ("csv", "json_dir", "report", "force", "shard", "summary_only", "show", "jobs")
+ONE_ONLY = {"json": "--json-dir DIR (one results.json per student)", "html": "--report FILE (a dashboard and a page per student)"}
+
+
+def refused(args: argparse.Namespace) -> str:
+    """Why these options cannot go together (one line), or "" when they can: nothing given is ever ignored."""
+    given = [name for name in BATCH_ONLY if getattr(args, name) not in (None, False)]
+    if args.batch is None:
+        if given:
+            option = "--" + given[0].replace("_", "-")
+            return f"{option} applies to --batch DIR only; for one submission use --json FILE and --html FILE"
+        return ""
+    if args.submission is not None:
+        return f"give a SUBMISSION or --batch DIR, not both (got {args.submission} and --batch {args.batch})"
+    for name, instead in ONE_ONLY.items():
+        if getattr(args, name) is not None:
+            return f"--{name} applies to one submission only; with --batch use {instead}"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    reason = refused(args)
+    if reason:
+        print(f"sdpa-grade: {reason}", file=sys.stderr)
+        return 2
+    args.jobs = JOBS if args.jobs is None else args.jobs
     try:
         settings = load_settings(args.config)
     except ConfigError as error:
@@ -64,18 +91,16 @@ def main(argv: list[str] | None = None) -> int:
         return run_batch(args, settings)
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
-    if args.report:
-        parser().error("--report needs --batch DIR (for one submission, use --html FILE)")
     from autograder.report import grader_failure, table
 
     try:
         from autograder.grade import grade  # inside: a broken install is the grader's failure too
 
         grading = grade(args.submission, settings, device=args.device, seed=args.seed)
-        result, error, missing = grading.result, grading.grader_error, grading.missing
+        result, error = grading.result, grading.grader_error
     except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
         result = grader_failure(traceback.format_exc())
-        error, missing = result["grader_error"], False
+        error = result["grader_error"]
     print(table(result))
     sandbox = result.get("extra_data", {}).get("sandbox")
     if sandbox:
@@ -90,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     if error:
         print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
         return 3
-    if missing:  # a results file (score 0) is written all the same, for Gradescope
+    if result.get("ungradable"):  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
         print(f"sdpa-grade: nothing to grade: {result['ungradable']}", file=sys.stderr)
         return 2
     return 0

@@ -22,7 +22,7 @@ from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
 from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Reply, Sandbox, Zygote
-from autograder.submission import Ungradable, read_submission
+from autograder.submission import Ungradable, read_submission, shown_name
 from reference import attention as _reference_module
 
 CHECKS = Path(__file__).with_name("checks")
@@ -142,7 +142,8 @@ def run_checks(grading: Grading) -> Grading:
         # forked from the student's zygote (a batch's, or the one this grading started): torch is imported once
         return reference_sandbox(grading.settings, sandbox.zygote, grading.device)
 
-    plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device, connect_reference=connect_reference)
+    plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device, connect_reference=connect_reference,
+                           shown=shown_name(grading.submission))
     try:
         code, grading.log = run_pytest(plugin, grading.settings)
     finally:

@@ -18,6 +18,7 @@ import pytest
 from autograder.checks.cases import Draw
 from autograder.config import Settings
 from autograder.checks.expect import CheckFailure
+from autograder.checks.loading import explain
 from autograder.checks.pictures import example_for, picture
 from autograder.sandbox.runner import Reply
 from autograder.checks.student import Reference, Student, StudentFault
@@ -60,12 +61,13 @@ class GradingPlugin:
 
     ``connect`` starts whatever runs the student's code (a worker sandbox for sdpa-grade, the
     student's own kernel for nbgrader) and returns it; it is called at most once, lazily.
-    ``only_function`` restricts the run to the checks of one student function.
+    ``only_function`` restricts the run to the checks of one student function; ``shown`` is what the
+    feedback calls the submission.
     """
 
     def __init__(
         self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str, only_function: str | None = None,
-        connect_reference: Callable[[], Runner] | None = None,
+        connect_reference: Callable[[], Runner] | None = None, shown: str = "attention.py",
     ) -> None:
         # underscored: pytest would take public attributes named like fixtures for fixtures
         self._connect = connect
@@ -73,6 +75,7 @@ class GradingPlugin:
         self._seed = seed
         self._device = device
         self._only = only_function
+        self._shown = shown  # what the feedback calls the submission: attention.py, or "your notebook"
         self.outcomes: dict[str, Outcome] = {}
         self._runner: Runner | None = None
         self._load_failure_shown_in: str | None = None  # the check whose feedback says why loading failed
@@ -156,9 +159,12 @@ class GradingPlugin:
         if not reply.ok:
             if self._load_failure_shown_in is None:
                 self._load_failure_shown_in = check_id(request.node)
-                raise StudentFault(f"attention.py could not be loaded: {reply.describe()}")
+                if reply.error == "not graded":  # nothing was read: the reason is already the student's sentence
+                    raise StudentFault(f"not graded: {reply.message}")
+                raise StudentFault(explain(reply.error, reply.message, self._runner.source, self._shown))
             # the reason once, in the first check; every other check points there
-            raise StudentFault(f"not run: attention.py could not be loaded (the reason is under {self._load_failure_shown_in})")
+            what = "not graded" if reply.error == "not graded" else f"{self._shown} could not be loaded"
+            raise StudentFault(f"not run: {what} (the reason is under {self._load_failure_shown_in})")
         return student
 
     @pytest.fixture

@@ -6,6 +6,10 @@ import time
 
 from autograder.render.text import with_picture
 
+# What happens after the grader's own failure, as it really is on every path: nothing reaches the
+# instructor by itself (on Gradescope the run only exits 3), so the student is told to ask.
+GRADER_FAILED_NEXT = "What it could not check counts 0 until it is graded again: ask your instructor to regrade this submission."
+
 
 def results_json(grading) -> dict:
     """Gradescope's results.json: score is the sum of the tests' scores, always."""
@@ -15,9 +19,9 @@ def results_json(grading) -> dict:
             "score": item.score,
             "max_score": item.max_score,
             "output": with_picture(item.feedback, item.outcome.picture),
-            "visibility": "visible",
+            "visibility": _visibility(item),
             "tags": [item.outcome.function, item.outcome.category],
-            "status": "passed" if item.score == item.max_score and item.max_score > 0 else "failed",
+            **_status(item),
             # structured fields for summaries and dashboards: never parsed back from the wording above
             "extra_data": _extra_data(item.outcome),
         }
@@ -26,7 +30,7 @@ def results_json(grading) -> dict:
     if grading.ungradable:
         output = f"Your submission could not be graded: {grading.ungradable}. Score: 0."
     elif grading.grader_error:
-        output = "The grader itself failed on some checks; your instructor must look at this submission."
+        output = f"The grader itself failed on some checks (your code is not to blame). {GRADER_FAILED_NEXT}"
     else:
         output = "Graded by the hidden checks. Each check names what it tested; failed checks say what went wrong."
     result = {
@@ -45,6 +49,22 @@ def results_json(grading) -> dict:
     return result
 
 
+def _status(item) -> dict:
+    """Gradescope's ``status``, only for a check that ran: passed when it earned all it is worth.
+
+    A check that was not run (no GPU) or that the grader itself failed on is no verdict on the
+    student: it gets no status, and Gradescope judges it by its score alone.
+    """
+    if item.outcome.status in ("not-run", "grader-error"):
+        return {}
+    return {"status": "passed" if item.score == item.max_score else "failed"}
+
+
+def _visibility(item) -> str:
+    """Gradescope's ``visibility``: a check that was not run and counts nothing (0 of 0) is hidden from the student."""
+    return "hidden" if item.outcome.status == "not-run" and item.max_score == 0 else "visible"
+
+
 def _extra_data(outcome) -> dict:
     """What summaries and dashboards read: the check, its outcome, the named mistake, its time, a flag, a picture."""
     data = {"check": outcome.check, "outcome": outcome.status, "mistake": outcome.mistake, "seconds": round(outcome.seconds, 3),
@@ -60,7 +80,7 @@ def grader_failure(detail: str) -> dict:
         "score": 0,
         "max_score": 0,
         "execution_time": 0,
-        "output": "The grader failed on this submission; your instructor has been told.",
+        "output": f"The grader failed on this submission (your code is not to blame). {GRADER_FAILED_NEXT}",
         "tests": [],
         "grader_error": detail,
     }

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from autograder.config import Settings
 from autograder.plugin import Outcome
+from autograder.report import GRADER_FAILED_NEXT
 
 GATED = {"integrity", "timing"}
 # a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
@@ -68,7 +69,7 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
                 earned = 0.0
             scored.append(Scored(outcome, earned, ceiling, f"not run: {outcome.message}"))
         elif outcome.status == "grader-error":
-            scored.append(Scored(outcome, 0.0, worth, "the grader failed on this check; your instructor has been told"))
+            scored.append(Scored(outcome, 0.0, worth, f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"))
         else:
             scored.append(Scored(outcome, 0.0, worth, outcome.message))
     return _point_to_causes(scored)

@@ -9,8 +9,8 @@ from pathlib import Path
 class Ungradable(Exception):
     """The submission cannot be graded at all; the message says why, for the student.
 
-    ``missing`` is True when there was nothing to read (no such file, or it cannot be read):
-    more likely a wrong path than a student's mistake, so ``sdpa-grade`` exits 2 for it.
+    ``missing`` is True when there was nothing to read (no such file, or it cannot be read): more
+    likely a wrong path than a student's mistake. ``sdpa-grade`` exits 2 for every ungradable one.
     """
 
     def __init__(self, reason: str, *, missing: bool = False) -> None:
@@ -26,16 +26,19 @@ def notebook_source(text: str) -> str:
     except (ValueError, KeyError, TypeError):
         raise Ungradable("the notebook is not valid .ipynb JSON") from None
     parts = []
+    number = 0
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         nbgrader = cell.get("metadata", {}).get("nbgrader", {})
         if nbgrader.get("grade") and not nbgrader.get("solution"):
             continue  # a test cell: the grader brings its own checks
+        number += 1
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
         kept = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
-        parts.append(_as_cell(kept, len(parts) + 1))
+        if kept.strip():  # a notebook whose code cells are all empty holds no code: "" (read_submission refuses it)
+            parts.append(_as_cell(kept, number))
     return "".join(parts)
 
 
@@ -56,30 +59,56 @@ def _refuse_links(path: Path, top: Path) -> None:
             return
 
 
-def read_submission(path: Path, folder: Path) -> Path:
-    """Write the submission's Python source to ``folder/attention.py`` and return that path."""
-    top = path
+def submitted_file(path: Path) -> Path:
+    """The file that is graded: ``path`` itself, or in a folder its attention.py (else its notebook)."""
     if path.is_dir() and not path.is_symlink():
         candidates = sorted(path.rglob("attention.py")) or sorted(path.rglob("*.ipynb"))
         candidates = [c for c in candidates if ".ipynb_checkpoints" not in c.parts]
         if not candidates:
-            raise Ungradable(f"no attention.py or notebook in {path.name}/", missing=True)
-        path = candidates[0]
+            raise Ungradable(f"the folder {path.name}/ holds no attention.py and no notebook (.ipynb)", missing=True)
+        return candidates[0]
+    return path
+
+
+def shown_name(path: Path) -> str:
+    """What the student's feedback calls the submission: "your notebook", or attention.py (whatever the file is called here)."""
+    try:
+        return "your notebook" if submitted_file(path).suffix == ".ipynb" else "attention.py"
+    except Ungradable:
+        return "attention.py"
+
+
+def read_submission(path: Path, folder: Path) -> Path:
+    """Write the submission's Python source to ``folder/attention.py`` and return that path.
+
+    Every submission that cannot be read is refused alike (``sdpa-grade`` exits 2), with a reason
+    that names what was given: a path that is not there, a folder, a notebook or a .py file.
+    """
+    top, path = path, submitted_file(path)
     _refuse_links(path, top)
+    if not path.exists():
+        raise Ungradable(f"there is no file or folder at {path}", missing=True)
+    notebook = path.suffix == ".ipynb"
+    what = f"the notebook {path.name}" if notebook else f"the file {path.name}"
+    if not notebook and path.suffix != ".py":
+        raise Ungradable(f"{what} is neither a .py file nor a notebook (.ipynb)")
     if not path.is_file():
-        raise Ungradable(f"{path} does not exist", missing=True)
+        raise Ungradable(f"{path} is not a file", missing=True)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise Ungradable(f"{path.name} is not UTF-8 text") from None
+        raise Ungradable(f"{what} is not UTF-8 text") from None
     except OSError as error:
-        raise Ungradable(f"{path} cannot be read ({error.strerror or error})", missing=True) from None
-    if path.suffix == ".ipynb":
-        text = notebook_source(text)
-    elif path.suffix != ".py":
-        raise Ungradable(f"{path.name} is neither a .py file nor a notebook")
-    if not text.strip():
-        raise Ungradable(f"{path.name} is empty")
+        raise Ungradable(f"{what} cannot be read ({error.strerror or error})", missing=True) from None
+    if notebook:
+        try:
+            text = notebook_source(text)
+        except Ungradable:
+            raise Ungradable(f"{what} is not valid .ipynb JSON") from None
+        if not text.strip():
+            raise Ungradable(f"{what} holds no code (no code cell with anything in it)")
+    elif not text.strip():
+        raise Ungradable(f"{what} is empty")
     target = folder / "attention.py"
     target.write_text(text, encoding="utf-8")
     return target

@@ -15,7 +15,18 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "reference": (set(), {}),
     # broken or hostile from the first line: nothing can be earned
     "syntax_error": ({"*"}, {"scores_shape": "could not be loaded: SyntaxError"}),
-    "import_error": ({"*"}, {"scores_shape": "could not be loaded: ModuleNotFoundError"}),
+    "import_error": ({"*"}, {"scores_shape": "imports numpy_but_misspelled; only Python's standard library and torch"}),
+    # what is not allowed while grading, in the student's words, with their line (and no path of the grader's)
+    "run_program_at_import": (
+        {"*"},
+        {"scores_shape": 'line 6 (`subprocess.Popen([sys.executable, "-m", "pip", "--version"])`) runs a program,'
+                         " which is not allowed while grading"},
+    ),
+    "write_outside_at_import": (
+        {"*"},
+        {"scores_shape": 'line 3 (`with open("../attention-log.txt", "w") as handle:`) uses a file outside its own folder',
+         "integrity_sdpa": "writes files (line 3: open())"},
+    ),
     "loop_at_import": ({"*"}, {"scores_shape": "could not be loaded: Timeout"}),
     "sys_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: SystemExit"}),
     "os_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: WorkerDied"}),
@@ -38,8 +49,15 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"scale_values": "did not divide the scores by sqrt(d_k)"},
     ),
     "kill_zygote": (set(), {}),
-    "patch_torch_compare": ({"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA, {"scale_values": "did not divide"}),
-    "fake_results": ({"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA, {"scale_values": "divided by d_k"}),
+    # what the attack leaves in the source is flagged too, though the grade already shows it failed
+    "patch_torch_compare": (
+        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"scale_values": "did not divide", "integrity_sdpa": "replaces torch's own functions"},
+    ),
+    "fake_results": (
+        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"scale_values": "divided by d_k", "integrity_sdpa": "writes files"},
+    ),
     "tensor_subclass": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "tensor subclass"}),
     "wrong_signature": (
         (SDPA_ALL - {"sdpa_lesson_shape"}) | MHA | GATED_SDPA | GATED_MHA,
@@ -105,7 +123,11 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "mistake_no_max_subtraction": ({"softmax_stability"}, {"softmax_stability": "subtract each row's maximum"}),
     # in place on a tensor that requires grad is an error of its own in the gradient check
     "mistake_mutation": ({"softmax_no_mutation", "softmax_fully_masked"}, {"softmax_no_mutation": "in place"}),
-    "mistake_mutation_hidden": ({"softmax_no_mutation", "softmax_fully_masked"}, {"softmax_no_mutation": "in place"}),
+    # torch.equal patched on top: flagged, and the integrity points with it
+    "mistake_mutation_hidden": (
+        {"softmax_no_mutation", "softmax_fully_masked", "integrity_sdpa", "integrity_mha"},
+        {"softmax_no_mutation": "in place", "integrity_sdpa": "replaces torch's own functions", "integrity_mha": "torch.equal"},
+    ),
     "mistake_loop_over_queries": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     # every loop lands far above the budget on a shape made for it (docs/performance.md)
     "mistake_loop_over_batches": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),

@@ -6,11 +6,12 @@ import json
 import os
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_notebook
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.plugin import CATEGORIES
 from autograder.submission import notebook_source
-from tests.helpers import BIN, REFERENCE, ROOT, run
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 
 SOURCE_NOTEBOOK = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
 
@@ -45,8 +46,8 @@ def test_missing_submission_exits_2_with_a_results_file(tmp_path):
     """A path that does not exist: exit 2 and the reason on stderr, and still a valid results file (0 of the usual maximum)."""
     result, results = grade(tmp_path / "nothing.py", tmp_path)
     assert result.returncode == 2, result.stderr
-    assert "does not exist" in result.stderr
-    assert results["score"] == 0 and "does not exist" in results["output"]
+    assert "there is no file or folder at" in result.stderr
+    assert results["score"] == 0 and "there is no file or folder at" in results["output"]
     assert results["max_score"] == 55
 
 
@@ -56,7 +57,7 @@ def test_folder_without_a_submission_exits_2(tmp_path):
     folder.mkdir()
     result, results = grade(folder, tmp_path)
     assert result.returncode == 2, result.stderr
-    assert "no attention.py or notebook" in result.stderr and results["score"] == 0
+    assert "holds no attention.py and no notebook" in result.stderr and results["score"] == 0
 
 
 def test_every_submission_has_the_same_maximum(tmp_path):
@@ -125,3 +126,128 @@ def test_grader_failure_still_writes_results(tmp_path):
     assert "the grader failed" in result.stderr
     results = json.loads(out.read_text())
     assert results["score"] == 0 and "a broken install" in results["grader_error"]
+
+
+def test_correct_submission_shows_no_failed_test_on_gradescope(tmp_path):
+    """Gradescope paints a test red by its status: a correct submission has none 'failed'; the GPU check that was
+    not run (0 of 0 here) has no status and is hidden from the student."""
+    result, results = grade(REFERENCE, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [test["name"] for test in results["tests"] if test.get("status") == "failed"] == []
+    gpu = next(test for test in results["tests"] if test["name"].endswith("timing_gpu"))
+    assert "status" not in gpu and gpu["visibility"] == "hidden" and gpu["max_score"] == 0
+    ran = [test for test in results["tests"] if test is not gpu]
+    assert all(test["status"] == "passed" and test["visibility"] == "visible" for test in ran)
+
+
+def test_no_message_claims_the_instructor_was_told(tmp_path):
+    """Nothing tells the instructor of a grader failure by itself: no message says so; each asks for a regrade."""
+    from autograder.release.gradescope import RUN
+    from autograder.report import grader_failure
+
+    assert "has been told" not in RUN and "ask your instructor to regrade" in RUN
+    assert "ask your instructor to regrade" in grader_failure("boom")["output"]
+    for path in (ROOT / "autograder").rglob("*.py"):
+        assert "has been told" not in path.read_text(), path
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        (["REFERENCE", "--csv", "OUT"], "--csv applies to --batch DIR only"),
+        (["REFERENCE", "--shard", "0/2"], "--shard applies to --batch DIR only"),
+        (["REFERENCE", "--json-dir", "OUT"], "--json-dir applies to --batch DIR only"),
+        (["REFERENCE", "--jobs", "4"], "--jobs applies to --batch DIR only"),
+        (["--batch", "CLASS", "--html", "OUT"], "--html applies to one submission only; with --batch use --report"),
+        (["--batch", "CLASS", "--json", "OUT"], "--json applies to one submission only; with --batch use --json-dir"),
+        (["REFERENCE", "--batch", "CLASS"], "give a SUBMISSION or --batch DIR, not both"),
+    ],
+)
+def test_options_that_would_be_ignored_are_refused(tmp_path, options, reason):
+    """An option that does not apply is refused with one line (exit 2) before anything is graded or written."""
+    names = {"REFERENCE": str(REFERENCE), "OUT": str(tmp_path / "out"), "CLASS": str(ROOT / "examples" / "class")}
+    result = run([str(BIN / "sdpa-grade"), *[names.get(option, option) for option in options]])
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sdpa-grade: ") and reason in lines[0], result.stderr
+    assert not (tmp_path / "out").exists() and not (ROOT / "examples" / "class-grades").exists()
+
+
+def notebook_file(tmp_path, name: str, cells: list) -> object:
+    return written(tmp_path / name, nbformat.writes(new_notebook(cells=cells)).encode())
+
+
+def written(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda tmp: tmp / "nothing.py", "there is no file or folder at"),
+        (lambda tmp: written(tmp / "empty.py", b""), "the file empty.py is empty"),
+        (lambda tmp: notebook_file(tmp, "words.ipynb", [new_markdown_cell("# only words")]),
+         "the notebook words.ipynb holds no code"),
+        (lambda tmp: notebook_file(tmp, "blank.ipynb", [new_code_cell(""), new_code_cell("%matplotlib inline")]),
+         "the notebook blank.ipynb holds no code"),
+        (lambda tmp: written(tmp / "broken.ipynb", b"{not json"), "the notebook broken.ipynb is not valid .ipynb JSON"),
+        (lambda tmp: written(tmp / "latin.py", b"x = '\xe9'\n"), "the file latin.py is not UTF-8"),
+    ],
+    ids=["missing-path", "empty-py", "markdown-only-notebook", "notebook-without-code", "invalid-notebook", "not-utf8"],
+)
+def test_every_unreadable_submission_exits_2_naming_what_was_given(tmp_path, make, reason):
+    """Missing, empty, without code, not JSON, not UTF-8: exit 2, the reason names the path, file or notebook given,
+    and a results file with score 0 is written all the same."""
+    result, results = grade(make(tmp_path), tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert reason in result.stderr and reason in results["ungradable"]
+    assert results["score"] == 0 and results["max_score"] == 55
+    assert "attention.py could not be loaded" not in json.dumps(results)
+
+
+def test_load_failure_of_a_notebook_names_the_notebook(tmp_path):
+    """A notebook that never finishes loading is called a notebook in its feedback, not attention.py."""
+    config = tmp_path / "fast.toml"
+    config.write_text("[limits]\nload_timeout = 3.0\n")
+    path = notebook_file(tmp_path, "sdpa.ipynb", [new_code_cell("import os\nos._exit(3)")])
+    result, results = grade(path, tmp_path, "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert "your notebook could not be loaded" in results["tests"][0]["output"]
+    assert "attention.py" not in json.dumps(results["tests"])
+
+
+@pytest.mark.parametrize(
+    ("name", "sentence"),
+    [
+        ("run_program_at_import", "runs a program, which is not allowed while grading"),
+        ("write_outside_at_import", "uses a file outside its own folder, which is not allowed while grading"),
+        ("import_error", "imports numpy_but_misspelled; only Python's standard library and torch"),
+    ],
+)
+def test_load_failure_says_what_is_not_allowed_with_the_students_line(tmp_path, name, sentence):
+    """Running a program, a file outside the folder, a missing module: one sentence with the student's own line, and no
+    path of the grader's (its interpreter, its folders) anywhere in what the student sees."""
+    import sys
+
+    result, results = grade(SUBMISSIONS / "standalone" / f"{name}.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    first = results["tests"][0]["output"]
+    assert first.startswith("attention.py could not be loaded: line ") and sentence in first, first
+    seen = result.stdout + json.dumps(results["tests"])
+    for place in {sys.prefix, sys.base_prefix, str(ROOT), "/tmp/"}:
+        assert place not in seen, place
+
+
+def test_a_batchs_own_output_is_never_a_student(tmp_path):
+    """The results folder a batch writes (here the default, beside the class) carries a marker, and a later batch over
+    the folder above takes the class for a student but not the results folder."""
+    from autograder.batch import MARKER, students
+
+    course = tmp_path / "course"
+    (course / "class").mkdir(parents=True)
+    (course / "class" / "alice.py").write_text(REFERENCE.read_text())
+    summary = run([str(BIN / "sdpa-grade"), "--batch", str(course / "class"), "--summary-only"])
+    assert summary.returncode == 1, summary.stderr  # nothing graded yet: alice has no result
+    assert (course / "class-grades" / MARKER).is_file()
+    assert sorted(students(course)) == ["class"]

@@ -46,6 +46,12 @@ def test_example_class_grades_as_its_files_say(tmp_path):
     assert grades["mallory"]["score"] < 55 and "no_scale" in mistakes["mallory"]
     assert "bob's feedback:" in result.stdout and "divided by d_k, not by sqrt(d_k)" in result.stdout
     assert "Class summary: 4 submissions" in result.stdout
+    flagged = result.stdout.split("Flagged for review", 1)[1].split("\n\n")[0]
+    assert "mallory: integrity_sdpa: the source replaces torch's own functions" in flagged, flagged
+    assert all(f"{name}:" not in flagged for name in ("alice", "bob", "carol")), flagged
+    integrity = next(t for t in grades["mallory"]["tests"] if t["extra_data"]["check"] == "integrity_sdpa")
+    for said in ("replaces torch's own functions", "imports the grader's reference", "writes files"):
+        assert said in integrity["output"], integrity["output"]
     assert sorted(p.name for p in ROOT.joinpath("examples").rglob("*")) == before
 
 

@@ -82,7 +82,8 @@ def test_integrity_flags_travel_as_fields(graded):
     tests = load(graded, "cheat_fused_record_off")["tests"]
     assert "dynamic_reach" in {test["extra_data"]["flag"] for test in tests}
     flagged = graded["result"].stdout.split("Flagged for review", 1)[1]
-    for name in ("cheat_fused_record_off", "cheat_fused_in_thread", "cheat_patch_handler", "cheat_fused"):
+    for name in ("cheat_fused_record_off", "cheat_fused_in_thread", "cheat_patch_handler", "cheat_fused", "patch_torch_compare",
+                 "fake_results", "mistake_mutation_hidden", "write_outside_at_import"):
         assert f"  {name}: " in flagged
     for name in ("reference", "correct_einsum", "mistake_loop_over_queries", "mistake_divide_by_dk"):
         assert f"  {name}: " not in flagged  # a wrong function's wrong timed answers accuse nobody
@@ -203,6 +204,27 @@ def test_interrupted_batch_resumes_without_losing_a_result(tmp_path):
     assert all(json.loads((out / f"student{i}.json").read_text())["score"] == 55 for i in range(4))
     time.sleep(0.5)
     assert set(_worker_pids()) <= workers_before  # the killed batch's zygote and workers have gone too
+
+
+def test_ctrl_c_stops_a_batch_with_one_line(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) ends a batch with exit 130 and one line, no traceback: how many
+    results are saved, where, and that the same command resumes."""
+    folder, out = tmp_path / "class", tmp_path / "grades"
+    folder.mkdir()
+    for index in range(4):
+        (folder / f"student{index}.py").write_text(REFERENCE.read_text())
+    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
+    batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(batch.pid, signal.SIGINT)
+    _, stderr = batch.communicate(timeout=120)
+    assert batch.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("sdpa-grade: interrupted: ") and f"of 4 results are saved in {out}" in last, last
+    assert "run the same command again" in last
 
 
 def _worker_pids() -> list[str]:

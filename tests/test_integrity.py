@@ -1,4 +1,4 @@
-"""The static integrity scan: fused attention and dynamic reach into torch internals, found in the source."""
+"""The static integrity scan: fused attention, dynamic reach into torch internals, and what an attack leaves, in the source."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from autograder.checks.integrity import dynamic_reach, fused_uses
+from autograder.checks.integrity import dynamic_reach, fused_uses, tampering
 from autograder.submission import notebook_source
-from tests.helpers import REFERENCE, SUBMISSIONS
+from tests.helpers import REFERENCE, ROOT, SUBMISSIONS
 
 
 @pytest.mark.parametrize(
@@ -52,3 +52,60 @@ def test_one_line_notebook_cell_is_scanned(tmp_path):
     source = notebook_source(json.dumps(notebook))
     assert fused_uses(source)
     assert dynamic_reach(source) == []  # the grader's own wrapper (exec of a constant cell) is not a flag
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        ("import torch\ntorch.allclose = lambda *a, **k: True", "patches_torch"),
+        ("import torch.nn.functional as F\nF.softmax = None", "patches_torch"),
+        ("from torch import nn\nnn.functional.softmax = None", "patches_torch"),
+        ("import torch\nsetattr(torch, 'equal', lambda *a: True)", "patches_torch"),
+        ("import torch\ntorch.Tensor.__eq__ = lambda a, b: True", "patches_torch"),
+        ("import torch.testing\ntorch.testing.assert_close = print", "patches_torch"),
+        ("from reference.attention import scale_scores", "imports_grader"),
+        ("import autograder.checks", "imports_grader"),
+        ("import wire", "imports_grader"),
+        ("with open('results.json', 'w') as f:\n    f.write('{}')", "writes_files"),
+        ("open('log.txt', mode='a')", "writes_files"),
+        ("import pathlib\npathlib.Path('x').write_text('y')", "writes_files"),
+        ("import torch\ntorch.save({}, 'model.pt')", "writes_files"),
+        ("import os\nos.remove('x')", "writes_files"),
+        ('exec(compile("import torch\\ntorch.equal = None", "cell1/attention.py", "exec"))', "patches_torch"),
+    ],
+)
+def test_what_an_attack_leaves_in_the_source_is_found(code, kind):
+    """Patching torch's functions, importing the grader, writing files: each found, by kind, with its line."""
+    found = tampering(code)
+    assert kind in found and all("line " in place for place in found[kind]), found
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import torch\ntorch.backends.cudnn.deterministic = True",  # a setting, not a function
+        "import torch\ntorch.manual_seed(0)",
+        "with open('notes.txt') as f:\n    text = f.read()",
+        "name = 'a-b'.replace('-', '_')\nitems = [1]\nitems.remove(1)",
+        "import copy\nx = copy.copy([1])",
+        "from torch import allclose\nallclose = None",  # a name of its own, torch untouched
+    ],
+)
+def test_ordinary_code_is_no_tampering(code):
+    """Settings, reading a file, str.replace, list.remove, rebinding a name of one's own: nothing found."""
+    assert tampering(code) == {}, code
+
+
+def test_honest_sources_leave_no_tampering():
+    """The reference and every correct, mistaken or edge-case submission under tests/submissions are not flagged."""
+    attacks = {"mistake_mutation_hidden"}  # patches torch.equal besides its mistake: flagged (tests/grading_cases.py)
+    for path in [REFERENCE, *sorted(SUBMISSIONS.glob("overlays/*.py"))]:
+        honest = path.stem.startswith(("correct_", "mistake_", "edge_", "misattr_", "precision_")) and path.stem not in attacks
+        if honest or path == REFERENCE:
+            assert tampering(path.read_text()) == {}, path.name
+
+
+def test_mallory_leaves_all_three_kinds():
+    """The example class's hostile student patches torch, imports the reference and writes a results file."""
+    found = tampering((ROOT / "examples" / "class" / "mallory.py").read_text())
+    assert set(found) == {"patches_torch", "imports_grader", "writes_files"}, found

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +13,8 @@ from autograder.release.template import MarkerError, solution_lines, stub_source
 from tests.grading_cases import CASES
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, run, student_folder
 
-STUDENT_FILES = ["attention.py", "test_attention.py", "conftest.py", "pytest.ini"]
+STUDENT_FILES = ["attention.py", "test_attention.py", "conftest.py", "pytest.ini", "requirements.txt", "handout.md",
+                 "saturation.svg"]
 
 
 def received_texts() -> dict[str, str]:
@@ -25,8 +28,10 @@ def test_generated_files_are_not_stale():
 
 
 def sources_only(folder):
-    """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests."""
-    for path in (REFERENCE, ROOT / "docs" / "handout.md", ROOT / "docs" / "saturation.svg", TEMPLATE_DIR / "test_attention.py"):
+    """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests,
+    and pyproject.toml (the torch range)."""
+    for path in (REFERENCE, ROOT / "docs" / "handout.md", ROOT / "docs" / "saturation.svg", TEMPLATE_DIR / "test_attention.py",
+                 ROOT / "pyproject.toml"):
         target = folder / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target)
@@ -167,3 +172,56 @@ def test_notebook_text_reads_right():
     text = (ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb").read_text()
     assert "(1 points)" not in text and "(1 point)" in text
     assert "q_mask_polarity = None" not in text and "q_mask_polarity = <True or False>" in text
+
+
+def test_requirements_pin_the_range_the_grader_is_tested_with():
+    """student_template/requirements.txt: torch in pyproject.toml's range, from PyTorch's CPU index, numpy, pytest."""
+    from autograder.release.gradescope import CPU_INDEX, torch_requirement
+
+    lines = [line for line in (TEMPLATE_DIR / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    assert lines == [f"--extra-index-url {CPU_INDEX}", torch_requirement(ROOT), "numpy", "pytest"]
+    assert torch_requirement(ROOT) == "torch>=2.2,<2.14"
+
+
+def test_students_receive_the_handout_and_its_picture():
+    """The handout the feedback points to, and the picture it shows, lie beside the stubs, as in docs/."""
+    for name in ("handout.md", "saturation.svg"):
+        assert (TEMPLATE_DIR / name).read_bytes() == (ROOT / "docs" / name).read_bytes(), name
+    assert "](saturation.svg)" in (TEMPLATE_DIR / "handout.md").read_text()
+    assert (ROOT / "assignments" / "source" / "sdpa" / "saturation.svg").is_file()  # beside the notebook, for nbgrader
+
+
+def test_no_text_students_receive_names_a_file_they_do_not_have():
+    """No file of student_template/ and no markdown of the notebook sends a student to docs/ or a build script."""
+    import json
+
+    notebook = json.loads((ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb").read_text())
+    texts = {**received_texts(), **{f"notebook cell {i}": "".join(cell["source"]) for i, cell in enumerate(notebook["cells"])
+                                    if cell["cell_type"] == "markdown"}}
+    for name, text in texts.items():
+        assert "docs/" not in text and "make_saturation_plot" not in text and "autograder/" not in text, name
+
+
+@pytest.mark.slow
+def test_the_student_set_up_installs_a_cpu_torch_in_the_tested_range(tmp_path):
+    """The README's student command, in a fresh venv beside a copy of student_template/: torch inside the range the
+    grader is tested with and a CPU build (from the CPU index where it answers, else from what pip reaches here), and
+    the public tests then guide the student. Minutes: torch is some 200 MB."""
+    from packaging.requirements import Requirement
+
+    from autograder.release.gradescope import torch_requirement
+
+    folder = student_folder(tmp_path)
+    env = {key: value for key, value in os.environ.items() if key not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != BIN)
+    venv = tmp_path / ".venv"
+    assert run(["python3", "-m", "venv", str(venv)], env=env).returncode == 0
+    install = run([str(venv / "bin" / "pip"), "install", "-q", "-r", str(folder / "requirements.txt")], env=env,
+                  cwd=tmp_path, timeout=900)
+    assert install.returncode == 0, install.stderr[-3000:]
+    probe = run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__, torch.version.cuda)"], env=env)
+    version, cuda = probe.stdout.split()
+    assert Requirement(torch_requirement(ROOT)).specifier.contains(version.split("+")[0]), version
+    assert cuda == "None", f"a CUDA build of torch ({cuda}) was installed"
+    tests = run([str(venv / "bin" / "pytest")], cwd=folder, env=env)
+    assert "Next: implement attention_scores in attention.py" in tests.stdout, tests.stdout[-2000:]

@@ -2,7 +2,8 @@
 
 A flag costs the check's points like any failure; unlike a mistake, it marks evidence that
 the submission reached around the assignment (fused attention, torch internals, answers that
-do not match the work timed), and the class summary lists the flagged students by name.
+do not match the work timed, or what an attack leaves in the source: torch patched, the grader
+imported, files written), and the class summary lists the flagged students by name.
 """
 
 from __future__ import annotations
@@ -14,6 +15,15 @@ REASONS = {
     "fused_source": "the source reaches for PyTorch's fused attention",
     "dynamic_reach": "the source reaches torch internals or builds names at run time",
     "timed_answer_wrong": "a timed call returned a wrong or stale answer",
+    "patches_torch": "the source replaces torch's own functions",
+    "imports_grader": "the source imports the grader's reference or its modules",
+    "writes_files": "the source writes files it was not asked to",
+}
+# what each tampering kind (integrity.tampering) did, as the student's feedback says it
+TAMPERING = {
+    "patches_torch": "replaces torch's own functions",
+    "imports_grader": "imports the grader's reference or its modules",
+    "writes_files": "writes files",
 }
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import re
+from pathlib import Path
 
 FUSED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")
 
@@ -110,3 +112,116 @@ def _is_str(node: ast.expr) -> bool:
 def _is_compiled_constant(node: ast.expr) -> bool:
     """``compile("<constant code>", ...)``: how notebook cells are run; the constant is scanned as code."""
     return isinstance(node, ast.Call) and _call_name(node.func) == "compile" and bool(node.args) and _is_str(node.args[0])
+
+
+# Modules of the grader a submission has no business importing: the reference, the package, the worker's own
+GRADER_MODULES = frozenset({"reference", "autograder"} | {p.stem for p in (Path(__file__).parents[1] / "sandbox").glob("*.py")}
+                           - {"__init__"})
+# calls that write, move or delete files, by their last name (``os.remove``, ``shutil.copy``, ``torch.save``, a Path's ...)
+WRITING_CALLS = frozenset({
+    "write_text", "write_bytes", "touch", "save", "savez", "savez_compressed", "savetxt", "remove", "unlink", "rename",
+    "replace", "rmtree", "copy", "copy2", "copyfile", "copytree", "move", "makedirs", "mkdir", "rmdir", "truncate",
+    "symlink", "link", "mkfifo",
+})  # fmt: skip
+# the owners those names must be called on to count (``os.replace`` writes; ``text.replace`` does not)
+_WRITING_OWNERS = {"replace": ("os",), "rename": ("os",), "remove": ("os",), "copy": ("shutil",), "move": ("shutil",),
+                   "save": ("torch", "np", "numpy"), "link": ("os",), "truncate": ("os",)}
+_WRITE_MODE = re.compile(r"[wax+]")
+
+
+def tampering(source: str, depth: int = 3) -> dict[str, list[str]]:
+    """What an attack leaves in the source, by kind (keys of flags.REASONS), each with its places.
+
+    ``patches_torch``: an assignment, ``setattr`` or ``delattr`` that replaces something callable of torch
+    (``torch.allclose = ...``, ``F.softmax = ...``, ``torch.Tensor.__eq__ = ...``); a setting such as
+    ``torch.backends.cudnn.deterministic = True`` is no patch. ``imports_grader``: an import of the
+    reference, this package or the worker's modules. ``writes_files``: ``open`` with a write mode, and
+    the calls that write, move or delete files. Code in strings (a notebook's cells) is searched too.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    aliases = _torch_aliases(tree)
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        where = f"line {getattr(node, 'lineno', '?')}"
+        targets = []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        elif isinstance(node, ast.Call) and _call_name(node.func) in ("setattr", "delattr") and len(node.args) >= 2:
+            if _is_str(node.args[1]):
+                targets = [ast.Attribute(value=node.args[0], attr=node.args[1].value)]
+        for target in targets:
+            path = _torch_path(target, aliases)
+            if path and _is_callable_in_torch(path):
+                found.setdefault("patches_torch", []).append(f"{where}: {path}")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue  # a relative import: the submission's own package, not ours
+            found.setdefault("imports_grader", []).extend(
+                f"{where}: import of {m}" for m in modules if m.split(".")[0] in GRADER_MODULES)
+        elif isinstance(node, ast.Call) and _writes(node):
+            found.setdefault("writes_files", []).append(f"{where}: {ast.unparse(node.func)}()")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
+            for key, places in tampering(node.value, depth - 1).items():
+                found.setdefault(key, []).extend(f"{where}, in code given as a string: {place}" for place in places)
+    return {key: found[key] for key in ("patches_torch", "imports_grader", "writes_files") if found.get(key)}
+
+
+def _torch_aliases(tree: ast.AST) -> dict[str, str]:
+    """Local name -> the torch module or object it stands for (``F`` -> ``torch.nn.functional``)."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "torch":
+                    aliases[alias.asname or "torch"] = alias.name if alias.asname else "torch"
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch" and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def _torch_path(target: ast.expr, aliases: dict[str, str]) -> str:
+    """``torch.nn.functional.softmax`` for an attribute target rooted at a name bound to torch, else ''."""
+    names = []
+    while isinstance(target, ast.Attribute):
+        names.append(target.attr)
+        target = target.value
+    if not names or not isinstance(target, ast.Name) or target.id not in aliases:
+        return ""
+    return ".".join([aliases[target.id], *reversed(names)])
+
+
+def _is_callable_in_torch(path: str) -> bool:
+    """Whether ``path`` names something callable in the torch this grader runs (what a patch would replace)."""
+    import importlib
+
+    import torch
+
+    thing: object = torch
+    for name in path.split(".")[1:]:
+        try:
+            thing = getattr(thing, name)
+        except Exception:  # noqa: BLE001 - a name torch does not have: adding one replaces nothing
+            try:
+                thing = importlib.import_module(f"{getattr(thing, '__name__', '')}.{name}")
+            except Exception:  # noqa: BLE001
+                return False
+    return callable(thing)
+
+
+def _writes(call: ast.Call) -> bool:
+    """``open(path, "w")`` and its kin (a constant write mode), or a call that writes, moves or deletes files."""
+    name = _call_name(call.func)
+    if name == "open":
+        mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        if isinstance(call.func, ast.Attribute) and call.args and _is_str(call.args[0]) and mode is None:
+            mode = call.args[0]  # Path(...).open("w")
+        return mode is not None and _is_str(mode) and bool(_WRITE_MODE.search(mode.value))
+    if name not in WRITING_CALLS or not isinstance(call.func, ast.Attribute):
+        return False
+    owners = _WRITING_OWNERS.get(name)
+    return owners is None or _call_name(call.func.value) in owners

@@ -135,5 +135,11 @@ def _students_weights(student: Student, function: str, example: Example):
 
 
 def _rounded(weights: Tensor) -> list[list[float | None]]:
-    """Plain numbers for JSON, 3 decimals; None where the student's weight is NaN or infinite."""
-    return [[round(x, 3) if math.isfinite(x) else None for x in row] for row in weights.tolist()]
+    """Plain numbers for JSON, 3 decimals (3 significant digits below 0.0005, so that no weight but 0 is
+    stored as 0); None where the student's weight is NaN or infinite."""
+    return [[_round(x) if math.isfinite(x) else None for x in row] for row in weights.tolist()]
+
+
+def _round(x: float) -> float:
+    shown = round(x, 3)
+    return shown if shown != 0 or x == 0 else float(f"{x:.3g}")

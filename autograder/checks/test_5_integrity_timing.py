@@ -4,13 +4,19 @@ import pytest
 import torch
 
 from autograder.checks.expect import dtype_name, fail
-from autograder.checks.flags import flag
-from autograder.checks.integrity import dynamic_reach, fused_uses
+from autograder.checks.flags import TAMPERING, flag
+from autograder.checks.integrity import dynamic_reach, fused_uses, tampering
 from autograder.checks.student import StudentFault
 from autograder.checks.timing import CPU_REPEAT, CPU_SHAPES, GPU_REPEAT, GPU_SHAPES, WALL_SLACK, measure, within
 
 
-def _integrity(student, source, function):
+def _integrity(request, source, function):
+    tamper = tampering(source)
+    try:
+        student = request.getfixturevalue("loaded")
+    except StudentFault:
+        _tampering(tamper)  # what an attack leaves in the source is flagged even when the submission does not load
+        raise
     static = fused_uses(source)
     ran = sorted(student.ops.get(function, ()))
     reach = dynamic_reach(source)
@@ -23,18 +29,28 @@ def _integrity(student, source, function):
     if reach:
         flag(f"attention.py reaches into torch's internals or the grader's worker, or builds names at run time"
              f" ({'; '.join(reach[:3])}); the assignment needs none of that", "dynamic_reach")
+    _tampering(tamper)
+
+
+def _tampering(found: dict[str, list[str]]) -> None:
+    """Flag the submission for what an attack leaves in its source, every kind found named, the first as the field."""
+    if found:
+        said = "; ".join(f"{TAMPERING[key]} ({', '.join(places[:3])})" for key, places in found.items())
+        flag(f"attention.py {said}; grading needs none of that", next(iter(found)))
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="integrity")
-def test_integrity_sdpa(loaded, source):
-    """No F.scaled_dot_product_attention or other fused attention, in the source or in the ops that ran."""
-    _integrity(loaded, source, "scaled_dot_product_attention")
+def test_integrity_sdpa(request, source):
+    """No F.scaled_dot_product_attention or other fused attention, in the source or in the ops that ran; no patched
+    torch, imported grader or written files in the source."""
+    _integrity(request, source, "scaled_dot_product_attention")
 
 
 @pytest.mark.check(function="MultiHeadAttention", category="integrity")
-def test_integrity_mha(loaded, source):
-    """No nn.MultiheadAttention or F.multi_head_attention_forward, in the source or in the ops that ran."""
-    _integrity(loaded, source, "MultiHeadAttention")
+def test_integrity_mha(request, source):
+    """No nn.MultiheadAttention or F.multi_head_attention_forward, in the source or in the ops that ran; no patched
+    torch, imported grader or written files in the source."""
+    _integrity(request, source, "MultiHeadAttention")
 
 
 def _decide(loaded, reference, draw, settings, shapes, repeat, device="cpu", where=""):

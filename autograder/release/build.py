@@ -11,6 +11,9 @@ from autograder.release.template import stub_source
 
 REFERENCE = Path("reference/attention.py")
 TEMPLATE = Path("student_template/attention.py")
+REQUIREMENTS = TEMPLATE.with_name("requirements.txt")
+# the handout and its picture, beside the stubs: the feedback sends students to the handout's sections
+HANDOUT_COPIES = (Path("docs/handout.md"), Path("docs/saturation.svg"))
 
 HEADER = "# Your implementation. Replace every `raise NotImplementedError`, then run `pytest` in this folder.\n"
 
@@ -32,14 +35,34 @@ def build_template(root: Path) -> str:
     return HEADER + stub_source((root / REFERENCE).read_text())
 
 
+def build_requirements(root: Path) -> str:
+    """The student's requirements.txt: torch in the range the grader is tested with (pyproject.toml's), from
+    PyTorch's CPU index, so that ``pip install -r requirements.txt`` takes a CPU build of some 200 MB, not a CUDA one."""
+    from autograder.release.gradescope import CPU_INDEX, torch_requirement
+
+    return (
+        "# What the public tests need. Install with:  pip install -r requirements.txt\n"
+        "# torch comes as a CPU build (all this assignment needs), in the range the grader is tested with.\n"
+        f"--extra-index-url {CPU_INDEX}\n"
+        f"{torch_requirement(root)}\n"
+        "numpy\n"
+        "pytest\n"
+    )
+
+
 def targets() -> dict[Path, Callable[[Path], str | bytes]]:
     """Every generated file, relative to the project folder, with the function that writes it."""
     from autograder.release import notebook
 
+    def copy(source: Path) -> Callable[[Path], bytes]:
+        return lambda root: (root / source).read_bytes()
+
     return {
         TEMPLATE: build_template,
+        REQUIREMENTS: build_requirements,
+        **{TEMPLATE.with_name(source.name): copy(source) for source in HANDOUT_COPIES},
         notebook.NOTEBOOK: notebook.build_notebook,
-        notebook.PLOT: lambda root: (root / "docs" / notebook.PLOT.name).read_bytes(),  # the handout's figure
+        notebook.PLOT: copy(Path("docs") / notebook.PLOT.name),  # the handout's figure
     }
 
 
@@ -70,8 +93,8 @@ def write_all(root: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sdpa-build",
-        description="Regenerate what students receive (student_template/attention.py, the nbgrader source notebook)"
-        " from the single source in reference/ and docs/handout.md.",
+        description="Regenerate what students receive (student_template/: the stubs, requirements.txt, the handout;"
+        " the nbgrader source notebook) from the single source in reference/ and docs/handout.md.",
     )
     parser.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
     parser.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")

@@ -97,7 +97,7 @@ if [ -f "$ROOT/source/config.toml" ]; then CONFIG=(--config "$ROOT/source/config
 "$ROOT/venv/bin/sdpa-grade" "$ROOT/submission" --json "$ROOT/results/results.json" "${CONFIG[@]}"
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
-    echo '{"score": 0, "output": "The autograder failed before it could grade; your instructor has been told.", "tests": []}' \\
+    echo '{"score": 0, "output": "The autograder failed before it could grade your submission (your code is not to blame): ask your instructor to regrade it.", "tests": []}' \\
         > "$ROOT/results/results.json"
 fi
 exit $status

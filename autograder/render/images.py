@@ -68,14 +68,14 @@ def attention_png(picture: dict) -> bytes:
                 masked = picture["mask"] is not None and not picture["mask"][i][j]
                 if masked:
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor=GREY, linewidth=0))
-                if masked and (w is None or abs(w) > 0.0005):  # a masked key that got weight: outlined in red
+                if masked and (w is None or w != 0):  # a masked key that got weight, however little: outlined in red
                     ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=RED, linewidth=1.5))
                 if w is None:
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, color=RED))
                     label, color = "NaN", "white"
                 else:
                     label = _label(w)
-                    color = "white" if w > 0.6 else (RED if masked and abs(w) > 0.0005 else "black")
+                    color = "white" if w > 0.6 else (RED if masked and w != 0 else "black")
                 ax.text(j, i, label, ha="center", va="center", fontsize=6.5, color=color)
     return png(figure)
 

@@ -6,8 +6,8 @@ the same in a terminal, Gradescope's text output and nbgrader's feedback.
 
 from __future__ import annotations
 
-# (lower bound, block): a weight at or above the bound is drawn with the block
-SHADES = ((0.75, "█"), (0.5, "▓"), (0.25, "▒"), (0.0005, "░"))
+# (lower bound, block): a weight at or above the bound is drawn with the block; any other weight above 0, "░"
+SHADES = ((0.75, "█"), (0.5, "▓"), (0.25, "▒"))
 MASKED = "·"
 NOT_A_NUMBER = "?"
 EXAMPLES = {
@@ -22,12 +22,17 @@ LEGEND = (
 
 
 def shade(weight: float | None) -> str:
-    """One character for one weight: a block from blank (0) to full (1), '?' for NaN or inf, '-' below 0."""
+    """One character for one weight: blank only for exactly 0, a block up to full (1), '?' for NaN or inf, '-' below 0.
+
+    The smallest weight above 0 gets a block: a masked key that leaks 1e-4 must not look masked.
+    """
     if weight is None:
         return NOT_A_NUMBER
-    if weight < -0.0005:
+    if weight == 0:
+        return " "
+    if weight < 0:
         return "-"
-    return next((block for bound, block in SHADES if weight >= bound), " ")
+    return next((block for bound, block in SHADES if weight >= bound), "░")
 
 
 def cell(weight: float | None, allowed: bool) -> str:

@@ -2,7 +2,7 @@
 # claiming 1000 points, makes every tensor comparison in her process say "equal", and hands back
 # no scaling at all. None of it reaches the grade: her code runs in a sandboxed worker that cannot
 # import the grader, whatever it writes stays in its scratch folder, and the grader compares in
-# its own process.
+# its own process. What she tried is listed for the instructor's review, with the lines.
 import json
 
 try:

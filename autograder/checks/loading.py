@@ -1,0 +1,64 @@
+"""Why a submission did not load, in the student's words: what is not allowed while grading, and their line.
+
+The worker reports an exception's type and message (untrusted strings); the sentence the student
+reads is made here, in the grading process, from the type, the student's own line (read from the
+source the grader holds) and nothing of the grader's: no path of its interpreter, folders or files.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from autograder.checks.integrity import GRADER_MODULES
+
+# where the worker says the exception was raised: "(attention.py, line 12)"
+_LINE = re.compile(r"\(attention\.py, line (\d+)\)\s*$")
+_MODULE = re.compile(r"No module named '([\w.]+)'")
+# the kernel's refusals: EPERM, EACCES, EROFS
+_REFUSED = re.compile(r"\[Errno (1|13|30)\]")
+_RUNS = re.compile(r"subprocess|Popen|os\.(system|popen|exec|spawn|posix_spawn|fork)|check_output|check_call|getoutput|"
+                   r"getstatusoutput|\brun\(")
+_FILES = re.compile(r"\bopen\(|write|save|mkdir|makedirs|remove|unlink|rename|copy|touch|rmtree|Path\(|chdir|listdir|glob")
+RUN_ONLY_DEFINITIONS = ("grading imports your file to call its functions: move that line into a function, or under"
+                        " `if __name__ == \"__main__\":`, so that it does not run on import")
+# what a submission may import while it is graded
+AVAILABLE = "only Python's standard library and torch (with numpy) are installed where submissions are graded"
+# the grader's own places, scrubbed from any message shown to a student
+_GRADER_PLACES = sorted({sys.prefix, sys.base_prefix, str(Path(__file__).resolve().parents[2])}, key=len, reverse=True)
+
+
+def explain(error: str, message: str, source: str, shown: str = "attention.py") -> str:
+    """One sentence: ``shown`` could not be loaded, and why, with the student's line where there is one."""
+    number = _LINE.search(message)
+    lines = source.splitlines()
+    text = lines[int(number.group(1)) - 1].strip() if number and 0 < int(number.group(1)) <= len(lines) else ""
+    where = f"line {number.group(1)} (`{text[:80]}`)" if text else "a line run at import"
+    module = _MODULE.search(message)
+    if error in ("ModuleNotFoundError", "ImportError") and module:
+        name = module.group(1)
+        if name.split(".")[0] in GRADER_MODULES:
+            return (f"{shown} could not be loaded: {where} imports {name}, the grader's own code, which a submission"
+                    " may not import while grading")
+        return (f"{shown} could not be loaded: {where} imports {name}; {AVAILABLE}, and only attention.py is graded:"
+                " remove that import")
+    if _REFUSED.search(message) or error == "PermissionError":
+        if _RUNS.search(text):
+            what = "runs a program, which is not allowed while grading"
+        elif _FILES.search(text):
+            what = "uses a file outside its own folder, which is not allowed while grading"
+        else:
+            what = ("does something not allowed while grading (running a program, or using a file outside"
+                    " its own folder)")
+        return f"{shown} could not be loaded: {where} {what}; {RUN_ONLY_DEFINITIONS}"
+    detail = f"{error}: {message}" if message else error
+    return f"{shown} could not be loaded: {scrub(detail)}"
+
+
+def scrub(text: str) -> str:
+    """``text`` with the grader's own folders (its interpreter, its package) replaced by '...'."""
+    for place in _GRADER_PLACES:
+        if len(place) > 1:
+            text = text.replace(place, "...")
+    return text
