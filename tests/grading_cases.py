@@ -56,6 +56,19 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"output_values": "header of", "scale_values": "header of", "causal_square": "malformed tensor",
          "padding_lengths": "not a list of names", "integrity_sdpa": "the grader's worker"},
     ),
+    # what crosses from the worker, bounded and validated (issue 22): each costs the attacking file its own points
+    "shrink_shared_memory": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": ".modules"}),
+    "trickle_reply": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "no complete answer within"}),
+    "forged_empty_gradients": (
+        {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_gradients"} | GATED_SDPA | GATED_MHA,
+        {"sdpa_gradients": "0 gradients for 3 inputs", "softmax_fully_masked": "0 gradients for 1 inputs"},
+    ),
+    "forged_markers": (
+        {"scores_shape", "scores_values", "scale_values", "causal_square", "causal_rectangular", "variance_close",
+         "variance_uses_generator"} | EVERYTHING_ABOVE_SDPA,
+        {"scores_values": "malformed float marker", "causal_square": "malformed tuple marker",
+         "variance_close": "too large for int64", "scale_values": "cannot scale"},
+    ),
     # the classic mistakes, each named
     "mistake_no_scale": (
         {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
