@@ -215,8 +215,10 @@ class Sandbox:
         zygote: Zygote | None = None,
         cuda: bool = False,
         require_sandbox: bool = False,
+        block_fused: bool = True,
     ) -> None:
         self.submission = submission
+        self.block_fused = block_fused  # fused attention unreachable in the worker (worker._block_fused)
         self.require_sandbox = require_sandbox
         self.confinement: dict[str, str] = {}
         self.after_hang_timeout = after_hang_timeout
@@ -231,7 +233,8 @@ class Sandbox:
         self._client: socket.socket | None = None
 
     @classmethod
-    def starting(cls, submission: Path, limits: dict, zygote: Zygote | None = None, device: str = "cpu") -> Sandbox:
+    def starting(cls, submission: Path, limits: dict, zygote: Zygote | None = None, device: str = "cpu",
+                 block_fused: bool = True) -> Sandbox:
         """A sandbox whose worker is starting, limits as in the settings' [limits]; load() when needed."""
         return cls(
             submission,
@@ -242,6 +245,7 @@ class Sandbox:
             after_hang_timeout=limits["after_hang_timeout"],
             zygote=zygote,
             require_sandbox=bool(limits.get("require_sandbox", False)),
+            block_fused=block_fused,
         ).__enter__()
 
     def __enter__(self) -> Sandbox:
@@ -409,7 +413,8 @@ class Sandbox:
         self._zygote.wait_ready()
         ours, theirs = socket.socketpair()
         paths = {**self._zygote.paths(bool(self.limits["cuda"])), "cgroups": self.cgroups.procs}
-        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, **paths}).encode()
+        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, "block_fused": self.block_fused,
+                           **paths}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
         self._client.settimeout(120)
