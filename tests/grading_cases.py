@@ -72,6 +72,7 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"scores_values": "malformed float marker", "causal_square": "malformed tuple marker",
          "variance_close": "too large for int64", "scale_values": "cannot scale"},
     ),
+    "scan_bomb": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": "nested too deeply to scan"}),
     # the classic mistakes, each named
     "mistake_no_scale": (
         {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,

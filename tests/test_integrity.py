@@ -40,7 +40,7 @@ def test_honest_sources_are_not_flagged():
     """The reference and every honest or unrelated submission under tests/submissions pass the scan."""
     flagged = {"cheat_fused_getattr", "cheat_patch_handler", "cheat_mutation_after_copies", "cheat_fused_record_off",
                "wire_bomb_reply", "steal_reference",  # steal_reference exec()s a file it found at run time
-               "shrink_shared_memory", "trickle_reply", "forged_empty_gradients", "forged_markers"}
+               "shrink_shared_memory", "trickle_reply", "forged_empty_gradients", "forged_markers", "scan_bomb"}
     for path in [REFERENCE, *sorted(SUBMISSIONS.glob("*/*.py"))]:
         if path.stem not in flagged:
             assert dynamic_reach(path.read_text()) == [], path.name
@@ -53,3 +53,11 @@ def test_one_line_notebook_cell_is_scanned(tmp_path):
     source = notebook_source(json.dumps(notebook))
     assert fused_uses(source)
     assert dynamic_reach(source) == []  # the grader's own wrapper (exec of a constant cell) is not a flag
+
+
+@pytest.mark.parametrize("inner", ["x = " + "-" * 5000 + "1", "x = a" + ".b" * 100000, "x = " + "lambda: " * 50000 + "1"])
+def test_code_too_deep_to_scan_is_a_finding_not_a_crash(inner):
+    """Python too deeply nested for the parser, inside a string constant, is flagged; the scan never raises."""
+    source = f"NOTE = {inner!r}\n"
+    assert dynamic_reach(source) == ["code nested too deeply to scan"]
+    assert fused_uses(source) == []

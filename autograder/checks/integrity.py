@@ -3,6 +3,26 @@
 from __future__ import annotations
 
 import ast
+import time
+
+SCAN_SECONDS = 10.0  # the whole scan of one source, nested strings included: beyond it, the source is flagged
+
+
+class _Unscannable(Exception):
+    """The source (or Python inside one of its strings) nests too deeply to parse, or the scan ran out of time."""
+
+
+def _tree(source: str, deadline: float) -> ast.AST | None:
+    """The syntax tree of ``source``; None where it is not Python."""
+    if time.monotonic() > deadline:
+        raise _Unscannable(f"the scan ran out of time ({SCAN_SECONDS:g} s)")
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    except (RecursionError, MemoryError):  # the parser's own limits: the grader must not fail on them
+        raise _Unscannable("code nested too deeply to scan") from None
+
 
 FUSED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")
 
@@ -11,11 +31,17 @@ def fused_uses(source: str, depth: int = 3) -> list[str]:
     """Places where the source reaches for PyTorch's fused attention (``F.scaled_dot_product_attention``, ...).
 
     String literals that are themselves Python (a notebook's cells, code given to exec) are
-    searched too, ``depth`` levels deep.
+    searched too, ``depth`` levels deep. A source too deep to scan is ``dynamic_reach``'s finding.
     """
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return _fused_uses(source, depth, time.monotonic() + SCAN_SECONDS)
+    except _Unscannable:
+        return []
+
+
+def _fused_uses(source: str, depth: int, deadline: float) -> list[str]:
+    tree = _tree(source, deadline)
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -26,7 +52,7 @@ def fused_uses(source: str, depth: int = 3) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
             found += [f"line {node.lineno}: import of {alias.name}" for alias in node.names if _is_fused(alias.name)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
-            found += fused_uses(node.value, depth - 1)  # any string that is Python: one-line notebook cells too
+            found += _fused_uses(node.value, depth - 1, deadline)  # any string that is Python: one-line notebook cells too
     return found
 
 
@@ -54,10 +80,17 @@ def dynamic_reach(source: str, depth: int = 3) -> list[str]:
     ``_disable_current_modes``, ``torch.ops.aten``, ``sys.modules``, ``__main__`` or importlib;
     and a string constant that names fused attention. Strings that are themselves Python (a
     notebook's cells, one-liners included, or code given to exec) are searched ``depth`` deep.
+    Python nested too deeply to parse, or a scan past SCAN_SECONDS, is itself a finding.
     """
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return _dynamic_reach(source, depth, time.monotonic() + SCAN_SECONDS)
+    except _Unscannable as why:
+        return [str(why)]
+
+
+def _dynamic_reach(source: str, depth: int, deadline: float) -> list[str]:
+    tree = _tree(source, deadline)
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -90,7 +123,8 @@ def dynamic_reach(source: str, depth: int = 3) -> list[str]:
             if _is_fused(node.value.strip()) or node.value.strip() in ("DisableTorchFunction", "_disable_current_modes"):
                 found.append(f"{where}: the string {node.value.strip()!r}")
             elif depth > 0 and node.value.strip():
-                found += [f"{where}, in code given as a string: {inner}" for inner in dynamic_reach(node.value, depth - 1)]
+                inner = _dynamic_reach(node.value, depth - 1, deadline)
+                found += [f"{where}, in code given as a string: {finding}" for finding in inner]
     return found
 
 
