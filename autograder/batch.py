@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder.config import Settings
+from autograder.render.inert import inert
 from autograder.report import grader_failure
 from autograder.sandbox.processes import become_subreaper, kill_orphans
 from autograder.sandbox.runner import Zygote
@@ -136,7 +137,7 @@ def run_batch(args, settings: Settings) -> int:
         from autograder.report import table
 
         print(f"{args.show}'s feedback:\n{table(results[args.show])}\n")
-    print(summary(results))
+    print(inert(summary(results)))
     if args.report:
         from autograder.render.dashboard import write_report
 
@@ -154,7 +155,7 @@ def _summarise_only(roster: dict, targets: dict, args) -> int:
     results = {name: _read(targets[name]) for name in roster if name not in missing}
     if args.csv:
         _write_csv(args.csv, results)
-    print(summary(results))
+    print(inert(summary(results)))
     if missing:
         shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
         print(f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: {shown}", file=sys.stderr)
@@ -228,8 +229,9 @@ def _write_csv(path: Path, results: dict[str, dict]) -> None:
 
 
 def _cell(text: str) -> str:
-    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote)."""
-    return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote), with no control characters."""
+    quoted = f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return inert(quoted, keep_newlines=False)
 
 
 def _describe(mistake: str) -> str:

@@ -73,6 +73,10 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
          "variance_close": "too large for int64", "scale_values": "cannot scale"},
     ),
     "scan_bomb": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": "nested too deeply to scan"}),
+    # a (N, 1, 1) mask for the feedback picture: sized before any work (the grader's peak was 4.2 GB, now 0.3)
+    "picture_bomb": ({"padding_lengths"}, {"padding_lengths": "entries differ"}),
+    # escape sequences in an exception message: shown as text in the terminal, the CSV and the HTML page
+    "terminal_escapes": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "ValueError: \x1b[2J"}),
     # the classic mistakes, each named
     "mistake_no_scale": (
         {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
