@@ -382,7 +382,7 @@ class Sandbox:
         except _NoAnswer:
             self._kill_child()
             return Reply(False, error="Timeout", message=f"no answer within {timeout:g} s (infinite loop?)")
-        except socket.timeout:
+        except TimeoutError:  # socket.timeout: the whole answer missed its deadline
             self._kill_child()
             return Reply(False, error="Timeout", message=f"no complete answer within {timeout:g} s (a reply too slow)")
         except (EOFError, ConnectionError, ProcessLookupError):

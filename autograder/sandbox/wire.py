@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import socket
 import struct
 import time
 
@@ -153,7 +152,7 @@ def _wait_until(sock, deadline: float | None) -> None:
     if deadline is not None:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise socket.timeout("the deadline passed")
+            raise TimeoutError("the deadline passed")
         sock.settimeout(left)
 
 
@@ -169,7 +168,7 @@ def receive(sock, limit: int = MAX_MESSAGE, deadline: float | None = None):
     """Read one message from a connected socket; EOFError when the peer has gone.
 
     With ``deadline`` (time.monotonic()), the whole message must have arrived by then, not each
-    read: a reply trickled a byte at a time raises socket.timeout like a silent one."""
+    read: a reply trickled a byte at a time raises TimeoutError like a silent one."""
     total = 0
 
     def exactly(size: int) -> bytes:

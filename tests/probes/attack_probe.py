@@ -264,6 +264,11 @@ def attack_clone_parent(marker):
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
+def _append(path):
+    with open(path, "ab") as handle:
+        handle.write(b"x")
+
+
 def attack_metadata(path):
     """Change a host file's mode (setuid), owner, times, extended attributes, content, name or existence."""
     changed = []
@@ -273,7 +278,7 @@ def attack_metadata(path):
         "utime": lambda: os.utime(path, (0, 0)),
         "setxattr": lambda: os.setxattr(path, "user.sdpa", b"1"),
         "removexattr": lambda: os.removexattr(path, "user.canary"),
-        "write": lambda: open(path, "ab").write(b"x"),
+        "write": lambda: _append(path),
         "link": lambda: os.link(path, path + ".linked"),
         "rename": lambda: os.rename(path, path + ".moved"),
         "unlink": lambda: os.unlink(path),
