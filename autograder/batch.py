@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder.config import Settings
+from autograder.render.inert import inert
 from autograder.report import grader_failure
 from autograder.roster import result_names, shown
 from autograder.sandbox.processes import become_subreaper, kill_orphans
@@ -133,7 +134,7 @@ def run_batch(args, settings: Settings) -> int:
         from autograder.report import table
 
         print(f"{args.show}'s feedback:\n{table(results[args.show])}\n")
-    print(summary(results))
+    print(inert(summary(results)))
     if args.report:
         from autograder.render.dashboard import write_report
 
@@ -166,7 +167,7 @@ def _summarise_only(roster: dict, targets: dict, args) -> int:
         return 1
     if args.csv:
         _write_csv(args.csv, {name: results.get(name) for name in roster})
-    print(summary(results))
+    print(inert(summary(results)))
     return 1 if missing else 0
 
 
@@ -242,8 +243,9 @@ def _write_csv(path: Path, results: dict[str, dict | None]) -> None:
 
 
 def _cell(text: str) -> str:
-    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote)."""
-    return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote), with no control characters."""
+    quoted = f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return inert(quoted, keep_newlines=False)
 
 
 def _describe(mistake: str) -> str:

@@ -101,13 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
         result = grader_failure(traceback.format_exc())
         error = result["grader_error"]
+    if args.json:  # first: whatever printing meets, the results file is there
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
     print(table(result))
     sandbox = result.get("extra_data", {}).get("sandbox")
     if sandbox:
         print(f"sdpa-grade: {sandbox}", file=sys.stderr)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
     if args.html:
         from autograder.render.html import write_student_page
 

@@ -121,8 +121,9 @@ class Unreadable:
 
 
 def reference_sandbox(settings: Settings, zygote: Zygote | None, device: str) -> Sandbox:
-    """The reference's source, loaded in a sandbox like the student's: timed the same way (never seen by the student's)."""
-    sandbox = Sandbox.starting(REFERENCE, settings["limits"], zygote, device)
+    """The reference's source, loaded in a sandbox like the student's: timed the same way (never seen by the student's).
+    Only the student's sandbox has fused attention blocked: the reference's is trusted code."""
+    sandbox = Sandbox.starting(REFERENCE, settings["limits"], zygote, device, block_fused=False)
     sandbox.load()
     return sandbox
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from autograder.render.inert import inert
 from autograder.render.text import with_picture
 
 # What happens after the grader's own failure, as it really is on every path: nothing reaches the
@@ -87,16 +88,17 @@ def grader_failure(detail: str) -> dict:
 
 
 def table(result: dict, width: int = 100) -> str:
-    """One line per check (points and feedback), then the total."""
+    """One line per check (points and feedback), then the total. Text from the result is made inert (render/inert.py):
+    a student's escape sequences are shown, never run by the terminal; its lines stay indented under their check."""
     lines = [f"{'check':<56} {'points':>9}  feedback", "-" * width]
     for test in result["tests"]:
         points = f"{test['score']:g}/{test['max_score']:g}"
-        feedback = "ok" if test["output"] == "passed" else test["output"]
+        feedback = "ok" if test["output"] == "passed" else inert(test["output"])
         first, *more = feedback.split("\n")
-        lines.append(f"{test['name']:<56} {points:>9}  {first}")
+        lines.append(f"{inert(test['name'], keep_newlines=False):<56} {points:>9}  {first}")
         lines += [f"    {line}" for line in more]  # a picture's block grid, under the feedback
     lines.append("-" * width)
     lines.append(f"{'total':<56} {result['score']:g}/{result['max_score']:g}")
     if result.get("ungradable"):
-        lines.append(f"not graded: {result['ungradable']}")
+        lines.append(f"not graded: {inert(result['ungradable'])}")
     return "\n".join(lines)

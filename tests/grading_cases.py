@@ -9,6 +9,9 @@ MHA = {"mha_matches_torch", "mha_masks"}
 GATED_SDPA = {"integrity_sdpa", "timing_cpu"}
 GATED_MHA = {"integrity_mha"}
 EVERYTHING_ABOVE_SDPA = SDPA_ALL | MHA | GATED_SDPA | GATED_MHA
+# a submission that calls fused attention where the checks give no mask: those checks fail, and what is gated on them
+FUSED_BLOCKED = {"sdpa_lesson_shape", "sdpa_matches_torch", "mha_matches_torch"} | GATED_SDPA | GATED_MHA
+NOT_AVAILABLE = "not available in this assignment"
 
 # name -> (checks that earn nothing, {check: a phrase its feedback must contain})
 CASES: dict[str, tuple[set[str], dict[str, str]]] = {
@@ -74,6 +77,24 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"output_values": "header of", "scale_values": "header of", "causal_square": "malformed tensor",
          "padding_lengths": "not a list of names", "integrity_sdpa": "the grader's worker"},
     ),
+    # what crosses from the worker, bounded and validated (issue 22): each costs the attacking file its own points
+    "shrink_shared_memory": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": ".modules"}),
+    "trickle_reply": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "no complete answer within"}),
+    "forged_empty_gradients": (
+        {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_gradients"} | GATED_SDPA | GATED_MHA,
+        {"sdpa_gradients": "0 gradients for 3 inputs", "softmax_fully_masked": "0 gradients for 1 inputs"},
+    ),
+    "forged_markers": (
+        {"scores_shape", "scores_values", "scale_values", "causal_square", "causal_rectangular", "variance_close",
+         "variance_uses_generator"} | EVERYTHING_ABOVE_SDPA,
+        {"scores_values": "malformed float marker", "causal_square": "malformed tuple marker",
+         "variance_close": "too large for int64", "scale_values": "cannot scale"},
+    ),
+    "scan_bomb": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": "nested too deeply to scan"}),
+    # a (N, 1, 1) mask for the feedback picture: sized before any work (the grader's peak was 4.2 GB, now 0.3)
+    "picture_bomb": ({"padding_lengths"}, {"padding_lengths": "entries differ"}),
+    # escape sequences in an exception message: shown as text in the terminal, the CSV and the HTML page
+    "terminal_escapes": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "ValueError: \x1b[2J"}),
     # the classic mistakes, each named
     "mistake_no_scale": (
         {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
@@ -133,8 +154,12 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "mistake_loop_over_batches": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     "mistake_loop_over_heads": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     "mistake_loop_output_product": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
-    "cheat_fused": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "fused attention"}),
-    "cheat_fused_getattr": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "ran PyTorch's fused attention"}),
+    # fused attention is unreachable in the worker (it raises), and the record and the scan flag the attempt
+    "cheat_fused": (FUSED_BLOCKED, {"integrity_sdpa": "fused attention", "sdpa_matches_torch": NOT_AVAILABLE}),
+    "cheat_fused_getattr": (FUSED_BLOCKED, {"integrity_sdpa": "builds names at run time",
+                                            "sdpa_matches_torch": NOT_AVAILABLE}),
+    # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it (55/55 before)
+    "cheat_fused_raw_thread": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
     # memoising by identity: every timed call has fresh inputs, and stale answers are caught
     "cheat_memoised_loop": ({"timing_cpu"}, {"timing_cpu": "in a timed call"}),
     # the worker's own request handler replaced so that timed requests return at once: the answers are checked
@@ -153,9 +178,10 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
         {"softmax_no_mutation": "in place", "integrity_sdpa": "the grader's worker"},
     ),
     # fused attention in a thread of its own: the op record covers every thread the submission starts
-    "cheat_fused_in_thread": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "ran PyTorch's fused attention"}),
+    "cheat_fused_in_thread": (FUSED_BLOCKED, {"integrity_sdpa": "ran PyTorch's fused attention"}),
     # the op record switched off (torch._C), the fused function reached by a built name: the static scan flags it
-    "cheat_fused_record_off": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "reaches into torch's internals"}),
+    "cheat_fused_record_off": (FUSED_BLOCKED, {"integrity_sdpa": "reaches into torch's internals",
+                                               "sdpa_matches_torch": NOT_AVAILABLE}),
     "cheat_hardcoded_variance": ({"variance_uses_generator"}, {"variance_uses_generator": "same value for every generator"}),
     # correct solutions written differently: full marks
     "correct_einsum": (set(), {}),

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.sandbox.processes import readable_by_others
+from autograder.sandbox.cleanup import remove_tree
+from autograder.sandbox.processes import NOBODY, readable_by_others
 from autograder.sandbox.report import SandboxMissing, describe, held
 from autograder.sandbox.runner import Sandbox, Zygote
 from tests.helpers import REFERENCE, ROOT
@@ -244,3 +245,50 @@ def test_a_timed_call_is_charged_the_cpu_time_of_helper_processes(tmp_path, zygo
     assert reply.ok, reply.describe()
     assert reply.cpu_seconds >= 0.25, f"{reply.cpu_seconds} s of CPU charged for 0.3 s of work in a helper"
     assert reply.outputs[0][0].tolist() == [[3.0] * 4] * 2
+
+
+@pytest.fixture(scope="module", params=MODES)
+def worker_as(request):
+    """A zygote whose workers run as root itself (no privilege drop: the grader's Python is closed to others),
+    or as the unprivileged user; with the uid its workers have."""
+    if os.geteuid() != 0:
+        pytest.skip("the tests do not run as root")
+    site = Path(sysconfig.get_paths()["purelib"])
+    if request.param == "unprivileged" and not readable_by_others(site):
+        pytest.skip(f"an unprivileged user cannot reach {site}: a folder above it is closed to others")
+    import autograder.sandbox.runner as runner
+
+    real = runner.privilege_drop
+    runner.privilege_drop = lambda: (False, "the worker stays root (test)")
+    try:
+        started = Zygote(unprivileged_after_import=request.param == "unprivileged")
+    finally:
+        runner.privilege_drop = real
+    started.wait_ready()
+    yield started, (0 if request.param == "root" else NOBODY)
+    started.close()
+
+
+def _state(path: Path) -> tuple:
+    info = path.lstat()
+    xattrs = {name: os.getxattr(path, name) for name in os.listxattr(path)}
+    return info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, info.st_ctime_ns, path.read_bytes(), xattrs
+
+
+def test_host_files_metadata_cannot_change(tmp_path, worker_as):
+    """A host file the worker's user owns keeps its mode, owner, times, xattrs, content, name and existence."""
+    zygote, uid = worker_as
+    folder = ROOT / f".canary-{uuid.uuid4().hex}"
+    folder.mkdir()
+    canary = folder / "canary"
+    try:
+        canary.write_bytes(b"canary\n")
+        os.setxattr(canary, "user.canary", b"1")
+        for path in (folder, canary):
+            os.chown(path, uid, uid)
+        before = _state(canary)
+        assert attack(tmp_path, zygote, "metadata", str(canary)) is False
+        assert _state(canary) == before
+        assert sorted(p.name for p in folder.iterdir()) == ["canary"]
+    finally:
+        remove_tree(folder)

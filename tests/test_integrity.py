@@ -39,7 +39,8 @@ def test_dynamic_reach_is_flagged(code):
 def test_honest_sources_are_not_flagged():
     """The reference and every honest or unrelated submission under tests/submissions pass the scan."""
     flagged = {"cheat_fused_getattr", "cheat_patch_handler", "cheat_mutation_after_copies", "cheat_fused_record_off",
-               "wire_bomb_reply", "steal_reference"}  # steal_reference exec()s a file it found at run time
+               "wire_bomb_reply", "steal_reference",  # steal_reference exec()s a file it found at run time
+               "shrink_shared_memory", "trickle_reply", "forged_empty_gradients", "forged_markers", "scan_bomb"}
     for path in [REFERENCE, *sorted(SUBMISSIONS.glob("*/*.py"))]:
         if path.stem not in flagged:
             assert dynamic_reach(path.read_text()) == [], path.name
@@ -109,3 +110,17 @@ def test_mallory_leaves_all_three_kinds():
     """The example class's hostile student patches torch, imports the reference and writes a results file."""
     found = tampering((ROOT / "examples" / "class" / "mallory.py").read_text())
     assert set(found) == {"patches_torch", "imports_grader", "writes_files"}, found
+
+
+@pytest.mark.parametrize("inner", ["x = " + "-" * 5000 + "1", "x = a" + ".b" * 100000, "x = " + "lambda: " * 50000 + "1"])
+def test_code_too_deep_to_scan_is_a_finding_not_a_crash(inner):
+    """Python too deeply nested for the parser, inside a string constant, is flagged; the scan never raises."""
+    source = f"NOTE = {inner!r}\n"
+    assert dynamic_reach(source) == ["code nested too deeply to scan"]
+    assert fused_uses(source) == []
+
+
+@pytest.mark.parametrize("inner", ["x = " + "-" * 5000 + "1", "x = " + "lambda: " * 50000 + "1"])
+def test_tampering_scan_of_code_too_deep_is_empty_not_a_crash(inner):
+    """The attack-trace scan meets the same deep sources: it finds nothing there and never raises."""
+    assert tampering(f"import torch\ntorch.equal = None\nNOTE = {inner!r}\n") == {"patches_torch": ["line 2: torch.equal"]}

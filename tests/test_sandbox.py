@@ -109,3 +109,61 @@ def test_a_timed_call_is_charged_the_students_own_cpu_time(tmp_path):
     assert reply.ok, reply.describe()
     assert reply.cpu_seconds >= 0.25, f"{reply.cpu_seconds} s of CPU charged for 0.3 s of work"
     assert reply.outputs[0][0].tolist() == [[3.0] * 4] * 2
+
+
+FUSED_PROBE = '''
+import _thread, time, torch
+import torch.nn.functional as F
+
+def _q():
+    return torch.randn(1, 2, 3, 4)
+
+CALLS = {
+    "F": lambda: F.scaled_dot_product_attention(_q(), _q(), _q()),
+    "vars": lambda: vars(F)["scaled_dot_" + "product_attention"](_q(), _q(), _q()),
+    "binding": lambda: torch._C._nn.scaled_dot_product_attention(_q(), _q(), _q()),
+    "flash_cpu": lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(_q(), _q(), _q()),
+    "math": lambda: torch.ops.aten._scaled_dot_product_attention_math.default(_q(), _q(), _q()),
+    "mha_forward": lambda: torch.nn.MultiheadAttention(4, 2, batch_first=True)(_q()[0], _q()[0], _q()[0]),
+    "mha_function": lambda: F.multi_head_attention_forward(*([None] * 13)),
+}
+
+def _outcome(call):
+    try:
+        call()
+        return "ran"
+    except Exception as error:
+        return type(error).__name__ + ": " + str(error)
+
+def attention_scores(Q, K):
+    found = {name: _outcome(call) for name, call in CALLS.items()}
+    done = []
+    _thread.start_new_thread(lambda: done.append(_outcome(CALLS["F"])), ())
+    while not done:
+        time.sleep(0.001)
+    found["raw_thread"] = done[0]
+    return found
+'''
+
+
+def test_fused_attention_is_unreachable_in_the_students_sandbox_only(tmp_path):
+    """Every fused entry point raises 'not available in this assignment' for the student; the reference's sandbox
+    (trusted code, same zygote) and the grading process keep them."""
+    q = torch.randn(1, 2, 3, 4)
+    with sandbox(tmp_path, FUSED_PROBE) as box:
+        assert box.load().ok, box.load_reply
+        found = box.call("attention_scores", (q, q), timeout=30)
+        path = tmp_path / "trusted" / "attention.py"
+        path.parent.mkdir()
+        path.write_text(FUSED_PROBE)
+        trusted = Sandbox(path, memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1,
+                          zygote=box.zygote, block_fused=False)
+        with trusted:
+            assert trusted.load().ok
+            allowed = trusted.call("attention_scores", (q, q), timeout=30)
+    assert found.ok, found.describe()
+    assert set(found.value) == {"F", "vars", "binding", "flash_cpu", "math", "mha_forward", "mha_function", "raw_thread"}
+    for name, outcome in found.value.items():
+        assert outcome.startswith("NotAvailable") and "not available in this assignment" in outcome, (name, outcome)
+    assert allowed.ok and allowed.value["F"] == "ran" and allowed.value["flash_cpu"] == "ran", allowed.value
+    assert torch.nn.functional.scaled_dot_product_attention(q, q, q).shape == q.shape  # the grader's oracle

@@ -102,3 +102,60 @@ def test_malformed_answers_are_the_workers_fault(answer):
 
     reply = reply_from(answer, 0.0)
     assert not reply.ok and reply.error == "WireError"
+
+
+def test_a_trickled_message_misses_the_deadline():
+    """The deadline bounds the whole message: one byte every 50 ms never completes a 1 s deadline."""
+    import threading
+    import time
+
+    a, b = socket.socketpair()
+    header, _ = wire.encode({"ok": True, "value": "x" * 100})
+    message = struct.pack(">Q", len(header)) + header
+
+    def trickle():
+        for index in range(len(message)):
+            try:
+                a.sendall(message[index:index + 1])
+            except OSError:
+                return
+            time.sleep(0.05)
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    started = time.monotonic()
+    with pytest.raises(socket.timeout):
+        wire.receive(b, deadline=started + 1.0)
+    assert time.monotonic() - started < 1.5
+    a.close()
+    b.close()
+
+
+def _forged(body: str) -> bytes:
+    header = ('{"body": ' + body + ', "sizes": []}').encode()
+    return struct.pack(">Q", len(header)) + header
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['{"$float": [1]}', '{"$float": "x"}', '{"$tuple": 5}', '{"$tuple": null}', '{"$float": {"a": 1}}',
+     "1" + "0" * 400, "-1" + "0" * 40, '{"$tensor": "0", "dtype": "float32", "shape": [1]}'],
+    ids=["float-list", "float-word", "tuple-int", "tuple-null", "float-dict", "int-10e400", "int-huge", "tensor-str"],
+)
+def test_forged_markers_and_numbers_are_wire_errors(body):
+    """A marker with a value of the wrong type, or an integer that fits no float or int64, is a WireError."""
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(_forged(body))
+        with pytest.raises(wire.WireError):
+            wire.receive(b)
+
+
+def test_strings_that_cannot_be_encoded_are_replaced():
+    """A lone surrogate in a string (or a key) arrives replaced, so every later encode of it works."""
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(_forged('{"message": "bad \\ud800 text", "\\udfff": 1}'))
+        got = wire.receive(b)
+    assert got["message"].encode("utf-8") and all(key.encode("utf-8") for key in got)
+    assert "bad" in got["message"] and "text" in got["message"]

@@ -1,16 +1,33 @@
-"""Inputs for the hidden checks, drawn fresh from a seed the submission cannot know."""
+"""Inputs for the hidden checks, drawn fresh from a seed the submission cannot know or recover.
+
+torch's CPU generator keeps only 32 bits of its seed, and one tensor is enough to find them and
+replay everything drawn after it. So no generator here draws twice: every draw gets a generator
+of its own, seeded from a keyed hash (BLAKE2b) of the grading's secret seed and the draw's
+number. The seed stays in the grading process; recovering one draw's 32 bits tells nothing of
+any other draw, and the same seed still gives the same inputs (``sdpa-grade --seed``).
+"""
 
 from __future__ import annotations
+
+import hashlib
 
 import torch
 from torch import Tensor
 
 
 class Draw:
-    """Random sizes and tensors from one generator; sizes of different axes never coincide."""
+    """Random sizes and tensors, each from a generator of its own; sizes of different axes never coincide."""
 
     def __init__(self, seed: int) -> None:
-        self.generator = torch.Generator().manual_seed(seed)
+        self._key = hashlib.blake2b(seed.to_bytes(16, "big", signed=True), digest_size=32).digest()
+        self._count = 0
+
+    @property
+    def generator(self) -> torch.Generator:
+        """A fresh generator for one draw, seeded from the secret and the draw's number: never reused."""
+        self._count += 1
+        digest = hashlib.blake2b(self._count.to_bytes(8, "big"), key=self._key, digest_size=8).digest()
+        return torch.Generator().manual_seed(int.from_bytes(digest, "big") >> 1)
 
     def integer(self, low: int, high: int) -> int:
         return int(torch.randint(low, high + 1, (), generator=self.generator))

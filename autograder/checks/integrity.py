@@ -4,7 +4,27 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from pathlib import Path
+
+SCAN_SECONDS = 10.0  # the whole scan of one source, nested strings included: beyond it, the source is flagged
+
+
+class _Unscannable(Exception):
+    """The source (or Python inside one of its strings) nests too deeply to parse, or the scan ran out of time."""
+
+
+def _tree(source: str, deadline: float) -> ast.AST | None:
+    """The syntax tree of ``source``; None where it is not Python."""
+    if time.monotonic() > deadline:
+        raise _Unscannable(f"the scan ran out of time ({SCAN_SECONDS:g} s)")
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    except (RecursionError, MemoryError):  # the parser's own limits: the grader must not fail on them
+        raise _Unscannable("code nested too deeply to scan") from None
+
 
 FUSED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")
 
@@ -13,11 +33,17 @@ def fused_uses(source: str, depth: int = 3) -> list[str]:
     """Places where the source reaches for PyTorch's fused attention (``F.scaled_dot_product_attention``, ...).
 
     String literals that are themselves Python (a notebook's cells, code given to exec) are
-    searched too, ``depth`` levels deep.
+    searched too, ``depth`` levels deep. A source too deep to scan is ``dynamic_reach``'s finding.
     """
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return _fused_uses(source, depth, time.monotonic() + SCAN_SECONDS)
+    except _Unscannable:
+        return []
+
+
+def _fused_uses(source: str, depth: int, deadline: float) -> list[str]:
+    tree = _tree(source, deadline)
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -28,7 +54,7 @@ def fused_uses(source: str, depth: int = 3) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
             found += [f"line {node.lineno}: import of {alias.name}" for alias in node.names if _is_fused(alias.name)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
-            found += fused_uses(node.value, depth - 1)  # any string that is Python: one-line notebook cells too
+            found += _fused_uses(node.value, depth - 1, deadline)  # any string that is Python: one-line notebook cells too
     return found
 
 
@@ -56,10 +82,17 @@ def dynamic_reach(source: str, depth: int = 3) -> list[str]:
     ``_disable_current_modes``, ``torch.ops.aten``, ``sys.modules``, ``__main__`` or importlib;
     and a string constant that names fused attention. Strings that are themselves Python (a
     notebook's cells, one-liners included, or code given to exec) are searched ``depth`` deep.
+    Python nested too deeply to parse, or a scan past SCAN_SECONDS, is itself a finding.
     """
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return _dynamic_reach(source, depth, time.monotonic() + SCAN_SECONDS)
+    except _Unscannable as why:
+        return [str(why)]
+
+
+def _dynamic_reach(source: str, depth: int, deadline: float) -> list[str]:
+    tree = _tree(source, deadline)
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -92,7 +125,8 @@ def dynamic_reach(source: str, depth: int = 3) -> list[str]:
             if _is_fused(node.value.strip()) or node.value.strip() in ("DisableTorchFunction", "_disable_current_modes"):
                 found.append(f"{where}: the string {node.value.strip()!r}")
             elif depth > 0 and node.value.strip():
-                found += [f"{where}, in code given as a string: {inner}" for inner in dynamic_reach(node.value, depth - 1)]
+                inner = _dynamic_reach(node.value, depth - 1, deadline)
+                found += [f"{where}, in code given as a string: {finding}" for finding in inner]
     return found
 
 
@@ -137,10 +171,17 @@ def tampering(source: str, depth: int = 3) -> dict[str, list[str]]:
     ``torch.backends.cudnn.deterministic = True`` is no patch. ``imports_grader``: an import of the
     reference, this package or the worker's modules. ``writes_files``: ``open`` with a write mode, and
     the calls that write, move or delete files. Code in strings (a notebook's cells) is searched too.
+    A source too deep or too slow to scan is ``dynamic_reach``'s finding: nothing here.
     """
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return _tampering(source, depth, time.monotonic() + SCAN_SECONDS)
+    except (_Unscannable, RecursionError):
+        return {}
+
+
+def _tampering(source: str, depth: int, deadline: float) -> dict[str, list[str]]:
+    tree = _tree(source, deadline)
+    if tree is None:
         return {}
     aliases = _torch_aliases(tree)
     found: dict[str, list[str]] = {}
@@ -165,7 +206,11 @@ def tampering(source: str, depth: int = 3) -> dict[str, list[str]]:
         elif isinstance(node, ast.Call) and _writes(node):
             found.setdefault("writes_files", []).append(f"{where}: {ast.unparse(node.func)}()")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
-            for key, places in tampering(node.value, depth - 1).items():
+            try:
+                inner = _tampering(node.value, depth - 1, deadline)
+            except _Unscannable:  # a string too deep, or no time left: dynamic_reach flags the source
+                continue
+            for key, places in inner.items():
                 found.setdefault(key, []).extend(f"{where}, in code given as a string: {place}" for place in places)
     return {key: found[key] for key in ("patches_torch", "imports_grader", "writes_files") if found.get(key)}
 

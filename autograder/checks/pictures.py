@@ -90,8 +90,8 @@ def picture(student: Student, function: str, example_name: str) -> dict | None:
         got = _students_weights(student, function, example)
     except StudentFault:
         return None
-    if not isinstance(got, Tensor) or got.is_complex() or got.dtype == torch.bool:
-        return None
+    if not isinstance(got, Tensor) or got.is_complex() or got.dtype == torch.bool or got.numel() != expected.numel():
+        return None  # sized before any work: only weights of the tiny example's size are drawn
     got = got.detach().to(torch.float64)
     while got.dim() > 2 and got.size(0) == 1:
         got = got[0]  # (1, T_q, T_k) -> (T_q, T_k)
@@ -126,12 +126,18 @@ def _students_weights(student: Student, function: str, example: Example):
     else:
         raise ValueError(f"no picture for {function}")
     # the student's mask, under the reference's softmax: the picture shows what that mask lets through
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or not _fits(mask, scores):
         return None
+    return ref.masked_softmax(scores, mask)
+
+
+def _fits(mask: Tensor, scores: Tensor) -> bool:
+    """Whether ``mask`` broadcasts to the scores' own shape, checked before any work: a (N, 1, 1) mask would make
+    the softmax (N, T_q, T_k), gigabytes for a large N."""
     try:
-        return ref.masked_softmax(scores, mask)
+        return mask.numel() <= scores.numel() and torch.broadcast_shapes(mask.shape, scores.shape) == scores.shape
     except RuntimeError:  # a mask that does not broadcast with the scores
-        return None
+        return False
 
 
 def _rounded(weights: Tensor) -> list[list[float | None]]:

@@ -31,6 +31,19 @@ def _returns_kind(value, kind: str) -> bool:
     return isinstance(value, (tuple, list)) and all(isinstance(item, Tensor) for item in value)
 
 
+def _gradients_problem(grads, inputs: list) -> str:
+    """'' when ``grads`` is one tensor per input, of its shape and dtype; else what the reply gave instead."""
+    if grads is None:
+        return "no gradients for its inputs"
+    if len(grads) != len(inputs):
+        return f"{len(grads)} gradients for {len(inputs)} inputs"
+    for index, (grad, tensor) in enumerate(zip(grads, inputs)):
+        if not isinstance(grad, Tensor) or grad.shape != tensor.shape or grad.dtype != tensor.dtype:
+            found = f"shape {tuple(grad.shape)}, {grad.dtype}" if isinstance(grad, Tensor) else type(grad).__name__
+            return f"a gradient of input {index + 1} of {found}; expected shape {tuple(tensor.shape)}, {tensor.dtype}"
+    return ""
+
+
 class Student:
     """``student.masked_softmax(scores, mask)`` runs the student's function in the worker.
 
@@ -67,8 +80,10 @@ class Student:
         if reply.ok and kind and not _returns_kind(reply.value, kind):
             found = "None" if reply.value is None else type(reply.value).__name__
             raise StudentFault(f"{target} returned {found}; expected {kind}")
-        if reply.ok and options.get("grad_outputs") is not None and reply.grads is None:
-            raise StudentFault(f"{target} gave no gradients for its inputs")
+        if reply.ok and options.get("grad_outputs") is not None:
+            problem = _gradients_problem(reply.grads, [args[index] for index in options["grad"]])
+            if problem:
+                raise StudentFault(f"{target} gave {problem}")
         if reply.ok and not reply.mutated and reply.after:
             # the nbgrader path (in the student's own process); a sandbox judges mutation from memory it owns
             reply.mutated = mutated(args, reply.after)

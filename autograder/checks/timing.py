@@ -2,7 +2,8 @@
 
 The student's attention and the reference's each run in a worker process of the same kind
 (the reference in a second sandbox that loads the reference's source), interleaved round by
-round. Every repetition gets fresh random inputs chosen here; the grader reads its own wall
+round. Every repetition gets fresh random inputs chosen here (cases.Draw: no seed the worker can
+recover); the grader reads its own wall
 clock and the kernel's count of the submission's CPU time (its cgroup's: every process it
 started) around each round, and checks a sample
 of the student's timed outputs against the reference: a cached or wrong answer fails.
@@ -11,7 +12,7 @@ of the student's timed outputs against the reference: a cached or wrong answer f
 from __future__ import annotations
 
 import contextlib
-import random
+import secrets
 import statistics
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ GPU_REPEAT = 5
 # The wall clock counts what the CPU count cannot see (work in other processes) but also every
 # other process on the machine: it may reach this many times the budget before it decides.
 WALL_SLACK = 2.0
+_PICKER = secrets.SystemRandom()  # which timed answers are verified
 
 
 @dataclass
@@ -103,7 +105,6 @@ def measure(student, reference, draw: Draw, shape: tuple, *, rounds: int, repeat
 
 
 def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
-    picker = random.Random(draw.integer(0, 2**31))
     dtype = torch.float32
     result = Measurement(tuple(shape))
     cpu, wall = [], []
@@ -111,8 +112,8 @@ def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample,
         inputs = timing_inputs(draw, shape, repeat, dtype)
         mine = _round(student, inputs, shape, dtype, device)
         theirs = _round(reference, timing_inputs(draw, shape, repeat, dtype), shape, dtype, device)
-        # which repetitions are checked is chosen only now, after the answer
-        result.wrong = check_outputs(mine, inputs, picker.sample(range(repeat), min(sample, repeat)), tolerance)
+        # which repetitions are checked is chosen only now, after the answer, by the system's CSPRNG: no seed to recover
+        result.wrong = check_outputs(mine, inputs, _PICKER.sample(range(repeat), min(sample, repeat)), tolerance)
         if result.wrong:
             return result
         if index:  # the first round of each warms up

@@ -11,6 +11,7 @@ from html import escape
 from pathlib import Path
 
 from autograder.render import images
+from autograder.render.inert import inert
 from autograder.render.text import block_grid
 
 STYLE = """
@@ -58,12 +59,13 @@ def check_rows(result: dict) -> str:
         if not test.get("max_score"):
             state = "unscored"
         text = "ok" if test.get("output") == "passed" else feedback_text(test)
+        name = test["name"]
         picture = (test.get("extra_data") or {}).get("picture")
         shown = image_tag(images.attention_png(picture), f"attention weights of {test['name']}, expected beside yours", "attention") if picture else ""
         rows.append(
-            f'<tr class="{state}" data-check="{escape(test["name"])}"><td>{escape(test["name"])}</td>'
+            f'<tr class="{state}" data-check="{escape(inert(name))}"><td>{escape(inert(name))}</td>'
             f'<td class="points">{test.get("score", 0):g}/{test.get("max_score", 0):g}</td>'
-            f'<td><pre class="feedback">{escape(text)}</pre>{shown}</td></tr>'
+            f'<td><pre class="feedback">{escape(inert(text))}</pre>{shown}</td></tr>'
         )
     return "\n".join(rows)
 

@@ -1,7 +1,7 @@
 """Memory the grading process owns and lends to a worker: inputs it can check after a call.
 
-An ``Arena`` is an anonymous shared file (``memfd_create``) that the grader creates, maps,
-and passes to the worker over the socket (SCM_RIGHTS). Tensors are placed in it at aligned
+An ``Arena`` is an anonymous shared file (``memfd_create``) that the grader creates, seals
+against any change of size, maps, and passes to the worker over the socket (SCM_RIGHTS). Tensors are placed in it at aligned
 offsets and named in requests as ``{"$shm": offset, "dtype": ..., "shape": [...]}``; the
 worker maps the same file and calls the student's function on views of it. What the worker
 did to an input is then read here, from the grader's own mapping, and compared with the
@@ -10,6 +10,7 @@ grader's own private copy: nothing the worker reports about its inputs is believ
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import socket
@@ -43,9 +44,14 @@ class Arena:
         return {"$shm": offset, "dtype": _NAMES[dtype], "shape": list(shape)}
 
     def open(self) -> Arena:
-        """Create and map the shared file, once every slot is reserved."""
-        self._fd = os.memfd_create("sdpa-arena", os.MFD_CLOEXEC)
+        """Create, size, seal and map the shared file, once every slot is reserved.
+
+        Sealed before the worker ever sees it: its size can neither shrink nor grow (a truncated
+        file would make our next read of the mapping a SIGBUS in the grading process), and no
+        other seal can be added (F_SEAL_SEAL)."""
+        self._fd = os.memfd_create("sdpa-arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(self._fd, max(self.size, 1))
+        fcntl.fcntl(self._fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
         self._map = mmap.mmap(self._fd, max(self.size, 1))
         return self
 

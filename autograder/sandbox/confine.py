@@ -7,9 +7,11 @@
    the machine), then ``fork``: the student's process is PID 1 of its own PID namespace, so
    everything it starts dies with it, by the kernel's rule. The parent stays behind as a
    keeper, outside that namespace, whose death (a SIGKILL from the grader) kills PID 1.
-2. In the new mount namespace: a private size-bounded tmpfs on /tmp, /dev/shm and /run, a
-   fresh /proc that shows only the sandbox, and a scratch folder in that tmpfs holding a copy
-   of the submission; the grader's own scratch folder is never written.
+2. In the new mount namespace: every host file system read-only (``mount_setattr`` of / and
+   all below it, as bubblewrap and nsjail do: no mode, owner, time, xattr, name or content of a
+   host file can change, whatever user the worker is), then a private size-bounded tmpfs on
+   /tmp, /dev/shm and /run, a fresh /proc that shows only the sandbox, and a scratch folder in
+   that tmpfs holding a copy of the submission; the grader's own scratch folder is never written.
 3. Landlock: read Python, torch and the libraries they load; read-write the scratch folder and /dev/shm;
    nothing else; no TCP; no signal or abstract socket outside (see landlock.py).
 4. seccomp: no exec, ptrace, io_uring, SysV IPC, keyrings, non-unix sockets... (see seccomp.py).
@@ -24,7 +26,9 @@ nothing. Runs beside student code: the standard library only.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
+import re
 import resource
 import shutil
 import signal
@@ -40,6 +44,7 @@ _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x4000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 1, 2, 4, 8, 32
 _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
+_SYS_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1
 
 SCRATCH = "/tmp/scratch"  # inside the sandbox's own /tmp
 
@@ -76,9 +81,34 @@ def _map_ids(uid: int, gid: int) -> None:
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
 
 
+def _read_only_host() -> None:
+    """Every mount of this namespace read-only, recursively (only mounts made after this are writable).
+
+    The kernel lets a user namespace add the read-only flag to the mounts it inherited (never clear
+    it). Where ``mount_setattr`` is missing (kernels before 5.12, which have no Landlock either: a
+    weaker sandbox, said so), each mount it can reach is remounted alone, keeping its locked flags."""
+    _libc.syscall.restype = ctypes.c_long
+    attr = struct.pack("=QQQQ", _MOUNT_ATTR_RDONLY, 0, 0, 0)
+    if _libc.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, b"/", _AT_RECURSIVE, attr, len(attr)) == 0:
+        return
+    if ctypes.get_errno() != errno.ENOSYS:
+        _check(-1, "mount_setattr /")
+    with open("/proc/self/mountinfo") as handle:
+        targets = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4]) for line in handle]
+    for target in targets:
+        try:
+            kept = os.statvfs(target).f_flag  # ST_NOSUID, ST_NODEV, ST_NOEXEC, ST_NOATIME, ST_NODIRATIME as MS_*
+            flags = (kept & (_MS_NOSUID | _MS_NODEV | _MS_NOEXEC | 1024 | 2048)) | (1 << 21 if kept & 4096 else 0)
+            _mount("none", target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
+        except OSError:
+            continue  # hidden under another mount, or out of this user's reach
+
+
 def _mounts(scratch: str, keep: list[str], tmp_bytes: int) -> str:
-    """A private tmpfs on /tmp and /dev/shm (``keep`` bound back in, read-only), and a fresh scratch folder."""
+    """The host read-only; a private tmpfs on /tmp and /dev/shm (``keep`` bound back in, read-only), and a
+    fresh scratch folder."""
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
+    _read_only_host()
     kept = [(path, os.open(path, os.O_PATH | os.O_CLOEXEC)) for path in keep if path.startswith("/tmp/")]
     submission = os.open(os.path.join(scratch, "attention.py"), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     size = f"size={tmp_bytes},nr_inodes=65536,mode=1777"
@@ -169,7 +199,8 @@ def enter(scratch: str, read: list[str], write: list[str], limits: dict, cgroups
         try:
             scratch = _build(scratch, read, limits, uid, gid)
             read = [*read, "/proc"]  # a fresh /proc: it shows the sandbox's own processes only
-            report["namespaces"] = "PID, network, IPC, mount, UTS and user namespaces; private /tmp, /dev/shm and /proc"
+            report["namespaces"] = ("PID, network, IPC, mount, UTS and user namespaces; host read-only;"
+                                    " private /tmp, /dev/shm and /proc")
         except OSError as error:  # half-built: the grader's failure, never run student code in it
             report["broken"] = f"the sandbox could not be built: {error}"
             return scratch, report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 from autograder.sandbox import wire
 
@@ -18,7 +19,7 @@ def confinement(conn: socket.socket, timeout: float) -> dict[str, str]:
     """The worker's first message: mechanism -> what held, or ``missing (why)``."""
     conn.settimeout(timeout)
     try:
-        message = wire.receive(conn)
+        message = wire.receive(conn, deadline=time.monotonic() + timeout)  # all of it, not each read
     except (EOFError, OSError, wire.WireError) as error:
         return {name: f"missing (the worker did not report: {error})" for name in MECHANISMS}
     finally:

@@ -215,8 +215,10 @@ class Sandbox:
         zygote: Zygote | None = None,
         cuda: bool = False,
         require_sandbox: bool = False,
+        block_fused: bool = True,
     ) -> None:
         self.submission = submission
+        self.block_fused = block_fused  # fused attention unreachable in the worker (worker._block_fused)
         self.require_sandbox = require_sandbox
         self.confinement: dict[str, str] = {}
         self.after_hang_timeout = after_hang_timeout
@@ -231,7 +233,8 @@ class Sandbox:
         self._client: socket.socket | None = None
 
     @classmethod
-    def starting(cls, submission: Path, limits: dict, zygote: Zygote | None = None, device: str = "cpu") -> Sandbox:
+    def starting(cls, submission: Path, limits: dict, zygote: Zygote | None = None, device: str = "cpu",
+                 block_fused: bool = True) -> Sandbox:
         """A sandbox whose worker is starting, limits as in the settings' [limits]; load() when needed."""
         return cls(
             submission,
@@ -242,6 +245,7 @@ class Sandbox:
             after_hang_timeout=limits["after_hang_timeout"],
             zygote=zygote,
             require_sandbox=bool(limits.get("require_sandbox", False)),
+            block_fused=block_fused,
         ).__enter__()
 
     def __enter__(self) -> Sandbox:
@@ -353,14 +357,16 @@ class Sandbox:
         return reply
 
     def _exchange(self, request: dict, timeout: float, arena: Arena | None = None, inputs=None) -> Reply:
+        """One request and its answer, all of it within ``timeout`` (a timed request: each of its two answers)."""
         pid, conn = self._child
         started = time.perf_counter()
+        deadline = time.monotonic() + timeout
         cpu = 0.0
         try:
-            wire.send(conn, request)
+            wire.send(conn, request, deadline)
             if request.get("arena"):
                 arena.lend(conn)
-            answer = self._answer(conn, timeout)
+            answer = self._answer(conn, deadline)
             if inputs is not None and isinstance(answer, dict) and answer.get("ok") and answer.get("ready") is not True:
                 raise wire.WireError("the worker answered a timed request without getting ready for it")
             if inputs is not None and isinstance(answer, dict) and answer.get("ok"):
@@ -369,17 +375,19 @@ class Sandbox:
                 for rep_slots, rep in zip(*inputs):
                     for spec, tensor in zip(rep_slots, rep):
                         arena.view(spec).copy_(tensor)
-                wire.send(conn, {"op": "go"})
-                answer = self._answer(conn, timeout)
+                deadline = time.monotonic() + timeout
+                wire.send(conn, {"op": "go"}, deadline)
+                answer = self._answer(conn, deadline)
                 cpu = self._cpu_seconds() - cpu
         except _NoAnswer:
             self._kill_child()
             return Reply(False, error="Timeout", message=f"no answer within {timeout:g} s (infinite loop?)")
-        except (EOFError, ConnectionError, socket.timeout, ProcessLookupError) as error:
+        except TimeoutError:  # socket.timeout: the whole answer missed its deadline
+            self._kill_child()
+            return Reply(False, error="Timeout", message=f"no complete answer within {timeout:g} s (a reply too slow)")
+        except (EOFError, ConnectionError, ProcessLookupError):
             self._kill_child()
             reason = "the worker process died during the call (a crash, a segfault, os._exit or too much memory)"
-            if isinstance(error, socket.timeout):
-                reason = f"no complete answer within {timeout:g} s"
             return Reply(False, error="WorkerDied", message=reason)
         except wire.WireError as error:
             self._kill_child()
@@ -394,18 +402,19 @@ class Sandbox:
         return self.cgroups.cpu_seconds() if self._whole else cpu_seconds(self._measured)
 
     @staticmethod
-    def _answer(conn: socket.socket, timeout: float):
-        ready, _, _ = select.select([conn], [], [], timeout)
+    def _answer(conn: socket.socket, deadline: float):
+        """The worker's whole answer by ``deadline``: a silent worker and one that trickles its bytes alike miss it."""
+        ready, _, _ = select.select([conn], [], [], max(deadline - time.monotonic(), 0))
         if not ready:
             raise _NoAnswer
-        conn.settimeout(timeout)
-        return wire.receive(conn, REPLY_LIMIT)
+        return wire.receive(conn, REPLY_LIMIT, deadline)
 
     def _spawn(self) -> None:
         self._zygote.wait_ready()
         ours, theirs = socket.socketpair()
         paths = {**self._zygote.paths(bool(self.limits["cuda"])), "cgroups": self.cgroups.procs}
-        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, **paths}).encode()
+        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, "block_fused": self.block_fused,
+                           **paths}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
         self._client.settimeout(120)

@@ -4,7 +4,8 @@ Denied with EPERM: running programs (execve, execveat), tracing and reading othe
 (ptrace, process_vm_readv/writev, pidfd_getfd, kcmp), io_uring (whose requests bypass this
 filter), SysV IPC and POSIX message queues, keyrings, bpf, perf_event_open, userfaultfd,
 opening files by handle, mounting and new namespaces (mount, unshare, setns, namespace flags of
-clone), modules, reboot and swap, and typing into a terminal (ioctl TIOCSTI, TIOCLINUX).
+clone), modules, reboot and swap, typing into a terminal (ioctl TIOCSTI, TIOCLINUX), and changing
+a file's mode, owner, times or extended attributes (the chmod, chown, utime and setxattr families).
 Sockets other than AF_UNIX get EAFNOSUPPORT; clone3 gets ENOSYS (so that its flags, which sit in
 memory a filter cannot read, are never used: the C library falls back to clone). A system call
 of another architecture kills the process. Runs beside student code: the standard library only.
@@ -31,6 +32,11 @@ _SYSCALLS_X86_64 = {
     "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176, "reboot": 169,
     "swapon": 167, "swapoff": 168, "acct": 163, "iopl": 172, "ioperm": 173, "fanotify_init": 300,
     "process_madvise": 440, "quotactl": 179, "vhangup": 153,
+    # a file's metadata, which Landlock does not govern (the host is read-only too: confine.py)
+    "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93, "lchown": 94,
+    "fchownat": 260, "utime": 132, "utimes": 235, "utimensat": 280, "futimesat": 261, "setxattr": 188,
+    "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199,
+    "setxattrat": 463, "removexattrat": 466,
 }
 _SOCKET, _SOCKETPAIR, _IOCTL, _CLONE, _CLONE3 = 41, 53, 16, 56, 435
 _AF_UNIX = 1

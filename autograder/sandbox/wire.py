@@ -13,6 +13,7 @@ import json
 import math
 import re
 import struct
+import time
 
 import torch
 
@@ -94,17 +95,37 @@ def decode(header: bytes, read_blob, limit: int = MAX_MESSAGE):
     def rebuild(item):
         if isinstance(item, list):
             return [rebuild(x) for x in item]
+        if isinstance(item, str):
+            return _text(item)
+        if type(item) is int and not -(1 << 63) <= item < 1 << 63:
+            raise WireError("an integer too large for int64")
         if not isinstance(item, dict):
             return item
         if "$tuple" in item:
+            if not isinstance(item["$tuple"], list):
+                raise WireError("malformed tuple marker")
             return tuple(rebuild(x) for x in item["$tuple"])
         if "$float" in item:
+            if item["$float"] not in _SPECIAL_FLOATS:
+                raise WireError("malformed float marker")
             return float(item["$float"])
         if "$tensor" in item:
             return _tensor(item, blobs)
-        return {key: rebuild(x) for key, x in item.items()}
+        return {_text(key): rebuild(x) for key, x in item.items()}
 
     return rebuild(body)
+
+
+_SPECIAL_FLOATS = ("nan", "inf", "-inf")  # what encode writes for a float JSON cannot hold
+
+
+def _text(value: str) -> str:
+    """A string every later encode accepts: a lone surrogate (which JSON may carry) becomes U+FFFD."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return value
 
 
 def _tensor(item: dict, blobs: list[bytes]) -> torch.Tensor:
@@ -126,16 +147,28 @@ def _tensor(item: dict, blobs: list[bytes]) -> torch.Tensor:
     return torch.frombuffer(bytearray(blob), dtype=torch.uint8).view(dtype).reshape(shape)
 
 
-def send(sock, value) -> None:
-    """Write one message to a connected socket."""
+def _wait_until(sock, deadline: float | None) -> None:
+    """Bound the socket's next operation by ``deadline`` (time.monotonic()); socket.timeout once it has passed."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the deadline passed")
+        sock.settimeout(left)
+
+
+def send(sock, value, deadline: float | None = None) -> None:
+    """Write one message to a connected socket, all of it by ``deadline`` (time.monotonic()) if given."""
     header, blobs = encode(value)
-    sock.sendall(struct.pack(">Q", len(header)) + header)
-    for blob in blobs:
-        sock.sendall(blob)
+    for data in (struct.pack(">Q", len(header)) + header, *blobs):
+        _wait_until(sock, deadline)
+        sock.sendall(data)
 
 
-def receive(sock, limit: int = MAX_MESSAGE):
-    """Read one message from a connected socket; EOFError when the peer has gone."""
+def receive(sock, limit: int = MAX_MESSAGE, deadline: float | None = None):
+    """Read one message from a connected socket; EOFError when the peer has gone.
+
+    With ``deadline`` (time.monotonic()), the whole message must have arrived by then, not each
+    read: a reply trickled a byte at a time raises TimeoutError like a silent one."""
     total = 0
 
     def exactly(size: int) -> bytes:
@@ -145,6 +178,7 @@ def receive(sock, limit: int = MAX_MESSAGE):
             raise WireError(f"message larger than {limit} bytes")
         chunks, remaining = [], size
         while remaining:
+            _wait_until(sock, deadline)
             chunk = sock.recv(min(remaining, 1 << 20))
             if not chunk:
                 raise EOFError("the peer closed the connection")

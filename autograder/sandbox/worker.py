@@ -95,6 +95,60 @@ def _record_threads() -> None:
     threading.Thread.run = recorded
 
 
+class NotAvailable(RuntimeError):
+    """A fused attention entry point, called in the sandbox: the assignment is to build attention from its pieces."""
+
+
+_FUSED_KERNELS: list[tuple[str, str]] = []  # (aten op.overload, dispatch key) with a kernel: found once, in the zygote
+_DISPATCH_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CPU", "CUDA")
+
+
+def _find_fused_kernels() -> None:
+    """Every fused-attention op of aten and the dispatch keys its kernels sit under (in the zygote, once)."""
+    import torch
+
+    for op in torch._C._dispatch_get_all_op_names():
+        if op.startswith("aten::") and any(word in op.lower() for word in (*FORBIDDEN, "_fused_sdp", "cudnn_attention")):
+            _FUSED_KERNELS.extend((op[6:], key) for key in _DISPATCH_KEYS
+                                  if torch._C._dispatch_has_kernel_for_dispatch_key(op, key))
+
+
+def _refuse(name: str):
+    def fused(*args, **kwargs):
+        raise NotAvailable(f"{name} is not available in this assignment: build attention from the functions above")
+
+    fused.__name__ = name
+    return fused
+
+
+def _block_fused() -> None:
+    """Make PyTorch's fused attention unreachable in this child, before the submission loads.
+
+    Every fused-attention kernel of the dispatcher is replaced by one that raises ``NotAvailable``:
+    ``F.scaled_dot_product_attention``, ``torch._C._nn``'s binding, ``vars(F)[...]``, every
+    ``torch.ops.aten._scaled_dot_product_*`` overload, and calls from any thread (raw ``_thread``
+    ones too) all reach it. ``F.multi_head_attention_forward`` and ``nn.MultiheadAttention.forward``
+    (which compute their weights in Python) are replaced too. The op record and the static scan
+    stay as a second line; native code that calls libtorch's symbols directly is out of reach of
+    this (docs/security.md)."""
+    import warnings
+
+    import torch
+    import torch.nn.functional as F
+
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
+        for op, key in _FUSED_KERNELS:
+            library.impl(op, _refuse(op.split(".")[0]), key)
+    _BLOCKS.append(library)  # a Library restores the kernels it overrode when it is destroyed: it never is
+    F.multi_head_attention_forward = _refuse("multi_head_attention_forward")
+    torch.nn.MultiheadAttention.forward = _refuse("nn.MultiheadAttention")
+
+
+_BLOCKS: list = []
+
+
 def _flatten(value) -> list:
     import torch
 
@@ -270,6 +324,8 @@ def _serve(conn: socket.socket, spec: dict) -> None:
     if "broken" in report:  # half-built: say so and run nothing
         wire.send(conn, {"sandbox": report})
         os._exit(1)
+    if spec.get("block_fused", True):
+        _block_fused()
     os.environ["HOME"] = scratch
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -334,6 +390,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     _warm_up()
+    _find_fused_kernels()
     import confine  # noqa: F401 - the sandbox's own modules, imported before any privilege is dropped
     import wire  # noqa: F401
 

@@ -262,3 +262,41 @@ def attack_clone_parent(marker):
                 libc.sleep(1)
         os._exit(0 if helper > 0 else 1)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def _append(path):
+    with open(path, "ab") as handle:
+        handle.write(b"x")
+
+
+def attack_metadata(path):
+    """Change a host file's mode (setuid), owner, times, extended attributes, content, name or existence."""
+    changed = []
+    steps = {
+        "chmod": lambda: os.chmod(path, 0o4777),
+        "chown": lambda: os.chown(path, os.getuid(), 0),
+        "utime": lambda: os.utime(path, (0, 0)),
+        "setxattr": lambda: os.setxattr(path, "user.sdpa", b"1"),
+        "removexattr": lambda: os.removexattr(path, "user.canary"),
+        "write": lambda: _append(path),
+        "link": lambda: os.link(path, path + ".linked"),
+        "rename": lambda: os.rename(path, path + ".moved"),
+        "unlink": lambda: os.unlink(path),
+    }
+    for name, step in steps.items():
+        try:
+            step()
+            changed.append(name)
+        except OSError:
+            pass
+    fd = None
+    try:  # by descriptor too: a file opened for reading, then fchmod and fchown
+        fd = os.open(path, os.O_RDONLY)
+        os.fchmod(fd, 0o4777)
+        changed.append("fchmod")
+    except OSError:
+        pass
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return changed or False
