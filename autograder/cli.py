@@ -43,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
 
 JOBS = 2
 # options that mean something for one mode only: given in the other, they would be ignored, so they are refused
-BATCH_ONLY = ("csv", "json_dir", "report", "force", "shard", "summary_only", "show", "jobs")
+BATCH_ONLY = ("csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs")
 ONE_ONLY = {"json": "--json-dir DIR (one results.json per student)", "html": "--report FILE (a dashboard and a page per student)"}
 
 
