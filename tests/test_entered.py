@@ -10,40 +10,57 @@ from autograder.sandbox import worker
 from autograder.sandbox.runner import reply_from
 
 
-def _module():
-    def masked_softmax(scores, mask=None):
-        return torch.softmax(scores, dim=-1)
-
-    alias = masked_softmax  # called through another name: still the same function
-
-    def attention_output(weights, V):
-        return weights @ V
-
-    def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
-        weights = alias(Q @ K.transpose(-2, -1))
-        return weights @ V, weights  # never calls attention_output
-
-    return types.SimpleNamespace(masked_softmax=masked_softmax, attention_output=attention_output,
-                                 scaled_dot_product_attention=scaled_dot_product_attention)
+SOURCE = """
+import torch
 
 
-def test_a_call_reports_the_functions_it_entered():
-    """The reply names the target and every module function it called (through an alias too), and no other."""
+def masked_softmax(scores, mask=None):
+    return torch.softmax(scores, dim=-1)
+
+
+def attention_output(weights, V):
+    return weights @ V
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
+    weights = masked_softmax(Q @ K.transpose(-2, -1))
+    return weights @ V, weights  # never calls attention_output
+"""
+
+
+def test_a_call_reports_the_functions_it_entered(tmp_path):
+    """The reply names every function of the submission the call reached by its name, and no other."""
+    path = tmp_path / "attention.py"
+    path.write_text(SOURCE)
+    module = worker._load(str(path))
     x = torch.randn(2, 3, 4)
-    reply = worker._call(_module(), {"target": "scaled_dot_product_attention", "args": [x, x, x]})
-    assert reply["entered"] == ["masked_softmax", "scaled_dot_product_attention"]
+    reply = worker._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
+    assert reply["entered"] == ["masked_softmax"]
+    assert module.masked_softmax.__name__ == "masked_softmax" and module.masked_softmax.__code__.co_name == "masked_softmax"
 
 
-def test_the_record_ends_with_the_call():
-    """The profile hook is the caller's again after the call, even when the student's function raises."""
-    import sys
+def test_a_notebook_namespace_is_recorded_too():
+    """On the nbgrader path the functions live in the notebook's globals: calls between them are recorded there."""
+    namespace: dict = {}
+    exec(compile(SOURCE, "notebook", "exec"), namespace)  # noqa: S102 - our own source
+    module = types.SimpleNamespace(**{k: v for k, v in namespace.items() if k in ("masked_softmax", "scaled_dot_product_attention")})
+    x = torch.randn(2, 3, 4)
+    reply = worker._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
+    assert reply["entered"] == ["masked_softmax"]
+    assert namespace["masked_softmax"] is module.masked_softmax  # put back after the call
 
-    module = types.SimpleNamespace(broken=lambda: 1 / 0)
+
+def test_the_record_ends_with_the_call(tmp_path):
+    """The functions are the submission's own again after the call, even when the call raises."""
+    path = tmp_path / "attention.py"
+    path.write_text(SOURCE + "\n\ndef broken(x):\n    masked_softmax(x)\n    return 1 / 0\n")
+    module = worker._load(str(path))
+    original = module.masked_softmax
     try:
-        worker._call(module, {"target": "broken", "args": []})
+        worker._call(module, {"target": "broken", "args": [torch.randn(2, 2)]})
     except ZeroDivisionError:
         pass
-    assert sys.getprofile() is None
+    assert module.masked_softmax is original
 
 
 def test_entered_is_checked_at_the_border():

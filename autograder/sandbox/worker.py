@@ -99,21 +99,27 @@ def _record_threads() -> None:
 
 @contextlib.contextmanager
 def _entered(module):
-    """The names of the module's own functions that the block enters, by code object (so calls through an
-    alias count); this thread only. Evidence for a hint ("it builds on X"), never for a grade."""
-    codes = {f.__code__: name for name, f in vars(module).items() if isinstance(f, types.FunctionType)}
+    """The names of the module's own functions that the block calls by their global names (the name each one
+    was defined with). Each is wrapped, for the block only, in the namespace its callers look it up in
+    (``__globals__``: the module, or a notebook's globals). Evidence for a hint ("it builds on X"), never for a grade."""
     entered: set[str] = set()
+    patched = []
+    for name, function in list(vars(module).items()):
+        space = getattr(function, "__globals__", None) if isinstance(function, types.FunctionType) else None
+        if space is not None and space.get(name) is function:
 
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code in codes:
-            entered.add(codes[frame.f_code])
+            def entering(*args, __name=name, __function=function, **kwargs):
+                entered.add(__name)
+                return __function(*args, **kwargs)
 
-    previous = sys.getprofile()
-    sys.setprofile(profile)
+            space[name] = entering
+            patched.append((space, name, function, entering))
     try:
         yield entered
     finally:
-        sys.setprofile(previous)
+        for space, name, function, entering in patched:
+            if space.get(name) is entering:  # what the student's code put there itself stays
+                space[name] = function
 
 
 def _flatten(value) -> list:
