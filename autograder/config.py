@@ -41,11 +41,18 @@ class Settings:
     def points(self) -> dict[str, float]:
         return self.values["points"]
 
-    def tolerance(self, dtype_name: str, gradient: bool = False) -> tuple[float, float]:
-        """(atol, rtol) for a dtype, widened for gradients."""
+    def tolerance(self, dtype_name: str, gradient: bool = False, scale: float = 0.0) -> tuple[float, float]:
+        """(atol, rtol) for a dtype, widened for gradients.
+
+        ``scale`` is the size of the numbers the compared values are computed from (the largest
+        |score| a softmax sees, say): rounding in the dtype the contract accepts for the computation
+        grows with it, so ``{dtype}_scale_rtol * scale`` joins atol (logits of size 1e4 carry float32
+        errors of order 1e4 x 6e-8, whatever size the weights have).
+        """
         table = self.values["tolerance"]
         factor = table["gradient_factor"] if gradient else 1.0
-        return table[f"{dtype_name}_atol"] * factor, table[f"{dtype_name}_rtol"] * factor
+        atol = table[f"{dtype_name}_atol"] + table[f"{dtype_name}_scale_rtol"] * scale
+        return atol * factor, table[f"{dtype_name}_rtol"] * factor
 
 
 def _read(path: Path, where: str) -> dict:

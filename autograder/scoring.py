@@ -19,7 +19,7 @@ FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}
 # what a named mistake needs in a check's inputs to show there (a mistake not listed shows on any input)
 NEEDS = {
     "mask_inverted": "mask", "zero_fill": "mask", "mask_after_softmax": "mask",
-    "nan_rows": "fully-masked", "uniform_rows": "fully-masked",
+    "nan_rows": "fully-masked", "uniform_rows": "fully-masked", "additive_mask_rows": "fully-masked",
     "causal_flipped": "causal", "causal_bottom_right": "causal", "causal_strict": "causal",
     "overflow": "large-scores",
 }  # fmt: skip

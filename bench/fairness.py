@@ -1,6 +1,6 @@
 """Print every check whose outcome depends on the run's random inputs, for the submissions under tests/.
 
-    PYTHONPATH=. .venv/bin/python bench/fairness.py [SEED ...]
+    PYTHONPATH=. .venv/bin/python bench/fairness.py [SEED ...] [--only NAME ...]
 
 A mistake must cost the same points on every run. Each overlay submission of tests/submissions
 (the ones that do not hang, crash or flood) is graded once per seed (default: 1 to 8) and
@@ -9,7 +9,7 @@ compared with what tests/grading_cases.py says it must score.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 from pathlib import Path
 
@@ -23,7 +23,11 @@ SLOW_OR_HOSTILE = ("hang", "memory", "flood", "background", "segfault", "os_exit
 
 
 def main() -> None:
-    seeds = [int(arg) for arg in sys.argv[1:]] or list(range(1, 9))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("seeds", nargs="*", type=int, help="seeds (default: 1 to 8)")
+    parser.add_argument("--only", nargs="*", help="grade only these submissions")
+    options = parser.parse_args()
+    seeds = options.seeds or list(range(1, 9))
     reference = (ROOT / "reference" / "attention.py").read_text()
     settings = load_settings()
     zygote = Zygote()
@@ -32,7 +36,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for name, (failing, _) in sorted(CASES.items()):
             overlay = ROOT / "tests" / "submissions" / "overlays" / f"{name}.py"
-            if not overlay.exists() or name.startswith(SLOW_OR_HOSTILE):
+            if not overlay.exists() or name.startswith(SLOW_OR_HOSTILE) or (options.only and name not in options.only):
                 continue
             path = Path(folder) / f"{name}.py"
             path.write_text(f"{reference}\n{overlay.read_text()}")

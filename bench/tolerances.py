@@ -1,133 +1,149 @@
-"""Print the margins behind the grader's tolerances: honest errors below, wrong variants above.
+"""Print the margins behind the grader's tolerances, per value check: honest errors below, wrong ones above.
 
-    PYTHONPATH=. .venv/bin/python bench/tolerances.py [CASES]
+    PYTHONPATH=. .venv/bin/python bench/tolerances.py [--seeds N] [--stability-seeds M] [--only CHECK ...]
 
-For each dtype, over CASES (default 300) random inputs of the hidden checks' sizes (every axis
-from 1 to 12, d_k up to 64, masks with a fully masked row, causal or not):
+Every value check of autograder/checks runs here, in this process, on its own inputs (seeds 1..N),
+against submissions derived from the reference: bench/variants.py's CORRECT rewrites (the ways
+students write the same math: float32 constants, a float32 softmax or logsumexp inside float64
+work, Q scaled first...) and its WRONG ones (the classic mistakes, float16 and bfloat16 inside...).
+Each comparison a check makes is measured as "x tol": its largest error divided by what the check
+allows at that entry (the tolerances of autograder/defaults.toml, scaled as the check scales them);
+a check's figure is the largest over its comparisons (a shape, dtype or NaN miss counts as inf).
 
-- honest: correct math written the ways students write it (a float32-rounded 1/sqrt(d_k), a
-  float32 softmax inside float64 work, everything in float32 inside, einsum, Q scaled first),
-  compared with the float64 reference on the same rounded inputs. Printed: the largest absolute
-  error, and the largest error as a fraction of what the tolerance allows (must stay <= 0.1).
-- wrong: each known-wrong variant (autograder.checks.mistakes), computed in that dtype. Printed:
-  its smallest (over cases) largest error, and the same as a multiple of what the tolerance
-  allows (must stay >= 10).
-
-The tolerances are read from autograder/defaults.toml, so the figures check the file in use.
+Per check it prints the worst honest figure (largest over correct variants and seeds: must stay
+<= 0.1) and the best wrong one (for each wrong variant the check catches, the smallest over seeds;
+the smallest of those: must stay >= 10), and their ratio, the margin. softmax_stability is also run
+on M more seeds (default 1000) for the precision variants: float32 inside must pass on every one,
+float16 and bfloat16 inside must fail on every one. Exits 1 when any of that does not hold.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
+import time
+import types
+from pathlib import Path
 
 import torch
 
-from autograder.checks.mistakes import sdpa_variants
+from autograder.checks import test_1_pieces, test_2_softmax, test_3_sdpa, test_4_mha_variance
+from autograder.checks.cases import Draw
+from autograder.checks.expect import CheckFailure
+from autograder.checks.student import Student, StudentFault
 from autograder.config import load_settings
-from reference import attention as ref
+from autograder.kernel import InProcess
+from bench.variants import CORRECT, WRONG
 
-DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
-
-
-def _softmax(scores, mask, dtype=None):
-    """Reference masked_softmax, optionally computed in another dtype and cast back."""
-    if dtype is None:
-        return ref.masked_softmax(scores, mask)
-    return ref.masked_softmax(scores.to(dtype), mask).to(scores.dtype)
-
-
-def _full_mask(Q, K, mask, is_causal):
-    if is_causal:
-        causal = ref.causal_mask(Q.size(-2), K.size(-2))
-        return causal if mask is None else mask & causal
-    return mask
+ROOT = Path(__file__).resolve().parent.parent
+MODULES = (test_1_pieces, test_2_softmax, test_3_sdpa, test_4_mha_variance)
+VALUE_CHECKS = (
+    "scores_shape", "scores_values", "scale_values", "output_values", "softmax_values", "softmax_masked",
+    "softmax_fully_masked", "softmax_stability", "sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked",
+    "sdpa_dtypes", "sdpa_gradients", "mha_matches_torch", "mha_masks",
+)  # fmt: skip
+PRECISION = {"float32_softmax_inside": True, "float32_logsumexp_inside": True, "float16_softmax_inside": False,
+             "bfloat16_softmax_inside": False}  # name -> must pass softmax_stability on every seed
+HONEST_AT_MOST, WRONG_AT_LEAST = 0.1, 10.0
 
 
-def honest_variants(Q, K, V, mask, is_causal):
-    """(output, weights) of correct math written differently; all keep the input's dtype."""
-    d_k = Q.size(-1)
-    full = _full_mask(Q, K, mask, is_causal)
-    raw = Q @ K.transpose(-2, -1)
-    sqrt32 = torch.sqrt(torch.tensor(d_k, dtype=torch.float32))  # the student idiom: a float32 constant
-    found = {
-        "naive": _softmax(raw / math.sqrt(d_k), full),
-        "float32 sqrt(d_k)": _softmax(raw / sqrt32.to(Q.dtype), full),
-        "float32 1/sqrt(d_k) on Q": _softmax((Q * (1 / sqrt32).to(Q.dtype)) @ K.transpose(-2, -1), full),
-        "float32 softmax inside": _softmax(raw / math.sqrt(d_k), full, torch.float32),
-        "einsum": _softmax(torch.einsum("...qd,...kd->...qk", Q, K) / math.sqrt(d_k), full),
-    }
-    results = {name: (w @ V, w) for name, w in found.items()}
-    low = [x.float() for x in (Q, K, V)]
-    out32, w32 = ref.scaled_dot_product_attention(*low, mask, is_causal)
-    results["all float32 inside"] = (out32.to(Q.dtype), w32.to(Q.dtype))
-    return results
+def x_tol(actual, expected, tolerance, dtype=None) -> float:
+    """The largest error over what the tolerance allows at that entry; inf for a wrong type, shape, dtype, NaN or inf."""
+    if not isinstance(actual, torch.Tensor) or tuple(actual.shape) != tuple(expected.shape):
+        return math.inf
+    if actual.dtype != (dtype or expected.dtype):
+        return math.inf
+    if actual.dtype == torch.bool:
+        return 0.0 if bool((actual == expected).all()) else math.inf
+    got, want = actual.detach().double(), expected.detach().double()
+    if bool(((got.isnan() | got.isinf()) & want.isfinite()).any()):
+        return math.inf
+    atol, rtol = tolerance
+    error = (got - want).abs().nan_to_num(0.0)
+    return float((error / (atol + rtol * want.abs().nan_to_num(0.0))).max()) if error.numel() else 0.0
 
 
-def _ratio(got, expected, atol, rtol):
-    """Largest |got - expected| / (atol + rtol*|expected|); inf for NaN or inf where finite was expected."""
-    got, expected = got.double(), expected.double()
-    if bool((~got.isfinite() & expected.isfinite()).any()):
-        return math.inf, math.inf
-    error = (got - expected).abs()
-    return float(error.max()), float((error / (atol + rtol * expected.abs())).max())
+def measure(check, loaded, seed, settings) -> float:
+    """Run one check on one seed; its largest x tol over the comparisons it makes (inf if it fails otherwise)."""
+    figures = []
+
+    def recording(actual, expected, *, what, tolerance, variants=None, dtype=None, scale=0.0):
+        figures.append(x_tol(actual, expected, tolerance, dtype))
+
+    saved = [module.expect_tensor for module in MODULES]
+    for module in MODULES:
+        module.expect_tensor = recording
+    try:
+        check(loaded, Draw(seed), settings)
+    except (CheckFailure, StudentFault, RuntimeError, TypeError, ValueError, IndexError):
+        figures.append(math.inf)
+    finally:
+        for module, original in zip(MODULES, saved):
+            module.expect_tensor = original
+    return max(figures, default=0.0)
 
 
-def _case(generator, low):
-    B, H, T_q, T_k, d_k, d_v = (int(torch.randint(low, 13, (), generator=generator)) for _ in range(6))
-    if bool(torch.rand((), generator=generator) < 0.3):
-        d_k = int(torch.randint(13, 65, (), generator=generator))
-    Q, K, V = (torch.randn(B, H, T, d, generator=generator, dtype=torch.float64) for T, d in ((T_q, d_k), (T_k, d_k), (T_k, d_v)))
-    mask = torch.rand(B, 1, T_q, T_k, generator=generator) < 0.6
-    mask[..., 0] = True
-    mask[0, 0, 0] = False  # one fully masked row: the fill and NaN variants differ there
-    is_causal = bool(torch.rand((), generator=generator) < 0.5) and T_q != T_k
-    return Q, K, V, mask, is_causal
+def load_variant(reference: str, code: str) -> Student:
+    """The reference with a variant's lines appended, loaded in this process behind the checks' proxy."""
+    module = types.ModuleType("attention")
+    exec(compile(f"{reference}\n{code}", "attention.py", "exec"), module.__dict__)  # noqa: S102 - our own variants
+    return Student(InProcess(vars(module)), timeout=60.0)
 
 
-def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+def checks(only) -> dict:
+    found = {}
+    for module in MODULES:
+        for name in VALUE_CHECKS:
+            function = getattr(module, f"test_{name}", None)
+            if function is not None and (not only or name in only):
+                found[name] = function
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=20, help="seeds per check and variant (default 20)")
+    parser.add_argument("--stability-seeds", type=int, default=1000, help="extra seeds of softmax_stability (default 1000)")
+    parser.add_argument("--only", nargs="*", help="only these checks")
+    options = parser.parse_args()
+    torch.set_num_threads(1)
     settings = load_settings()
-    generator = torch.Generator().manual_seed(0)
-    honest = {dtype: {} for dtype in DTYPES}
-    wrong = {dtype: {} for dtype in DTYPES}
-    for index in range(2 * count):
-        # honest cases use every size from 1 (edge shapes); wrong ones sizes from 2, since with a
-        # size of 1 some mistakes are no mistake (d_k = 1: sqrt(d_k) = d_k; T_k = 1: one weight of 1)
-        honest_case = index < count
-        Q, K, V, mask, is_causal = _case(generator, 1 if honest_case else 2)
-        for dtype in DTYPES:
-            atol, rtol = settings.tolerance(str(dtype).removeprefix("torch."))
-            low = [x.to(dtype) for x in (Q, K, V)]
-            expected = ref.scaled_dot_product_attention(*[x.double() for x in low], mask, is_causal)
-            if honest_case:
-                for name, got in honest_variants(*low, mask, is_causal).items():
-                    error = max(_ratio(g, e, atol, rtol) for g, e in zip(got, expected))
-                    previous = honest[dtype].get(name, (0.0, 0.0))
-                    honest[dtype][name] = (max(previous[0], error[0]), max(previous[1], error[1]))
-                continue
-            # float16 cannot hold the -1e6 fill: its wrong variants are computed in float32, then rounded
-            work = dtype if dtype in (torch.float64, torch.float32) else torch.float32
-            variants = sdpa_variants(*[x.to(work) for x in low], mask, is_causal)
-            for name, pair in variants.items():
-                got = [x.to(dtype) for x in pair]
-                if name.startswith("causal") and not is_causal:
-                    continue
-                error = max(_ratio(g, e, atol, rtol) for g, e in zip(got, expected))
-                previous = wrong[dtype].get(name, (math.inf, math.inf))
-                wrong[dtype][name] = (min(previous[0], error[0]), min(previous[1], error[1]))
-    print(f"{count} honest and {count} wrong cases; error = max |got - float64 reference| over output and weights;"
-          " x tol = that error / (atol + rtol*|expected|), worst entry")
-    for dtype in DTYPES:
-        atol, rtol = settings.tolerance(str(dtype).removeprefix("torch."))
-        print(f"\n{str(dtype).removeprefix('torch.')}: atol {atol:g}, rtol {rtol:g}")
-        print("  honest (largest over cases)         error     x tol")
-        for name, (error, ratio) in sorted(honest[dtype].items(), key=lambda item: -item[1][1]):
-            print(f"    {name:32s} {error:9.2e} {ratio:9.2e}")
-        print("  wrong (smallest over cases)         error     x tol")
-        for name, (error, ratio) in sorted(wrong[dtype].items(), key=lambda item: item[1][1]):
-            print(f"    {name:32s} {error:9.3g} {ratio:9.3g}")
+    reference = (ROOT / "reference" / "attention.py").read_text()
+    variants = {name: (code, True) for name, code in CORRECT.items()} | {name: (code, False) for name, code in WRONG.items()}
+    loaded = {name: load_variant(reference, code) for name, (code, _) in variants.items()}
+    selected = checks(options.only)
+    start = time.perf_counter()
+    problems = 0
+    print(f"{len(selected)} value checks x {len(variants)} variants x {options.seeds} seeds;"
+          f" x tol = largest error / what the check allows there (<= {HONEST_AT_MOST} honest, >= {WRONG_AT_LEAST:g} wrong)")
+    print(f"\n{'check':22s} {'worst honest (variant)':34s} {'x tol':>8s}   {'best wrong (variant)':30s} {'x tol':>8s} {'margin':>8s}")
+    for check_name, check in selected.items():
+        honest, wrong = (-1.0, "-"), (math.inf, "-")
+        for name, (_, correct) in variants.items():
+            figures = [measure(check, loaded[name], seed, settings) for seed in range(1, options.seeds + 1)]
+            if correct and max(figures) > honest[0]:
+                honest = (max(figures), name)
+            elif not correct and max(figures) > 1 and (min(figures) < wrong[0] or wrong[1] == "-"):
+                wrong = (min(figures), name)  # a wrong variant this check catches: its closest call
+        margin = wrong[0] / honest[0] if honest[0] else math.inf
+        bad = honest[0] > HONEST_AT_MOST or wrong[0] < WRONG_AT_LEAST
+        problems += bad
+        print(f"{check_name:22s} {honest[1]:34s} {honest[0]:8.2g}   {wrong[1]:30s} {wrong[0]:8.3g} {margin:8.3g}"
+              f"{'   <- PROBLEM' if bad else ''}", flush=True)
+    if options.stability_seeds and (not options.only or "softmax_stability" in options.only):
+        print(f"\nsoftmax_stability on seeds 1..{options.stability_seeds}, precision variants:")
+        for name, must_pass in PRECISION.items():
+            figures = [measure(test_2_softmax.test_softmax_stability, loaded[name], seed, settings)
+                       for seed in range(1, options.stability_seeds + 1)]
+            passed = sum(figure <= 1 for figure in figures)
+            bad = passed != (len(figures) if must_pass else 0)
+            problems += bad
+            print(f"  {name:28s} passes {passed:5d} of {len(figures)}; x tol from {min(figures):.3g} to {max(figures):.3g}"
+                  f"{'   <- PROBLEM' if bad else ''}", flush=True)
+    print(f"\n{time.perf_counter() - start:.0f} s; {problems} problem(s)")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -100,6 +100,17 @@ _reference_softmax = masked_softmax
 def masked_softmax(scores, mask=None):
     return _reference_softmax(scores.float(), mask).to(scores.dtype)
 """,
+    "float32_logsumexp_inside": """
+def masked_softmax(scores, mask=None):
+    # Trax's idiom: exp(x - logsumexp(x)), here in float32 inside float64 work, the dtype kept
+    work = scores.float()
+    if mask is not None:
+        work = work.masked_fill(~mask, torch.finfo(torch.float32).min)
+    weights = torch.exp(work - torch.logsumexp(work, dim=-1, keepdim=True))
+    if mask is not None:
+        weights = weights * mask
+    return weights.to(scores.dtype)
+""",
     "float64_inside": """
 _reference_sdpa = scaled_dot_product_attention
 
@@ -128,6 +139,8 @@ def _mha_forward(self, query, key, value, mask=None, is_causal=False):
     def split(x):
         return x.view(B, -1, self.num_heads, self.d_head).permute(0, 2, 1, 3)
     q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
+    if mask is not None and mask.dim() == 3:
+        mask = mask[:, None]
     out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)
     out = out.permute(0, 2, 1, 3).contiguous().view(B, -1, self.d_model)
     return self.w_o(out), weights
@@ -190,6 +203,20 @@ def masked_softmax(scores, mask=None):
         scores = scores.masked_fill(~mask, -1e9)
     return torch.softmax(scores, dim=-1)
 """,
+    "float16_softmax_inside": """
+_reference_softmax = masked_softmax
+
+
+def masked_softmax(scores, mask=None):
+    return _reference_softmax(scores.half(), mask).to(scores.dtype)
+""",
+    "bfloat16_softmax_inside": """
+_reference_softmax = masked_softmax
+
+
+def masked_softmax(scores, mask=None):
+    return _reference_softmax(scores.bfloat16(), mask).to(scores.dtype)
+""",
     "causal_flipped": """
 def causal_mask(T_q, T_k=None, *, device=None):
     T_k = T_q if T_k is None else T_k
@@ -226,6 +253,67 @@ _reference_sdpa = scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
     output, weights = _reference_sdpa(Q, K, V, mask, is_causal)
     return output.squeeze(0), weights.squeeze(0)
+""",
+    "mha_split_no_transpose": """
+def _mha_forward(self, query, key, value, mask=None, is_causal=False):
+    B, T_q, _ = query.shape
+    q = self.w_q(query).view(B, self.num_heads, T_q, self.d_head)
+    k = self.w_k(key).view(B, self.num_heads, -1, self.d_head)
+    v = self.w_v(value).view(B, self.num_heads, -1, self.d_head)
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(1)
+    out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)
+    return self.w_o(out.reshape(B, T_q, self.d_model)), weights
+
+
+MultiHeadAttention.forward = _mha_forward
+""",
+    "mha_merge_no_transpose": """
+def _mha_forward(self, query, key, value, mask=None, is_causal=False):
+    B, T_q, _ = query.shape
+    def split(x):
+        return x.view(B, -1, self.num_heads, self.d_head).transpose(1, 2)
+    q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(1)
+    out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)
+    return self.w_o(out.reshape(B, T_q, self.d_model)), weights
+
+
+MultiHeadAttention.forward = _mha_forward
+""",
+    "mha_merge_order": """
+def _mha_forward(self, query, key, value, mask=None, is_causal=False):
+    B, T_q, _ = query.shape
+    def split(x):
+        return x.view(B, -1, self.num_heads, self.d_head).transpose(1, 2)
+    q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(1)
+    out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)
+    return self.w_o(out.permute(0, 2, 3, 1).reshape(B, T_q, self.d_model)), weights
+
+
+MultiHeadAttention.forward = _mha_forward
+""",
+    "mha_scale_d_model": """
+def _mha_forward(self, query, key, value, mask=None, is_causal=False):
+    B, T_q, _ = query.shape
+    def split(x):
+        return x.view(B, -1, self.num_heads, self.d_head).transpose(1, 2)
+    q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(1)
+    if is_causal:
+        causal = causal_mask(q.size(-2), k.size(-2), device=q.device)
+        mask = causal if mask is None else mask & causal
+    scores = attention_scores(q, k) / math.sqrt(self.d_model)
+    weights = masked_softmax(scores, mask)
+    out = attention_output(weights, v)
+    return self.w_o(out.transpose(1, 2).reshape(B, T_q, self.d_model)), weights
+
+
+MultiHeadAttention.forward = _mha_forward
 """,
     "mha_bias_always": """
 _reference_mha_init = MultiHeadAttention.__init__

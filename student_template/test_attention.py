@@ -37,7 +37,8 @@ def close(actual, expected, atol=1e-5, rtol=1.3e-6):
     index = tuple(int(i) for i in torch.unravel_index((difference - allowed).argmax(), difference.shape))
     largest = f"{difference[index].item():.3g} (allowed {allowed[index].item():.2g})"
     if actual.numel() <= 8:
-        raise AssertionError(f"expected {want.tolist()}, got {got.tolist()}; largest difference {largest} at index {index}")
+        raise AssertionError(f"expected {want.round(decimals=6).tolist()}, got {got.round(decimals=6).tolist()};"
+                             f" largest difference {largest} at index {index}")
     raise AssertionError(f"expected {want[index].item():.6g}, got {got[index].item():.6g} at index {index} of shape"
                          f" {tuple(actual.shape)}, the largest difference: {largest}")
 
@@ -78,8 +79,7 @@ def test_masked_softmax_by_hand():
 def test_masked_softmax_fully_masked_row_is_zero_not_nan():
     """A row whose keys are all masked gets weights 0, never NaN."""
     weights = masked_softmax(torch.zeros(2, 3), torch.tensor([[True, True, True], [False, False, False]]))
-    assert not weights.isnan().any()
-    close(weights[1], [0.0, 0.0, 0.0])
+    close(weights, [[1 / 3, 1 / 3, 1 / 3], [0.0, 0.0, 0.0]])
 
 
 def test_attention_output_by_hand():
@@ -110,7 +110,7 @@ def test_scaled_dot_product_attention_padded_batch():
     Q, K, V = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
     mask = padding_mask(torch.tensor([2, 5]), 5)
     output, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
-    assert weights[0, :, 2:].eq(0).all()
+    close(weights[0, :, 2:], torch.zeros(3, 3))  # the padded keys 2, 3, 4 of the first sequence
     close(output, F.scaled_dot_product_attention(Q, K, V, attn_mask=mask))
 
 
@@ -129,6 +129,23 @@ def test_MultiHeadAttention_shapes():
     output, weights = mha(torch.randn(3, 4, 8), torch.randn(3, 5, 8), torch.randn(3, 5, 8))
     assert output.shape == (3, 4, 8)
     assert weights.shape == (3, 2, 4, 5)
+
+
+def test_MultiHeadAttention_matches_torch():
+    """With the same weights as nn.MultiheadAttention(batch_first=True): the same per-head weights and output."""
+    torch.manual_seed(2)
+    mha = MultiHeadAttention(6, 2)  # d_model = 6, two heads of 3 features
+    torch_mha = torch.nn.MultiheadAttention(6, 2, batch_first=True)
+    with torch.no_grad():  # torch keeps the three input projections in one matrix: w_q, w_k, w_v stacked
+        torch_mha.in_proj_weight.copy_(torch.cat([mha.w_q.weight, mha.w_k.weight, mha.w_v.weight]))
+        torch_mha.in_proj_bias.copy_(torch.cat([mha.w_q.bias, mha.w_k.bias, mha.w_v.bias]))
+        torch_mha.out_proj.weight.copy_(mha.w_o.weight)
+        torch_mha.out_proj.bias.copy_(mha.w_o.bias)
+    query, key = torch.randn(3, 4, 6), torch.randn(3, 5, 6)
+    output, weights = mha(query, key, key)
+    expected_output, expected_weights = torch_mha(query, key, key, average_attn_weights=False)
+    close(weights, expected_weights.detach())  # (B, heads, T_q, T_k): wrong when the heads are split wrongly
+    close(output, expected_output.detach())  # (B, T_q, d_model): wrong when the heads are merged wrongly
 
 
 def test_dot_product_variance_grows_like_d_k():

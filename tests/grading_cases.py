@@ -234,6 +234,44 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     ),
     # a (B, 1, T_k) padding mask handed to the heads as it is; only the 3-D mask case of mha_masks catches it
     "mistake_mha_mask_3d": ({"mha_masks"} | GATED_MHA, {"mha_masks": "give it the head axis"}),
+    # real code's idioms (issue 25): precision inside float64 work that is correct math, full marks...
+    "correct_float32_softmax_inside": (set(), {}),
+    "correct_float32_logsumexp": (set(), {}),
+    "correct_true_means_drop": (set(), {}),
+    # ... additive masks, named by what they do to a fully masked row ...
+    "mistake_additive_mask_1e4": (
+        {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
+        {"softmax_fully_masked": "softmax of their unmasked scores", "sdpa_fully_masked": "softmax of their unmasked scores"},
+    ),
+    "mistake_additive_mask_1e9": (
+        {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
+        {"softmax_fully_masked": "softmax of their unmasked scores", "sdpa_fully_masked": "softmax of their unmasked scores"},
+    ),
+    "mistake_additive_finfo_min": (
+        {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
+        {"softmax_fully_masked": "uniform weights", "sdpa_fully_masked": "uniform weights"},
+    ),
+    # ... flash-attention's bottom-right causal mask, written with indices and a True-means-drop mask ...
+    "mistake_causal_bottom_right_flash": (
+        {"causal_rectangular", "sdpa_causal"} | GATED_SDPA,
+        {"causal_rectangular": "aligned bottom-right", "sdpa_causal": "aligned bottom-right"},
+    ),
+    # ... and the multi-head classics, each named
+    "mistake_mha_split_no_transpose": (
+        MHA | GATED_MHA,
+        {"mha_matches_torch": "split with view(B, num_heads, T, d_head)", "mha_masks": "then transpose(1, 2)"},
+    ),
+    "mistake_mha_merge_no_transpose": (
+        MHA | GATED_MHA,
+        {"mha_matches_torch": "merged without moving the head axis back", "mha_masks": "merged without moving"},
+    ),
+    "mistake_mha_merge_order": (MHA | GATED_MHA, {"mha_matches_torch": "merged in the wrong order", "mha_masks": "wrong order"}),
+    "mistake_mha_scale_d_model": (MHA | GATED_MHA, {"mha_matches_torch": "divided by sqrt(d_model)", "mha_masks": "sqrt(d_model)"}),
+    # xformers' reference: float32 inside and out, never calling masked_softmax (whose own rows are NaN)
+    "misattr_xformers_float32": (
+        {"softmax_fully_masked"} | (SDPA_VALUES - {"sdpa_gradients"}) | MHA | GATED_SDPA | GATED_MHA,
+        {"sdpa_fully_masked": "dtype float32, expected float64", "softmax_fully_masked": "come out as NaN"},
+    ),
 }
 
 # name -> {check: a phrase its feedback must NOT contain}: causes claimed without evidence (issue 13)
@@ -249,4 +287,15 @@ ABSENT: dict[str, dict[str, str]] = {
                                                                           "sdpa_gradients", "timing_cpu")},
     "misattr_mha_bias_blamed_on_sdpa": {"mha_matches_torch": "scaled_dot_product_attention"},
     "misattr_fill_float16": {"sdpa_dtypes": "uniform weights"},
+    # issue 25: no "float16" for float32 rounding, no "builds on X" unless the failing function was seen calling X
+    "correct_float32_softmax_inside": {"softmax_stability": "precision loss", "softmax_values": "float16"},
+    "correct_float32_logsumexp": {"softmax_stability": "precision loss", "softmax_values": "float16"},
+    "misattr_xformers_float32": {check: "masked_softmax" for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked",
+                                                                       "sdpa_dtypes")},
+    "mistake_additive_mask_1e4": {"sdpa_fully_masked": "it builds on", "softmax_fully_masked": "uniform weights"},
+    "mistake_additive_mask_1e9": {"sdpa_fully_masked": "it builds on", "softmax_fully_masked": "uniform weights"},
+    "mistake_additive_finfo_min": {"sdpa_fully_masked": "it builds on"},
+    **{name: {"mha_matches_torch": "scaled_dot_product_attention", "mha_masks": "scaled_dot_product_attention"}
+       for name in ("mistake_mha_split_no_transpose", "mistake_mha_merge_no_transpose", "mistake_mha_merge_order",
+                    "mistake_mha_scale_d_model")},
 }

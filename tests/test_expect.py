@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from autograder.checks.expect import CheckFailure, expect_tensor
+from autograder.checks.expect import CheckFailure, expect_tensor, precision_loss
 from autograder.checks.mistakes import name_mistake
 
 TOLERANCE = (1e-5, 1e-5)
@@ -52,3 +52,16 @@ def test_a_mistake_is_named_only_when_one_variant_matches():
     found = torch.ones(1, 3, dtype=torch.bool)
     assert name_mistake(found, {"causal_flipped": found.clone(), "causal_bottom_right": found.clone()}, 0, 0) is None
     assert name_mistake(found, {"causal_flipped": found.clone(), "causal_strict": ~found}, 0, 0) == "causal_flipped"
+
+
+def test_float32_rounding_of_large_scores_is_not_called_float16():
+    """Weights off by 4e-4 from scores of size 1e4 are float32 rounding of the scores: never named float16."""
+    expected = torch.tensor([[0.8, 0.2]], dtype=torch.float64)
+    assert precision_loss(4e-4, expected, torch.float64, scale=1e4) is None
+    assert "float16" in precision_loss(4e-4, expected, torch.float64, scale=1.0)  # at size 1, 4e-4 is float16's
+
+
+def test_large_errors_are_not_precision_loss_at_any_scale():
+    """An error of 10% of the result is not rounding, however large the inputs."""
+    expected = torch.tensor([[0.8, 0.2]], dtype=torch.float64)
+    assert precision_loss(0.1, expected, torch.float64, scale=1e4) is None

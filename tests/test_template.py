@@ -119,8 +119,8 @@ def test_public_tests_guide_a_student_on_the_untouched_template(tmp_path):
     assert "Next: implement attention_scores in attention.py" in result.stdout
     assert "Traceback" not in result.stdout
     lines = [line for line in result.stdout.splitlines() if "is not implemented yet" in line]
-    assert len(lines) == 13
-    assert "13 failed" in result.stdout
+    assert len(lines) == 14
+    assert "14 failed" in result.stdout
 
 
 def test_public_tests_pass_on_the_reference(tmp_path):
@@ -128,7 +128,7 @@ def test_public_tests_pass_on_the_reference(tmp_path):
     folder = student_folder(tmp_path, REFERENCE.read_text())
     result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
     assert result.returncode == 0, result.stdout
-    assert "13 passed" in result.stdout
+    assert "14 passed" in result.stdout
 
 
 def test_public_tests_are_not_the_hidden_suite(tmp_path):
@@ -149,11 +149,27 @@ def test_a_wrong_answer_names_its_test_in_one_line(tmp_path):
     failures = [line for line in result.stdout.splitlines() if " failed: " in line]
     assert failures[0] == (
         "test_scale_scores_by_hand failed: expected [[2.0, -4.0]], got [[1.0, -2.0]];"
-        " largest difference 2 (allowed 1.5e-05) at index (0, 1) (test_attention.py:54)"
+        " largest difference 2 (allowed 1.5e-05) at index (0, 1) (test_attention.py:55)"
     )
     assert failures[1].startswith("test_scaled_dot_product_attention_lesson_shapes failed: expected ")
     assert "the largest difference: " in failures[1]
     assert not [line for line in result.stdout.splitlines() if line.startswith(("E ", "    "))]  # nothing but the one lines
+
+
+@pytest.mark.parametrize("name, test", [
+    ("mistake_zero_fill", "test_scaled_dot_product_attention_padded_batch"),
+    ("mistake_mha_split_no_transpose", "test_MultiHeadAttention_matches_torch"),
+    ("mistake_mha_merge_order", "test_MultiHeadAttention_matches_torch"),
+])
+def test_public_failures_say_what_differs(tmp_path, name, test):
+    """Masking with 0 and the multi-head split and merge mistakes fail a public test whose one line gives expected
+    and found values, never a bare `assert tensor(False)`."""
+    overlay = (SUBMISSIONS / "overlays" / f"{name}.py").read_text()
+    folder = student_folder(tmp_path, REFERENCE.read_text() + "\n" + overlay)
+    result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
+    assert result.returncode == 1
+    line = next(line for line in result.stdout.splitlines() if line.startswith(f"{test} failed: "))
+    assert "expected " in line and ", got " in line and "tensor(" not in line, line
 
 
 def test_every_notebook_code_cell_compiles():

@@ -14,7 +14,6 @@ from torch import Tensor
 
 from autograder.checks.mistakes import SENTENCES, name_mistake
 
-
 CAUSE = "Likely cause: "
 
 
@@ -47,8 +46,13 @@ def expect_tensor(
     tolerance: tuple[float, float],
     variants: dict[str, Tensor] | None = None,
     dtype: torch.dtype | None = None,
+    scale: float = 0.0,
 ) -> None:
-    """``actual`` has the expected shape and dtype and is within tolerance of ``expected``."""
+    """``actual`` has the expected shape and dtype and is within tolerance of ``expected``.
+
+    ``scale`` is the size of the numbers ``expected`` was computed from (what ``Settings.tolerance``
+    was given): precision loss is named by the error relative to it (see ``precision_loss``).
+    """
     if not isinstance(actual, Tensor):
         fail(f"{what}: expected a tensor, got {type(actual).__name__}")
     atol, rtol = tolerance
@@ -84,7 +88,7 @@ def expect_tensor(
         fail(
             f"{what}: values differ from the expected ones by up to {worst:.3g}"
             f" (allowed: {atol:g} + {rtol:g}*|expected|); {_where(evidence)}",
-            mistake, hint=None if mistake else precision_loss(worst, wanted, actual.dtype), evidence=evidence,
+            mistake, hint=None if mistake else precision_loss(worst, wanted, actual.dtype, scale), evidence=evidence,
         )
 
 
@@ -129,17 +133,43 @@ def _number(value) -> str:
     return str(value) if isinstance(value, (bool, str)) else f"{value:.6g}"
 
 
+def magnitude(*tensors: Tensor) -> float:
+    """The largest finite |entry| of the tensors: the size of the numbers a result is computed from."""
+    sizes = [float(t.detach().double().abs().nan_to_num(0.0, posinf=0.0).max()) for t in tensors if t.numel()]
+    return max(sizes, default=0.0)
+
+
+def attention_size(Q: Tensor, K: Tensor, V: Tensor) -> float:
+    """The size of the numbers attention's results come from: the largest |q . k| / sqrt(d_k) the softmax
+    can see (sum of |q_i k_i|), times the largest |value| the weights mix (at least 1)."""
+    scores = magnitude(Q.double().abs() @ K.double().abs().transpose(-2, -1)) / math.sqrt(Q.size(-1))
+    return scores * max(1.0, magnitude(V))
+
+
 # rounding of a narrower float type: an error within this many of its epsilons (relative) is that rounding
 PRECISION_EPSILONS = 10
-NARROWER = {torch.float64: (torch.float32, torch.float16), torch.float32: (torch.float16,)}
+NARROWER = {
+    torch.float64: (torch.float32, torch.float16, torch.bfloat16),
+    torch.float32: (torch.float16, torch.bfloat16),
+    torch.float16: (torch.bfloat16,),
+}
 
 
-def precision_loss(worst: float, wanted: Tensor, dtype: torch.dtype) -> str | None:
-    """Name precision loss when the largest error is at a narrower dtype's rounding level; else None."""
-    relative = worst / max(float(wanted.abs().nan_to_num(0.0).max()), 1.0)
+def precision_loss(worst: float, wanted: Tensor, dtype: torch.dtype, scale: float = 0.0) -> str | None:
+    """Name precision loss when the largest error is a narrower dtype's rounding; else None.
+
+    The dtype named is the widest narrower one whose rounding, at the size of the numbers the result
+    comes from (``scale``), reaches the error: weights of a softmax over scores of size 1e4 that err by
+    4e-4 are float32 rounding (4e-8 of 1e4), never float16. It is named only when the error is within
+    that dtype's rounding of the result's own size too: an error of 10% is not rounding, whatever the scale.
+    """
+    size = max(float(wanted.abs().nan_to_num(0.0).max()) if wanted.numel() else 0.0, 1.0)
     for narrow in NARROWER.get(dtype, ()):
-        if relative <= PRECISION_EPSILONS * torch.finfo(narrow).eps:
-            return (f"precision loss: errors of this size (relative {relative:.1g}) are {dtype_name(narrow)} rounding,"
-                    f" so the math looks right but part of it runs in {dtype_name(narrow)} or coarser;"
-                    f" compute in the input's dtype ({dtype_name(dtype)})")
+        bound = PRECISION_EPSILONS * torch.finfo(narrow).eps
+        if worst <= bound * max(size, scale):  # the widest dtype whose rounding at the inputs' size explains it
+            if worst > bound * size:
+                return None
+            return (f"precision loss: errors of this size (relative {worst / size:.1g}) are {dtype_name(narrow)} rounding"
+                    f" of numbers this size, so the math looks right but part of it runs in {dtype_name(narrow)};"
+                    f" compute in the input's dtype ({dtype_name(dtype)}) or float32")
     return None

@@ -24,6 +24,9 @@ SENTENCES = {
     "nan_rows": "rows where every key is masked come out as NaN (0/0); they must be all zeros; reread 'Fully masked rows'",
     "uniform_rows": "rows where every key is masked get uniform weights (a finite fill such as -1e6); they must be all zeros;"
     " reread 'Fully masked rows'",
+    "additive_mask_rows": "rows where every key is masked get the softmax of their unmasked scores: an additive mask"
+    " (-1e4, -1e9) shifts the whole row, and softmax ignores a shift; they must be all zeros (multiply the weights by"
+    " the mask, or fill with -inf and divide a zero sum by 1); reread 'Fully masked rows'",
     "causal_flipped": "the causal triangle is flipped: query i may see keys j <= i, not j >= i; reread 'Masks'",
     "causal_bottom_right": "the causal mask is aligned bottom-right; it must be top-left (torch.tril with diagonal 0),"
     " as is_causal=True in PyTorch; reread 'Masks'",
@@ -32,6 +35,14 @@ SENTENCES = {
     "transpose_12": "you transposed axes 1 and 2 instead of the last two (-2, -1): this breaks with extra head dims;"
     " reread the shape table",
     "python_loop": "a Python loop over positions or batches; use batched matrix products instead",
+    "mha_split_no_transpose": "the heads were split with view(B, num_heads, T, d_head), which cuts across positions:"
+    " view as (B, T, num_heads, d_head), then transpose(1, 2); reread 'Multi-head attention'",
+    "mha_merge_no_transpose": "the heads were merged without moving the head axis back: transpose (B, H, T, d_head)"
+    " to (B, T, H, d_head) before reshaping to (B, T, d_model); reread 'Multi-head attention'",
+    "mha_merge_order": "the heads were merged in the wrong order: each position's d_model features are head 0's"
+    " d_head values, then head 1's, and so on ((B, T, H, d_head) reshaped), not interleaved; reread 'Multi-head attention'",
+    "mha_scale_d_model": "the scores were divided by sqrt(d_model); each head's scale is 1/sqrt(d_head), with"
+    " d_head = d_model / num_heads; reread 'Multi-head attention'",
     "mask_head_axis": "a 3-D mask (B, 1, T_k) or (B, T_q, T_k), as padding_mask returns, must apply to every head:"
     " give it the head axis (mask.unsqueeze(1)) before attending; reread 'Multi-head attention'",
 }
@@ -41,6 +52,13 @@ def _softmax_filled(scores: Tensor, mask: Tensor | None, fill: float, dim: int =
     if mask is not None:
         scores = scores.masked_fill(~mask, fill)
     return torch.softmax(scores, dim=dim)
+
+
+def _additive_rows(scores: Tensor, mask: Tensor) -> Tensor:
+    """Right where a row allows some key; where it allows none, the plain softmax of the row (a finite additive mask)."""
+    weights = ref.masked_softmax(scores, mask)
+    none_allowed = ~mask.expand_as(weights).any(dim=-1, keepdim=True)
+    return torch.where(none_allowed, torch.softmax(scores, dim=-1).expand_as(weights), weights)
 
 
 def softmax_variants(scores: Tensor, mask: Tensor | None) -> dict[str, Tensor]:
@@ -53,6 +71,7 @@ def softmax_variants(scores: Tensor, mask: Tensor | None) -> dict[str, Tensor]:
             "mask_after_softmax": torch.softmax(scores, dim=-1) * mask,
             "nan_rows": _softmax_filled(scores, mask, -math.inf),
             "uniform_rows": _softmax_filled(scores, mask, -1e6),
+            "additive_mask_rows": _additive_rows(scores, mask),
         }
     return variants
 
@@ -85,6 +104,39 @@ def sdpa_variants(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causa
             combined = wrong if mask is None else mask & wrong
             weights[name] = ref.masked_softmax(ref.scale_scores(raw, d_k), combined)
     return {name: (w @ V, w) for name, w in weights.items()}
+
+
+def mha_variants(heads: tuple[Tensor, Tensor, Tensor], num_heads: int, mask: Tensor | None,
+                 is_causal: bool) -> dict[str, tuple[Tensor, Tensor]]:
+    """MultiHeadAttention done wrong between the projections: (merged heads (B, T_q, d_model), weights) of each.
+
+    ``heads`` are the projected query, key and value, (B, T, d_model) each; the output projection
+    is the caller's to apply.
+    """
+    q, k, v = heads
+    B, T_q, d_model = q.shape
+    d_head = d_model // num_heads
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(1)
+
+    def split(x):  # (B, T, d_model) -> (B, H, T, d_head)
+        return x.view(B, x.size(1), num_heads, d_head).transpose(1, 2)
+
+    def merge(out):  # (B, H, T_q, d_head) -> (B, T_q, d_model)
+        return out.transpose(1, 2).reshape(B, T_q, d_model)
+
+    out, weights = ref.scaled_dot_product_attention(split(q), split(k), split(v), mask, is_causal)
+    wrong_split = [x.reshape(B, num_heads, x.size(1), d_head) for x in (q, k, v)]
+    split_out, split_weights = ref.scaled_dot_product_attention(*wrong_split, mask, is_causal)
+    # dividing by sqrt(d_model) is the right attention on Q scaled by sqrt(d_head / d_model)
+    scaled_q = split(q) * math.sqrt(d_head / d_model)
+    scale_out, scale_weights = ref.scaled_dot_product_attention(scaled_q, split(k), split(v), mask, is_causal)
+    return {
+        "mha_split_no_transpose": (split_out.reshape(B, T_q, d_model), split_weights),
+        "mha_merge_no_transpose": (out.reshape(B, T_q, d_model), weights),
+        "mha_merge_order": (out.permute(0, 2, 3, 1).reshape(B, T_q, d_model), weights),
+        "mha_scale_d_model": (merge(scale_out), scale_weights),
+    }
 
 
 def name_mistake(actual: Tensor, variants: dict[str, Tensor], atol: float, rtol: float) -> str | None:

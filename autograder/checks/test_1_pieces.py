@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from autograder.checks.expect import dtype_name, expect_tensor, fail
+from autograder.checks.expect import dtype_name, expect_tensor, fail, magnitude
 from autograder.checks.mistakes import causal_variants, scale_variants
 from autograder.checks.student import StudentFault
 from reference import attention as ref
@@ -22,7 +22,9 @@ def test_scores_shape(loaded, draw, settings):
             if len(lead) != 1:  # (B, T, d_k) worked, other ranks do not
                 fail(f"{error}; it worked on (B, T, d_k)", "transpose_12")
             raise
-        expect_tensor(got, ref.attention_scores(Q, K), what=f"attention_scores on {label}", tolerance=settings.tolerance("float64"))
+        size = magnitude(Q.abs() @ K.abs().transpose(-2, -1))  # a dot product's rounding grows with sum |q_i k_i|
+        expect_tensor(got, ref.attention_scores(Q, K), what=f"attention_scores on {label}",
+                      tolerance=settings.tolerance("float64", scale=size), scale=size)
 
 
 @pytest.mark.check(function="attention_scores", category="values")
@@ -33,9 +35,10 @@ def test_scores_values(loaded, draw, settings):
         Q, K = draw.normal(B, T_q, d_k, dtype=dtype), draw.normal(B, T_k, d_k, dtype=dtype)
         expected = ref.attention_scores(Q.double(), K.double())
         name = dtype_name(dtype)
+        size = magnitude(Q.double().abs() @ K.double().abs().transpose(-2, -1))
         expect_tensor(
             loaded.attention_scores(Q, K), expected, what=f"attention_scores in {name}",
-            tolerance=settings.tolerance(name), dtype=dtype,
+            tolerance=settings.tolerance(name, scale=size), dtype=dtype, scale=size,
         )
 
 
@@ -45,9 +48,10 @@ def test_scale_values(loaded, draw, settings):
     B, T_q, T_k = draw.sizes(3)
     for d_k in (16, 64):
         scores = draw.normal(B, T_q, T_k, scale=d_k**0.5)
+        size = magnitude(scores)
         expect_tensor(
             loaded.scale_scores(scores, d_k), ref.scale_scores(scores, d_k), what=f"scale_scores with d_k={d_k}",
-            tolerance=settings.tolerance("float64"), variants=scale_variants(scores, d_k),
+            tolerance=settings.tolerance("float64", scale=size), variants=scale_variants(scores, d_k), scale=size,
         )
 
 
@@ -90,7 +94,8 @@ def test_output_values(loaded, draw, settings):
     V = draw.normal(B, H, T_k, d_v)
     for dtype in (torch.float64, torch.float32):
         name = dtype_name(dtype)
+        size = magnitude(weights.abs() @ V.abs())
         expect_tensor(
             loaded.attention_output(weights.to(dtype), V.to(dtype)), ref.attention_output(weights, V),
-            what=f"attention_output in {name}", tolerance=settings.tolerance(name), dtype=dtype,
+            what=f"attention_output in {name}", tolerance=settings.tolerance(name, scale=size), dtype=dtype, scale=size,
         )

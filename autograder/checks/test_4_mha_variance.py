@@ -7,9 +7,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks.expect import CAUSE, CheckFailure, expect_tensor, fail, matches
-from reference import attention as ref
+from autograder.checks.expect import CAUSE, CheckFailure, attention_size, expect_tensor, fail, matches
+from autograder.checks.mistakes import mha_variants
 from autograder.checks.student import StudentFault
+from reference import attention as ref
 
 
 def _torch_mha(draw, d_model, heads, bias):
@@ -29,6 +30,15 @@ def _torch_mha(draw, d_model, heads, bias):
     return torch_mha, state
 
 
+def _project(state, x, name):
+    return F.linear(x, state[f"{name}.weight"], state.get(f"{name}.bias"))
+
+
+def _split(x, heads):  # (B, T, d_model) -> (B, H, T, d_head)
+    B, T, d_model = x.shape
+    return x.view(B, T, heads, d_model // heads).transpose(1, 2)
+
+
 def _compare(loaded, settings, label, torch_mha, state, init, query, key, value, mask=None, is_causal=False, torch_mask=None, key_padding=None):
     reply = loaded.mha(init, state, query, key, value, mask=mask, is_causal=is_causal)
     result = reply.value
@@ -37,36 +47,38 @@ def _compare(loaded, settings, label, torch_mha, state, init, query, key, value,
     expected_out, expected_weights = torch_mha(
         query, key, value, attn_mask=torch_mask, key_padding_mask=key_padding, need_weights=True, average_attn_weights=False
     )
-    tolerance = settings.tolerance("float64")
+    heads = init[1]
+    projected = [_project(state, x, name) for x, name in ((query, "w_q"), (key, "w_k"), (value, "w_v"))]
+    size = attention_size(*(_split(x, heads) for x in projected))
+    tolerance = settings.tolerance("float64", scale=size)
+    variants = {name: (_project(state, out, "w_o"), weights)
+                for name, (out, weights) in mha_variants(projected, heads, mask, is_causal).items()}
     try:
-        expect_tensor(result[0], expected_out.detach(), what=f"MultiHeadAttention's output {label}", tolerance=tolerance)
-        expect_tensor(result[1], expected_weights.detach(), what=f"MultiHeadAttention's weights {label}", tolerance=tolerance)
+        # the weights first: a wrong split shows there, a wrong merge only in the output
+        expect_tensor(result[1], expected_weights.detach(), what=f"MultiHeadAttention's weights {label}", tolerance=tolerance,
+                      variants={name: w for name, (_, w) in variants.items()}, scale=size)
+        expect_tensor(result[0], expected_out.detach(), what=f"MultiHeadAttention's output {label}", tolerance=tolerance,
+                      variants={name: out for name, (out, _) in variants.items()}, scale=size)
     except CheckFailure as failure:
-        if failure.mistake or CAUSE in str(failure) or not _own_sdpa_is_the_cause(
-            loaded, tolerance, state, init[1], query, key, value, mask, is_causal, result
-        ):
+        if (failure.mistake or CAUSE in str(failure) or "scaled_dot_product_attention" not in reply.entered
+                or not _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_causal, projected, result)):
             raise
         fail(str(failure).removesuffix("."), hint="it builds on scaled_dot_product_attention, and on this input"
              " (the projected heads) your own scaled_dot_product_attention gives a different result from the"
-             " reference's (recomputed with it, the heads reproduce your module's result): fix that first",
-             evidence=failure.evidence)
+             " reference's (your module called it, and recomputed with it, the heads reproduce your module's result):"
+             " fix that first", evidence=failure.evidence)
 
 
-def _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, key, value, mask, is_causal, result) -> bool:
+def _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_causal, projected, result) -> bool:
     """Recompute the module with the grader's projections around the student's own scaled_dot_product_attention:
     True when that reproduces the student's result and the student's attention is wrong on those heads."""
     B, T_q, d_model = query.shape
-
-    def project(x, name):
-        return F.linear(x, state[f"{name}.weight"], state.get(f"{name}.bias"))
-
-    def split(x):  # (B, T, d_model) -> (B, H, T, d_head)
-        return x.view(B, x.size(1), heads, d_model // heads).transpose(1, 2)
-
-    q, k, v = split(project(query, "w_q")), split(project(key, "w_k")), split(project(value, "w_v"))
+    q, k, v = (_split(x, heads) for x in projected)
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(1)  # as the module must do (the reference's MultiHeadAttention does)
     try:
         own_heads, own_weights = loaded.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)
-        own_out = project(own_heads.transpose(1, 2).reshape(B, T_q, d_model), "w_o")
+        own_out = _project(state, own_heads.transpose(1, 2).reshape(B, T_q, d_model), "w_o")
     except Exception:  # the student's attention does not even run on these heads: no evidence either way
         return False
     if not (matches(own_out, result[0], tolerance) and matches(own_weights, result[1], tolerance)):

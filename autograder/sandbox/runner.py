@@ -34,6 +34,7 @@ from autograder.sandbox.report import SandboxMissing, confinement, describe, hel
 
 # the most one answer may carry: the largest real one (the lesson's shapes, gradients included) is under 4 MiB
 REPLY_LIMIT = 64 << 20
+MAX_ENTERED = 1000  # names of functions one call entered (a submission's module-level functions)
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
 
 
@@ -45,6 +46,7 @@ class Reply:
     value: object = None
     grads: list | None = None
     ops: list[str] = field(default_factory=list)
+    entered: list[str] = field(default_factory=list)  # the submission's functions the call entered (a hint's evidence)
     mutated: list[bool] = field(default_factory=list)
     after: list = field(default_factory=list)
     error: str = ""
@@ -73,11 +75,16 @@ def reply_from(answer, elapsed: float) -> Reply:
         return Reply(False, error="WireError", message="the answer's list of ops was not a list of names")
     if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
         return Reply(False, error="WireError", message="the answer's gradients were not a list of tensors")
+    entered = answer.get("entered", [])
+    if not (isinstance(entered, list) and len(entered) <= MAX_ENTERED
+            and all(isinstance(name, str) and len(name) <= 200 for name in entered)):
+        return Reply(False, error="WireError", message="the answer's list of functions entered was not a short list of names")
     return Reply(
         True,
         value=answer.get("value"),
         grads=grads,
         ops=ops,
+        entered=entered,
         after=after if isinstance(after, list) else [],
         # timed by our own clock: the worker cannot claim to be faster than it was
         seconds=elapsed,

@@ -9,11 +9,13 @@ only plain tensors and plain data cross the sockets (see wire.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import sys
 import traceback
+import types
 
 NOBODY = 65534  # the user a worker runs as where the grader can drop privileges (autograder/processes.py)
 FORBIDDEN = ("scaled_dot_product", "multi_head_attention", "flash_attention", "efficient_attention", "multiheadattention")
@@ -149,6 +151,31 @@ def _block_fused() -> None:
 _BLOCKS: list = []
 
 
+@contextlib.contextmanager
+def _entered(module):
+    """The names of the module's own functions that the block calls by their global names (the name each one
+    was defined with). Each is wrapped, for the block only, in the namespace its callers look it up in
+    (``__globals__``: the module, or a notebook's globals). Evidence for a hint ("it builds on X"), never for a grade."""
+    entered: set[str] = set()
+    patched = []
+    for name, function in list(vars(module).items()):
+        space = getattr(function, "__globals__", None) if isinstance(function, types.FunctionType) else None
+        if space is not None and space.get(name) is function:
+
+            def entering(*args, __name=name, __function=function, **kwargs):
+                entered.add(__name)
+                return __function(*args, **kwargs)
+
+            space[name] = entering
+            patched.append((space, name, function, entering))
+    try:
+        yield entered
+    finally:
+        for space, name, function, entering in patched:
+            if space.get(name) is entering:  # what the student's code put there itself stays
+                space[name] = function
+
+
 def _flatten(value) -> list:
     import torch
 
@@ -279,7 +306,7 @@ def _call(module, request: dict, conn=None) -> dict:
     if function is None:
         raise AttributeError(f"attention.py has no function named {target}")
     seen, functions, ops = _recorder()
-    with functions, ops:
+    with functions, ops, _entered(module) as entered:
         if target == "MultiHeadAttention":
             function = _instantiate(module, request)
         value = function(*args, **kwargs)
@@ -294,7 +321,7 @@ def _call(module, request: dict, conn=None) -> dict:
                 [o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True
             )
             grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
-    reply = {"ok": True, "value": value, "grads": grads, "ops": sorted(seen | _THREAD_OPS)}
+    reply = {"ok": True, "value": value, "grads": grads, "ops": sorted(seen | _THREAD_OPS), "entered": sorted(entered)}
     _THREAD_OPS.clear()
     if conn is None:  # in the caller's own process (the nbgrader path): the arguments as they are now
         reply["after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in args]

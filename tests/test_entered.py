@@ -1,0 +1,71 @@
+"""Which student functions a call entered: recorded in the worker, validated on the grader's side (a hint's evidence)."""
+
+from __future__ import annotations
+
+import types
+
+import torch
+
+from autograder.sandbox import worker
+from autograder.sandbox.runner import reply_from
+
+
+SOURCE = """
+import torch
+
+
+def masked_softmax(scores, mask=None):
+    return torch.softmax(scores, dim=-1)
+
+
+def attention_output(weights, V):
+    return weights @ V
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
+    weights = masked_softmax(Q @ K.transpose(-2, -1))
+    return weights @ V, weights  # never calls attention_output
+"""
+
+
+def test_a_call_reports_the_functions_it_entered(tmp_path):
+    """The reply names every function of the submission the call reached by its name, and no other."""
+    path = tmp_path / "attention.py"
+    path.write_text(SOURCE)
+    module = worker._load(str(path))
+    x = torch.randn(2, 3, 4)
+    reply = worker._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
+    assert reply["entered"] == ["masked_softmax"]
+    assert module.masked_softmax.__name__ == "masked_softmax" and module.masked_softmax.__code__.co_name == "masked_softmax"
+
+
+def test_a_notebook_namespace_is_recorded_too():
+    """On the nbgrader path the functions live in the notebook's globals: calls between them are recorded there."""
+    namespace: dict = {}
+    exec(compile(SOURCE, "notebook", "exec"), namespace)  # noqa: S102 - our own source
+    module = types.SimpleNamespace(**{k: v for k, v in namespace.items() if k in ("masked_softmax", "scaled_dot_product_attention")})
+    x = torch.randn(2, 3, 4)
+    reply = worker._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
+    assert reply["entered"] == ["masked_softmax"]
+    assert namespace["masked_softmax"] is module.masked_softmax  # put back after the call
+
+
+def test_the_record_ends_with_the_call(tmp_path):
+    """The functions are the submission's own again after the call, even when the call raises."""
+    path = tmp_path / "attention.py"
+    path.write_text(SOURCE + "\n\ndef broken(x):\n    masked_softmax(x)\n    return 1 / 0\n")
+    module = worker._load(str(path))
+    original = module.masked_softmax
+    try:
+        worker._call(module, {"target": "broken", "args": [torch.randn(2, 2)]})
+    except ZeroDivisionError:
+        pass
+    assert module.masked_softmax is original
+
+
+def test_entered_is_checked_at_the_border():
+    """A reply whose list of entered functions is not a short list of names is the student's failed call."""
+    for forged in ("masked_softmax", [1, 2], ["x" * 1000], ["f"] * 5000):
+        reply = reply_from({"ok": True, "value": None, "entered": forged}, 0.0)
+        assert not reply.ok and reply.error == "WireError", forged
+    assert reply_from({"ok": True, "value": None, "entered": ["masked_softmax"]}, 0.0).entered == ["masked_softmax"]
