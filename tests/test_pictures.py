@@ -8,9 +8,9 @@ import pytest
 
 from autograder.checks.pictures import EXAMPLES, picture, tiny_example
 from autograder.checks.student import Student
-from autograder.kernel import InProcess
 from autograder.render.text import LEGEND, block_grid, cell, with_picture
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
+from tests.in_process import InProcess
 
 
 def student_with(overlay: str | None = None) -> Student:
@@ -120,14 +120,13 @@ def test_feedback_of_a_graded_mistake_holds_the_picture(tmp_path):
 
 
 def test_nbgrader_feedback_holds_the_block_grid():
-    """In the student's kernel (nbgrader's path), a failed check's AssertionError ends with the picture."""
-    from autograder.kernel import run_check
+    """A failed hidden cell's output (nbgrader's path) ends with the picture; rows that fit the page are kept whole."""
+    from autograder.cell_feedback import WIDTH, failure_output
 
-    source = REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_mask_inverted.py").read_text()
-    namespace: dict = {}
-    exec(compile(source, "attention.py", "exec"), namespace)
-    with pytest.raises(AssertionError) as failure:
-        run_check("softmax_masked", namespace)
-    message = str(failure.value)
-    assert message.startswith("softmax_masked: ") and "polarity is inverted" in message
-    assert message.endswith(LEGEND) and "yours" in message
+    shown = picture(student_with("mistake_mask_inverted"), "masked_softmax", "padding")
+    output = failure_output("softmax_masked", with_picture("the weights differ. Likely cause: the polarity is inverted.", shown))
+    text = "\n".join(output.traceback)
+    assert output.traceback[0] == "softmax_masked: failed" and "\n  Likely cause: the polarity is inverted." in text
+    assert text.endswith(LEGEND.replace("\n", "\n  ")) and "yours" in text
+    rows = [row for row in block_grid(shown).splitlines() if len(row) + 2 <= WIDTH]
+    assert len(rows) > shown["queries"] and all(f"  {row}" in output.traceback for row in rows)
