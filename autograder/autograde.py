@@ -39,11 +39,12 @@ class GraderFailed(RuntimeError):
 class GradeNotebook(NbGraderPreprocessor):
     """Fills in every test cell's output from a grading outside the student's reach (see the module's docstring)."""
 
-    settings_file = Unicode("", help="Grading settings, as sdpa-grade --config FILE (empty: SDPA_GRADE_CONFIG, then the defaults)").tag(
-        config=True
-    )
+    settings_file = Unicode(
+        "", help="Grading settings, as sdpa-grade --config FILE (empty: SDPA_GRADE_CONFIG, then the defaults)"
+    ).tag(config=True)
     require_sandbox = Bool(
-        False, help="Refuse to grade (the notebook fails to autograde) where namespaces, Landlock or seccomp are missing"
+        False,
+        help="Refuse to grade (the notebook fails to autograde) where namespaces, Landlock or seccomp are missing",
     ).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
@@ -78,8 +79,9 @@ class GradeNotebook(NbGraderPreprocessor):
             path = Path(folder) / "submission.ipynb"
             nbformat.write(nb, path)
             grading = grade(path, settings)
-        if grading.sandbox:
-            self.log.warning("sdpa-grade: %s", grading.sandbox)
+        if grading.sandbox:  # which confinement held, as sdpa-grade prints it; a weaker one is a warning
+            log = self.log.info if grading.sandbox.startswith("full sandbox") else self.log.warning
+            log("sdpa-grade: %s", grading.sandbox)
         if grading.grader_error:
             raise GraderFailed(f"the grader failed on this notebook:\n{grading.grader_error}")
         return {
