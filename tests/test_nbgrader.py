@@ -49,7 +49,7 @@ def answered(release, source, overrides):
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """Generate, release, fetch, submit (three students), collect, autograde, give feedback, export."""
+    """Generate, release, fetch, submit (four students), collect, autograde, give feedback, export."""
     base = tmp_path_factory.mktemp("nbgrader")
     course = base / "course"
     shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"))
