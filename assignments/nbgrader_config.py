@@ -4,7 +4,6 @@ Run every instructor command from this folder (the course root). The exchange is
 folder beside it; students point at it with --course sdpa-course --Exchange.root <that folder>.
 """
 
-import logging
 import os
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -18,25 +17,19 @@ c.Exchange.path_includes_course = True
 # The stub students see in place of each solution region.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError(\"replace this line with your code\")"}
 
-# Autograde robustly: Execute.timeout is per cell (the first hidden check of a function runs all
-# of that function's checks); a student who ignores SIGINT must not make autograde drop the
-# notebook. (A cell that raises never stops the rest: nbgrader's Execute always allows errors.)
-c.Execute.timeout = 60
-c.Execute.interrupt_on_timeout = True
-c.Execute.raise_on_iopub_timeout = False
+# Autograde without running the student's code in a Jupyter kernel: GradeNotebook takes the place of
+# nbgrader's Execute and grades each notebook as sdpa-grade does (the student's cells run only in its
+# kernel sandbox; limits per call and per check from the grading settings), then writes each hidden
+# cell's verdict into it. The rest of nbgrader's autograde steps are kept as they are.
+from nbgrader.converters import Autograde
+from nbgrader.preprocessors import Execute
 
-# Autograde puts every hidden test back into its cell: students receive the cell without it, so
-# nbgrader finds its checksum changed and says so, once per hidden cell and student, as if the
-# student had tampered with it. For these cells that message is only nbgrader's own doing, so it
-# is dropped here; for any other locked cell (the public tests) it still shows.
-class _HiddenTestsRestored(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        restored = record.msg.startswith("Attribute '%s' for cell") and args[:1] == ("checksum",)
-        return not (restored and str(args[1]).startswith("check_"))
-
-
-logging.getLogger("AutogradeApp").addFilter(_HiddenTestsRestored())
+c.Autograde.autograde_preprocessors = [
+    "autograder.autograde.GradeNotebook" if step is Execute else step
+    for step in Autograde.class_traits()["autograde_preprocessors"].default()
+]
+# c.GradeNotebook.settings_file = "grading.toml"  # as sdpa-grade --config FILE
+# c.GradeNotebook.require_sandbox = True          # as sdpa-grade --require-sandbox
 
 # Collecting as root (containers, CI) would otherwise refuse submissions owned by others.
 c.ExchangeCollect.check_owner = False

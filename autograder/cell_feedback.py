@@ -1,29 +1,28 @@
-"""How a failed hidden cell looks in the notebook and in nbgrader's feedback: the check's message, nothing else.
+"""How a graded cell looks in the autograded notebook and in nbgrader's feedback: the check's message, nothing else.
 
-IPython shows an exception through its ``_render_traceback_`` method when it has one, so a
-hidden cell that fails shows these lines instead of a traceback into the grader's own files.
+nbgrader scores a test cell 0 when its outputs hold an error, and its feedback page shows an
+error's ``traceback`` lines. A failed hidden check's output is such an error whose lines are the
+check's name and its wrapped feedback: no traceback into the grader, no file of it.
 """
 
 from __future__ import annotations
 
 import textwrap
 
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+
 WIDTH = 88  # feedback HTML shows error output in <pre>: lines longer than this run off the page
 
 
-class HiddenCheckFailed(AssertionError):
-    """A hidden check (or a knowledge-check answer) failed; nbgrader gives the cell 0 points.
+def failure_output(title: str, message: str) -> NotebookNode:
+    """An error output (nbgrader's 0 points) showing ``title``: failed, then ``message``, fit for the student."""
+    return new_output("error", ename="HiddenCheckFailed", evalue=f"{title}: {message}", traceback=lines(title, message))
 
-    ``title`` names what was checked; the message is the feedback, already fit for the student.
-    """
 
-    def __init__(self, title: str, message: str) -> None:
-        super().__init__(f"{title}: {message}")
-        self.title = title
-        self.message = message
-
-    def _render_traceback_(self) -> list[str]:
-        return lines(self.title, self.message)
+def note_output(text: str) -> NotebookNode:
+    """A plain note under a cell (no error: nbgrader's full points, 0 for a public test cell)."""
+    return new_output("stream", name="stdout", text=text + "\n")
 
 
 def lines(title: str, message: str, width: int = WIDTH) -> list[str]:

@@ -30,7 +30,7 @@ CATEGORIES = {
 
 
 class Runner(Protocol):
-    """What runs the student's code: ``autograder.sandbox.Sandbox``, or ``autograder.kernel.InProcess``."""
+    """What runs the student's code: ``autograder.sandbox.Sandbox`` (tests also use an in-process runner)."""
 
     load_reply: Reply | None
     source: str  # the submission's source, for the static integrity scan
@@ -59,8 +59,8 @@ class Outcome:
 class GradingPlugin:
     """Fixtures and bookkeeping for one grading run.
 
-    ``connect`` starts whatever runs the student's code (a worker sandbox for sdpa-grade, the
-    student's own kernel for nbgrader) and returns it; it is called at most once, lazily.
+    ``connect`` starts whatever runs the student's code (a worker sandbox) and returns it; it is
+    called at most once, lazily.
     ``only_function`` restricts the run to the checks of one student function; ``shown`` is what the
     feedback calls the submission.
     """

@@ -3,8 +3,8 @@
     .venv/bin/python bench/nbgrader_vs_batch.py [--students 16]
 
 Both grade the same notebooks (the solved source notebook, once per student) in a temporary
-copy of the course; nbgrader runs the hidden checks in each student's kernel, sdpa-grade in
-its worker sandbox.
+copy of the course; nbgrader's autograde grades them one after another with sdpa-grade's own
+pipeline (autograder/autograde.py, in place of nbgrader's kernel), sdpa-grade --batch two at a time.
 """
 
 from __future__ import annotations

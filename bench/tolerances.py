@@ -33,8 +33,8 @@ from autograder.checks.cases import Draw
 from autograder.checks.expect import CheckFailure
 from autograder.checks.student import Student, StudentFault
 from autograder.config import load_settings
-from autograder.kernel import InProcess
 from bench.variants import CORRECT, WRONG
+from tests.in_process import InProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = (test_1_pieces, test_2_softmax, test_3_sdpa, test_4_mha_variance)

@@ -1,8 +1,9 @@
-"""The instructor's whole nbgrader workflow, on real nbgrader, with three students."""
+"""The instructor's whole nbgrader workflow, on real nbgrader, with four students (one attacks the grader)."""
 
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import pytest
 
 from autograder.release.quiz import QUESTIONS
 from autograder.release.template import solution_lines
-from tests.helpers import BIN, REFERENCE, ROOT, run
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 
 pytestmark = pytest.mark.slow
 COURSE = ["--course", "sdpa-course"]
@@ -22,6 +23,11 @@ LOOP = '''def dot_product_variance(d_k, num_samples=10000, generator=None):
     while True:
         pass
 '''
+ATTACKS = ("by_path", "resources", "getsource", "sys_modules", "gc_objects", "loader_get_data", "environ", "other_student",
+           "write_outside", "monkeypatch")  # the attacks of tests/submissions/notebook/steal_everything.py
+SECRET = "do-not-show-9f1c2e"  # in nbgrader's environment: no student's code may read it
+# every check of a knowledge-check question answered wrongly (True for False, the example's placeholder otherwise)
+WRONG_ANSWERS = {q.name: f"{q.name} = {not q.answer if isinstance(q.answer, bool) else q.example}" for q in QUESTIONS}
 
 
 def nbgrader(*args, cwd, env):
@@ -43,12 +49,13 @@ def answered(release, source, overrides):
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """Generate, release, fetch, submit (three students), collect, autograde, give feedback, export."""
+    """Generate, release, fetch, submit (four students), collect, autograde, give feedback, export."""
     base = tmp_path_factory.mktemp("nbgrader")
     course = base / "course"
     shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"))
     exchange = course / "exchange"
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # alembic must be on PATH
+    # alembic must be on PATH
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "SDPA_NB_SECRET": SECRET}
     nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
     nbgrader("release_assignment", "sdpa", "--force", cwd=course, env=env)
     source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
@@ -57,6 +64,10 @@ def course(tmp_path_factory):
         "bob": {"scale_scores": "import math\n\n\ndef scale_scores(scores, d_k):\n    return scores / d_k\n",
                 "q_variance": "q_variance = 8"},  # a classic mistake, and one wrong answer
         "carol": {"dot_product_variance": LOOP},  # loops forever in one function
+        # attacks the grader from one function, answers every question wrongly, and patches the quiz's check
+        "mallory": {"dot_product_variance": (SUBMISSIONS / "notebook" / "steal_everything.py").read_text()
+                    .replace("@PROJECT@", str(ROOT)).replace("@COURSE@", str(course)).replace("@OUTSIDE@", str(base)),
+                    **WRONG_ANSWERS},
     }
     for name, overrides in students.items():
         home = base / "students" / name
@@ -91,12 +102,15 @@ def _scores(course):
 
 
 def test_export_scores_each_student(course):
-    """Alice gets everything; Bob loses the scaling checks and one answer; Carol loses only the variance checks."""
+    """Alice gets everything; Bob loses the scaling checks and one answer; Carol loses only the variance checks;
+    Mallory loses only her own points: the variance checks, the integrity flags her code earns, the ten questions."""
     scores = _scores(course)
     assert scores["alice"] == (65.0, 65.0)
     # bob: scale_values, sdpa values (2 + 4 + 3 + 2 + 2 + 3), mha (4 + 2), gated integrity and timing (2 + 2 + 1), q_variance
     assert scores["bob"] == (65.0 - 2 - 14 - 6 - 5 - 1, 65.0)
     assert scores["carol"] == (65.0 - 3, 65.0)
+    # mallory: variance (2 + 1), integrity of sdpa and mha (2 + 1: her cell imports importlib, reads sys.modules), quiz (10)
+    assert scores["mallory"] == (65.0 - 3 - 3 - 10, 65.0)
 
 
 def test_feedback_reveals_no_test_logic(course):
@@ -107,17 +121,44 @@ def test_feedback_reveals_no_test_logic(course):
     assert "q_variance = 64" not in feedback and "answer=64" not in feedback
 
 
+def _cell_scores(course) -> dict[str, dict[str, float]]:
+    """Each student's points per graded cell, as nbgrader's gradebook holds them (grade id -> score)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course['course'] / 'gradebook.db'}", "sdpa-course") as gradebook:
+        return {student: {grade.name: grade.score for grade in gradebook.find_submission_notebook("sdpa", "sdpa", student).grades}
+                for student in _scores(course)}
+
+
 def test_sdpa_grade_agrees_with_nbgrader_on_submitted(course, tmp_path):
-    """sdpa-grade --batch on nbgrader's submitted/ folder gives each student the same fraction of the code checks."""
+    """sdpa-grade --batch on nbgrader's submitted/ folder gives each student the same points as nbgrader, check by check."""
     out = tmp_path / "grades"
     result = run([str(BIN / "sdpa-grade"), "--batch", str(course["course"] / "submitted"), "--json-dir", str(out)], timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    quiz_points = len(QUESTIONS)
-    for student, (score, maximum) in _scores(course).items():
+    quiz = {f"check_{question.name}" for question in QUESTIONS}
+    for student, cells in _cell_scores(course).items():
         graded = json.loads((out / f"{student}.json").read_text())
-        quiz_lost = 1 if student == "bob" else 0
-        code_fraction = (score - (quiz_points - quiz_lost)) / (maximum - quiz_points)
-        assert graded["score"] / graded["max_score"] == pytest.approx(code_fraction), student
+        by_check = {test["extra_data"]["check"]: test["score"] for test in graded["tests"]}
+        in_notebook = {name.removeprefix("check_"): score for name, score in cells.items() if name.startswith("check_") and name not in quiz}
+        assert in_notebook == {check: by_check[check] for check in in_notebook}, student
+        assert set(by_check) - set(in_notebook) == {"timing_gpu"}  # not run without a GPU: worth 0 here
+
+
+def test_attacks_from_the_notebook_get_nothing(course):
+    """Mallory's notebook reads, imports, walks, patches and writes: every attempt is denied, nothing is written, and
+    her feedback page holds no line of the grader's files, no quiz answer and nothing of nbgrader's environment."""
+    page = html.unescape((course["course"] / "feedback" / "mallory" / "sdpa" / "sdpa.html").read_text())
+    assert [attack for attack in ATTACKS if f"{attack}=denied" not in page] == []
+    assert not (course["course"] / "mallory_was_here").exists() and not (course["base"] / "mallory_was_here").exists()
+    own = nbformat.read(course["course"] / "submitted" / "mallory" / "sdpa" / "sdpa.ipynb", as_version=4)
+    release = nbformat.read(course["course"] / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
+    shown_anyway = {line.strip() for cell in own.cells + release.cells for line in cell.source.splitlines()}
+    grader = [REFERENCE, ROOT / "autograder" / "release" / "quiz.py", ROOT / "autograder" / "scoring.py",
+              *sorted((ROOT / "autograder" / "checks").glob("*.py"))]
+    lines = {line.strip() for path in grader for line in path.read_text().splitlines() if len(line.strip()) >= 30}
+    assert sorted(line for line in lines - shown_anyway if line in page) == []
+    assert SECRET not in page and "### BEGIN SOLUTION" not in page
+    assert [q.name for q in QUESTIONS if f"{q.name!r}, {q.answer!r}" in page or f'"{q.name}", {q.answer!r}' in page] == []
 
 
 def _hidden_cells(course, student):

@@ -3,8 +3,10 @@
 Cells, in order: the handout's introduction; a set-up cell (imports and the public tests'
 helper); then for each function the handout sections that teach it, the function with
 nbgrader's solution markers, its public tests (a visible test cell worth 0 points) and one
-hidden test cell per hidden check, whose code is only a call into the installed autograder;
-finally the knowledge check. Written with nbformat, so nbgrader's schema is respected.
+graded cell per hidden check; finally the knowledge check. A hidden check's cell and a question's
+check cell hold only a comment: no code, no answer. ``nbgrader autograde`` writes their verdicts
+into them from a grading outside the student's reach (autograder/autograde.py). Written with
+nbformat, so nbgrader's schema is respected.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ SECTIONS = {
     "MultiHeadAttention": ["Multi-head attention"],
     "dot_product_variance": ["The variance behind the scale"],
 }
-# checks that cannot agree with sdpa-grade in a kernel without a GPU are left out of the notebook
+# checks that cannot agree with sdpa-grade on a grading machine without a GPU are left out of the notebook
 NOT_IN_NOTEBOOK = {"timing_gpu"}
+GRADED_OUTSIDE = "# The autograder grades it outside this notebook and shows its verdict here when you get your feedback."
 
 
 def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, points: float | None = None, locked: bool = False):
@@ -124,10 +127,7 @@ def build_notebook(root: Path) -> str:
             if entry.function == name and entry.check not in NOT_IN_NOTEBOOK:
                 hidden = (
                     f"# Hidden check {entry.check} ({_points(points[entry.check])}): {' '.join(entry.doc.split())}\n"
-                    "### BEGIN HIDDEN TESTS\n"
-                    "from autograder.kernel import run_check\n\n"
-                    f'run_check("{entry.check}", globals())\n'
-                    "### END HIDDEN TESTS"
+                    f"{GRADED_OUTSIDE}"
                 )
                 cells.append(new_code_cell(hidden, metadata=_meta(f"check_{entry.check}", grade=True, points=points[entry.check], locked=True)))
     cells.append(new_markdown_cell("## Knowledge check\n\nAnswer each question by setting the variable in the cell below it."))
@@ -135,10 +135,7 @@ def build_notebook(root: Path) -> str:
         cells.append(new_markdown_cell(f"**{question.name}.** {question.text}\n\nExample of the form: `{question.name} = {question.example}`"))
         answer = f"### BEGIN SOLUTION\n{question.name} = {question.answer!r}\n### END SOLUTION"
         cells.append(new_code_cell(answer, metadata=_meta(question.name, solution=True)))
-        check = (
-            f"# Checks {question.name} (1 point)\n### BEGIN HIDDEN TESTS\nfrom autograder.release.quiz import check_answer\n\n"
-            f"check_answer({question.name!r}, {question.name})\n### END HIDDEN TESTS"
-        )
+        check = f"# Checks {question.name} (1 point): the value you set above, written out as in the example.\n{GRADED_OUTSIDE}"
         cells.append(new_code_cell(check, metadata=_meta(f"check_{question.name}", grade=True, points=1, locked=True)))
     notebook = new_notebook(
         cells=cells,

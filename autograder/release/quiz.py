@@ -1,7 +1,13 @@
-"""The knowledge check: questions for the notebook, and their answers (instructors only)."""
+"""The knowledge check: questions for the notebook, and their answers (instructors only).
+
+Only the grading process reads this file: the notebook's check cells hold no code, and
+``verdict`` reads a student's answer from the source of the answer cell, as a value written
+out (``ast.literal_eval``), without running it (autograder/autograde.py).
+"""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 
@@ -62,15 +68,47 @@ def _form(answer) -> str:
     return f"a {type(answer).__name__}"
 
 
-def check_answer(name: str, value) -> None:
-    """Raise AssertionError (nbgrader's signal for 0 points) unless ``value`` answers question ``name``.
+MAX_CELL = 10_000  # characters: an answer cell is one line; a longer one is not parsed at all
 
-    The feedback repeats the student's answer and names the handout section to reread, never the answer.
+
+class NotAnAnswer(ValueError):
+    """The answer cell sets no value that can be read without running it; the message says what to write."""
+
+
+def answer_in(source: str, name: str) -> object:
+    """The value the cell's last assignment to ``name`` writes out (a number, a string, a tuple...), never run."""
+    example = f"{name} = {BY_NAME[name].example}"
+    if len(source) > MAX_CELL:
+        raise NotAnAnswer(f"the answer cell is over {MAX_CELL} characters; write only `{example}` with your answer")
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        raise NotAnAnswer(f"the answer cell is not valid Python; write it as `{example}`") from None
+    assigned = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)]
+    if not assigned:
+        raise NotAnAnswer(f"the answer cell does not set {name}; write it as `{example}`")
+    try:
+        return ast.literal_eval(assigned[-1])
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise NotAnAnswer(f"set {name} to a value written out, as in `{example}`, not to an expression") from None
+
+
+def _shown(value: object, limit: int = 100) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def verdict(name: str, source: str) -> str:
+    """"" when the answer cell's source answers question ``name``; otherwise the feedback, which never gives the answer.
+
+    The feedback repeats the student's answer and names the handout section to reread.
     """
-    from autograder.cell_feedback import HiddenCheckFailed
-
     question = BY_NAME[name]
+    try:
+        value = answer_in(source, name)
+    except NotAnAnswer as reason:
+        return str(reason)
     if isinstance(question.answer, bool) != isinstance(value, bool) or _normal(value) != _normal(question.answer):
-        raise HiddenCheckFailed(
-            name, f"{value!r} is not the expected answer ({_form(question.answer)}); reread '{question.section}' in the handout"
-        )
+        return f"{_shown(value)} is not the expected answer ({_form(question.answer)}); reread '{question.section}' in the handout"
+    return ""
