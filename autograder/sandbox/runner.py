@@ -433,6 +433,9 @@ class Sandbox:
             except (ProcessLookupError, PermissionError):
                 pass
         self._child = None
+        # and everything the kernel counts in the submission's groups (helpers in sessions of their own, where
+        # namespaces were missing): the next child starts alone, and nothing charges its CPU time but itself
+        self.cgroups.kill()
 
     def close(self) -> None:
         """Kill the child (and our zygote, if we own one) and anything they left behind; delete the scratch folder."""
