@@ -36,7 +36,7 @@ HONEST = ["reference", "correct_einsum", "correct_float64_inside", "correct_stab
           "correct_scale_q_first", "correct_where_mask"]
 LOOPS = ["mistake_loop_over_batches", "mistake_loop_over_heads", "mistake_loop_over_queries", "loop_scores_rows",
          "loop_softmax_rows", "mistake_loop_output_product", "loop_unbind_output", "cheat_memoised_loop",
-         "cheat_work_in_helpers"]
+         "cheat_work_in_helpers", "mistake_loop_only_without_mask", "mistake_loop_only_when_causal"]
 
 
 def submission(name: str, folder: Path) -> Path:

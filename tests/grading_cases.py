@@ -111,6 +111,9 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "mistake_loop_over_batches": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     "mistake_loop_over_heads": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     "mistake_loop_output_product": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
+    # a loop in one branch only: every call form is timed (it passed when only masked calls were)
+    "mistake_loop_only_without_mask": ({"timing_cpu"}, {"timing_cpu": "called without a mask. Likely cause: a Python loop"}),
+    "mistake_loop_only_when_causal": ({"timing_cpu"}, {"timing_cpu": "called with is_causal=True. Likely cause: a Python loop"}),
     "cheat_fused": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "fused attention"}),
     "cheat_fused_getattr": ({"integrity_sdpa", "integrity_mha"}, {"integrity_sdpa": "ran PyTorch's fused attention"}),
     # memoising by identity: every timed call has fresh inputs, and stale answers are caught

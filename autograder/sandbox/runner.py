@@ -313,7 +313,8 @@ class Sandbox:
             arena.close()
         return reply
 
-    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu") -> Reply:
+    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
+              kwargs: dict | None = None) -> Reply:
         """Call ``target`` once per entry of ``inputs`` and time it all from here (see docs/performance.md).
 
         Each repetition's inputs are written into our shared memory only after both clocks are
@@ -330,7 +331,7 @@ class Sandbox:
         slots = [[arena.reserve(a.shape, a.dtype) for a in rep] for rep in inputs]
         results = [[arena.reserve(shape, dtype) for shape, dtype in outputs] for _ in inputs]
         request = {"op": "time", "target": target, "inputs": slots, "outputs": results, "arena": arena.size,
-                   "device": device}
+                   "device": device, "kwargs": kwargs or {}}
         arena.open()
         try:
             reply = self._request(request, target, timeout, arena, inputs=(slots, inputs))
