@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import signal
 import sys
 import time
@@ -73,7 +74,8 @@ def shown(name: str) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{os.getpid()}.tmp")
+    # a name no other grader can have: shards on other machines may share the folder (and a PID)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     temporary.write_text(text)
     os.replace(temporary, path)
 
