@@ -215,3 +215,42 @@ def test_a_batch_grading_that_crashes_leaves_nothing_and_the_batch_goes_on(tmp_p
         if batch.poll() is None:
             os.killpg(batch.pid, signal.SIGKILL)
         subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+
+import torch
+
+from autograder.sandbox.runner import Sandbox, Zygote
+
+zygote = Zygote(unprivileged_after_import=True)
+box = Sandbox(Path(sys.argv[1]), memory_mb=2048, output_kb=64, load_timeout=60, after_hang_timeout=1, zygote=zygote)
+box.__enter__()
+assert box.load().ok, box.load_reply
+box.call("attention_scores", (torch.ones(2, 3), torch.ones(2, 3)), timeout=600)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_grader_killed_beside_a_zygote_that_became_nobody_leaves_no_process(tmp_path):
+    """The grader as root, its zygote, sandbox and burners unprivileged (the zygote becomes nobody after importing
+    torch, as the sandbox tests run it): SIGKILL of the grader mid-call ends them all."""
+    if os.geteuid() != 0:
+        pytest.skip("the tests do not run as root")
+    if not readable_by_others(Path(sysconfig.get_paths()["purelib"])):
+        pytest.skip("an unprivileged user cannot reach the install: a folder above it is closed to others")
+    marker = f"burn{uuid.uuid4().hex[:8]}".encode()
+    folder = _shared_folder(tmp_path)
+    try:
+        grader = subprocess.Popen([sys.executable, "-c", HOLDER, str(_submission(folder, marker))], cwd=ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        tree = _burning(grader, marker, 4)
+        assert any(os.stat(f"/proc/{pid}").st_uid == NOBODY for pid in tree if os.path.exists(f"/proc/{pid}"))
+        grader.kill()
+        grader.wait()
+        assert _wait_for(lambda: not _alive(tree), 10), f"still running after the grader was killed: {_alive(tree)}"
+    finally:
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
