@@ -53,7 +53,8 @@ def _submission(folder: Path, marker: bytes) -> Path:
 
 
 def _processes() -> dict[int, tuple[int, str, str]]:
-    """Every process: pid -> (parent pid, start time, name)."""
+    """Every process that runs (zombies left to a subreaper, this test process maybe, have ended): pid -> (parent
+    pid, start time, name)."""
     found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -63,7 +64,8 @@ def _processes() -> dict[int, tuple[int, str, str]]:
                 continue
             name = stat[stat.index("(") + 1:stat.rindex(")")]
             fields = stat.rsplit(")", 1)[1].split()
-            found[int(entry.name)] = (int(fields[1]), fields[19], name)
+            if fields[0] != "Z":
+                found[int(entry.name)] = (int(fields[1]), fields[19], name)
     return found
 
 

@@ -325,6 +325,9 @@ def main() -> None:
     libdir, control_fd = sys.argv[1:3]
     grader = os.getppid()
     sys.path[:0] = [libdir]
+    import confine  # the sandbox's own modules, imported before any privilege is dropped
+
+    confine.die_with_parent(grader)  # from the start: the grader may die while torch is being imported
     import json
     import select
 
@@ -335,7 +338,6 @@ def main() -> None:
 
     torch.set_num_threads(1)
     _warm_up()
-    import confine  # the sandbox's own modules, imported before any privilege is dropped
     import wire  # noqa: F401
 
     if len(sys.argv) > 3:  # become this user once torch is imported (how the tests grade as an unprivileged user)
@@ -343,7 +345,8 @@ def main() -> None:
         os.setgroups([])
         os.setresgid(user, user, user)
         os.setresuid(user, user, user)
-    confine.die_with_parent(grader)  # the grader killed (SIGKILL too): the zygote, and with it every keeper, dies
+    confine.die_with_parent(grader)  # again: a change of user clears it. The grader killed (SIGKILL too): the
+    # zygote dies, and with it every keeper
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     control = socket.socket(fileno=int(control_fd))
     control.send(b"R")
