@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import secrets
+import signal
 import sys
 import time
 import traceback
@@ -21,7 +23,8 @@ from autograder.config import Settings
 from autograder.render.inert import inert
 from autograder.report import grader_failure
 from autograder.roster import result_names, shown
-from autograder.sandbox.processes import become_subreaper, kill_orphans
+from autograder.sandbox import cgroups
+from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
 from autograder.sandbox.runner import Zygote
 from autograder.shard import select
 
@@ -60,13 +63,15 @@ def students(folder: Path) -> dict[str, Path]:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{os.getpid()}.tmp")
+    # a name no other grader can have: shards on other machines may share the folder (and a PID)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     temporary.write_text(text)
     os.replace(temporary, path)
 
 
-def _grade_in_child(submission: Path, target: Path, settings: Settings, device: str, zygote: Zygote) -> None:
+def _grade_in_child(submission: Path, target: Path, settings: Settings, device: str, zygote: Zygote, batch: int) -> None:
     """In a forked child: grade, write the result, exit. Never returns."""
+    die_with_parent(batch)  # the batch killed, by SIGKILL too: no grading of it runs on
     code = 0
     try:
         from autograder.grade import grade
@@ -182,9 +187,11 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
     warm_up(settings)  # while the zygote imports torch: every child starts warm
     zygote.wait_ready()
     running: dict[int, str] = {}
+    owners: dict[int, str] = {}  # each grading's cgroups owner (cgroups.owner), to kill what it leaves
     failures = done = 0
     started = time.perf_counter()
     queue = list(todo)
+    batch = os.getpid()
     try:
         while queue or running:
             while queue and len(running) < args.jobs:
@@ -195,20 +202,38 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
                 name = queue.pop(0)
                 pid = os.fork()
                 if pid == 0:
-                    _grade_in_child(roster[name], targets[name], settings, args.device, zygote)
-                running[pid] = name
+                    _grade_in_child(roster[name], targets[name], settings, args.device, zygote, batch)
+                running[pid], owners[pid] = name, cgroups.owner(pid)
             pid, status = os.wait()
             name = running.pop(pid, None)
             if name is None:
                 continue  # an orphan re-parented to us
+            cgroups.release(owners.pop(pid))  # however the grading ended, what ran in its groups is killed
             done += 1
             failures += os.waitstatus_to_exitcode(status) != 0
             _progress(done, len(todo), name, targets[name], started)
             kill_orphans(keep=frozenset({zygote.process.pid, *running}))
     finally:
+        _stop(running, owners)  # interrupted (Ctrl-C): the gradings under way end here, unwritten, and resume later
         zygote.close()
-        kill_orphans(keep=frozenset(running))
+        kill_orphans()
     return failures
+
+
+def _stop(running: dict[int, str], owners: dict[int, str]) -> None:
+    """SIGKILL the gradings still running, wait for them, and kill what ran in their groups."""
+    for pid in running:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in running:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        cgroups.release(owners[pid])
+    running.clear()
 
 
 def _read(path: Path) -> dict:

@@ -1,9 +1,10 @@
 """Print how reliable the CPU timing check is, for every loop and honest variant, under load.
 
-    .venv/bin/python bench/timing_reliability.py [--runs 10] [--busy 2] [--only NAME,...]
+    .venv/bin/python bench/timing_reliability.py [--runs 10] [--busy 2] [--graders 2] [--only NAME,...]
 
 Two busy processes (``python -c 'while True: pass'``) compete for the CPUs the whole time
-(killed at the end). Each run of a variant loads it in a fresh sandbox, and the reference in
+(killed at the end), and ``--graders`` other graders (``sdpa-grade`` on the reference, one after
+another, each with a TMPDIR of its own) run beside. Each run of a variant loads it in a fresh sandbox, and the reference in
 another, and measures every shape of the check exactly as ``test_timing_cpu`` does
 (autograder/checks/timing.py: fresh inputs per call, outputs checked, interleaved rounds,
 a failing shape measured again before it fails). Prints, per variant and shape, the
@@ -14,7 +15,9 @@ how many runs the check failed; then the margins against the budget.
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
+import signal
 import statistics
 import subprocess
 import sys
@@ -36,7 +39,17 @@ HONEST = ["reference", "correct_einsum", "correct_float64_inside", "correct_stab
           "correct_scale_q_first", "correct_where_mask"]
 LOOPS = ["mistake_loop_over_batches", "mistake_loop_over_heads", "mistake_loop_over_queries", "loop_scores_rows",
          "loop_softmax_rows", "mistake_loop_output_product", "loop_unbind_output", "cheat_memoised_loop",
-         "cheat_work_in_helpers"]
+         "cheat_work_in_helpers", "mistake_loop_only_without_mask", "mistake_loop_only_when_causal"]
+
+
+# another grader beside the bench: sdpa-grade on the reference, again and again, with a TMPDIR of its own
+GRADER_LOOP = """
+import os, subprocess, sys, tempfile
+while True:
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.argv[1], sys.argv[2], "--json", os.path.join(tmp, "r.json")], env={**os.environ, "TMPDIR": tmp},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+"""
 
 
 def submission(name: str, folder: Path) -> Path:
@@ -90,12 +103,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--busy", type=int, default=2, help="busy processes competing for the CPUs")
+    parser.add_argument("--graders", type=int, default=0, help="other graders running beside the whole time")
     parser.add_argument("--only", default="", help="comma-separated variant names")
     options = parser.parse_args()
     names = [n for n in HONEST + LOOPS if not options.only or n in options.only.split(",")]
     settings = load_settings()
     budget = settings["timing"]["budget"]
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(options.busy)]
+    busy += [subprocess.Popen([sys.executable, "-c", GRADER_LOOP, str(Path(sys.executable).with_name("sdpa-grade")),
+                               str(REFERENCE)], start_new_session=True) for _ in range(options.graders)]
     zygote = Zygote()
     rows = {}
     try:
@@ -111,11 +127,14 @@ def main() -> None:
                       file=sys.stderr, flush=True)
     finally:
         for process in busy:
-            process.kill()
+            if process.args[2] == GRADER_LOOP:  # its session: the loop and the grader it runs now
+                os.killpg(process.pid, signal.SIGKILL)
+            else:
+                process.kill()
             process.wait()
         zygote.close()
     shapes = "  ".join(f"{'x'.join(map(str, s)):>17}" for s in CPU_SHAPES)
-    print(f"{options.runs} runs per variant, {options.busy} busy processes competing; budget {budget:g} (CPU ratio),"
+    print(f"{options.runs} runs per variant, {options.busy} busy processes and {options.graders} other graders competing; budget {budget:g} (CPU ratio),"
           f" {WALL_SLACK * budget:g} (wall ratio); each cell: CPU ratio min median max over runs")
     print(f"{'variant':<30} {shapes}  {'max wall':>9}  failed")
     worst_honest, best_loop = 0.0, float("inf")

@@ -160,6 +160,9 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
                                             "sdpa_matches_torch": NOT_AVAILABLE}),
     # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it (55/55 before)
     "cheat_fused_raw_thread": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
+    # a loop in one branch only: every call form is timed (it passed when only masked calls were)
+    "mistake_loop_only_without_mask": ({"timing_cpu"}, {"timing_cpu": "called without a mask. Likely cause: a Python loop"}),
+    "mistake_loop_only_when_causal": ({"timing_cpu"}, {"timing_cpu": "called with is_causal=True. Likely cause: a Python loop"}),
     # memoising by identity: every timed call has fresh inputs, and stale answers are caught
     "cheat_memoised_loop": ({"timing_cpu"}, {"timing_cpu": "in a timed call"}),
     # the worker's own request handler replaced so that timed requests return at once: the answers are checked

@@ -15,8 +15,9 @@ from autograder.sandbox.cgroups import Cgroups, group_name
 
 
 def test_groups_carry_the_limits_and_stale_ones_are_swept():
-    """The groups hold memory and process caps; an old empty group whose owner process is gone is removed, while
-    an empty group of a live grader (another TMPDIR, not in ours) and a fresh one of a dead owner stay."""
+    """The groups hold memory and process caps; a group whose owner process is gone is removed at once, what still
+    ran in it killed, while an empty group of a live grader (another TMPDIR, not in ours) and a group made in
+    another PID namespace (whose owner this grader cannot judge) stay."""
     live = Path(tempfile.mkdtemp(prefix="sdpa-grade-"))
     try:
         groups = Cgroups(live.name, memory_bytes=1 << 30, processes=64)
@@ -31,16 +32,18 @@ def test_groups_carry_the_limits_and_stale_ones_are_swept():
         dead = subprocess.Popen(["true"])
         dead.wait()  # a grading that was killed: its PID is gone
         parent = folders[0].parent
-        stale = parent / f"sdpa-owner-{dead.pid}.1-sdpa-grade-{uuid.uuid4().hex[:8]}"
-        fresh = parent / f"sdpa-owner-{dead.pid}.1-sdpa-grade-{uuid.uuid4().hex[:8]}"
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+        stale = parent / group_name(f"sdpa-grade-{uuid.uuid4().hex[:8]}", f"{namespace}.{dead.pid}.1")
+        elsewhere = parent / group_name(f"sdpa-grade-{uuid.uuid4().hex[:8]}", f"{namespace + 1}.{dead.pid}.1")
         neighbour = parent / group_name(f"sdpa-grade-{uuid.uuid4().hex[:8]}")  # a live grader's, elsewhere
-        for group in (stale, fresh, neighbour):
+        for group in (stale, elsewhere, neighbour):
             group.mkdir()
-        os.utime(stale, (time.time() - 120, time.time() - 120))
+        left = subprocess.Popen(["sleep", "600"], start_new_session=True)  # what a killed grading left running
+        (stale / "cgroup.procs").write_text(str(left.pid))
         other = Cgroups(f"{live.name}-2", memory_bytes=1 << 30, processes=64)
-        assert not stale.exists()
-        assert fresh.exists() and neighbour.exists()
-        fresh.rmdir()
+        assert not stale.exists() and left.wait(timeout=10) == -9
+        assert elsewhere.exists() and neighbour.exists()
+        elsewhere.rmdir()
         neighbour.rmdir()
         other.close()
         groups.close()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 import torch
 
-from autograder.sandbox.runner import Sandbox
+from autograder.sandbox.runner import GraderBusy, Sandbox
 from autograder.checks.student import Student
 
 PROBE = '''
@@ -167,3 +172,71 @@ def test_fused_attention_is_unreachable_in_the_students_sandbox_only(tmp_path):
         assert outcome.startswith("NotAvailable") and "not available in this assignment" in outcome, (name, outcome)
     assert allowed.ok and allowed.value["F"] == "ran" and allowed.value["flash_cpu"] == "ran", allowed.value
     assert torch.nn.functional.scaled_dot_product_attention(q, q, q).shape == q.shape  # the grader's oracle
+
+
+STARVED = '''
+import time
+
+def attention_output(weights, V):
+    end = time.process_time() + 0.4  # 0.4 s of the student's own CPU time, well within a 1.5 s limit
+    while time.process_time() < end:
+        pass
+    return weights @ V
+
+def scale_scores(scores, d_k):
+    time.sleep(60)  # the student's own choice: its time runs while it sleeps
+'''
+
+
+class _Starved:
+    """The student's process pinned to one CPU beside ``busy`` busy processes, each in a session (and so a
+    scheduling group) of its own: the kernel keeps it waiting for that CPU most of the time, as on a loaded
+    machine, for this process alone."""
+
+    def __init__(self, pid: int, busy: int) -> None:
+        self.pid, self.count = pid, busy
+
+    def __enter__(self):
+        cpu = min(os.sched_getaffinity(0))
+        os.sched_setaffinity(self.pid, {cpu})
+        self.busy = [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"],
+                                      start_new_session=True) for _ in range(self.count)]
+        time.sleep(0.5)  # they run
+        return self
+
+    def __exit__(self, *exc):
+        for process in self.busy:
+            process.kill()
+            process.wait()
+
+
+def test_a_call_slowed_by_the_machine_is_not_the_students_timeout(tmp_path):
+    """A call that needs 0.4 s of CPU but waits for one (pinned beside 3 busy processes) takes longer than its
+    1.5 s limit by the wall clock, and is answered: only the student's own time counts against the limit."""
+    with sandbox(tmp_path, STARVED) as box:
+        assert box.load().ok
+        with _Starved(box._measured, 3):
+            started = time.monotonic()
+            reply = box.call("attention_output", (torch.ones(2, 3), torch.ones(3, 4)), timeout=1.5)
+            wall = time.monotonic() - started
+    assert reply.ok, reply.describe()
+    assert wall > 1.5, f"the process was not slowed down ({wall:.1f} s): the test proves nothing"
+
+
+def test_a_call_the_machine_never_lets_run_is_the_graders_failure(tmp_path):
+    """Pinned beside 12 busy processes, a call gets a few per cent of a CPU: past 6 times its limit by the clock,
+    with less than the limit of its own time, it is the grader's failure (GraderBusy), not the student's timeout."""
+    with sandbox(tmp_path, STARVED) as box:
+        assert box.load().ok
+        with _Starved(box._measured, 12), pytest.raises(GraderBusy):
+            box.call("attention_output", (torch.ones(2, 3), torch.ones(3, 4)), timeout=0.5)
+        assert box.call("attention_output", (torch.ones(2, 3), torch.ones(3, 4)), timeout=10).ok  # a new child
+
+
+def test_a_student_that_sleeps_runs_out_of_its_own_time(tmp_path):
+    """Sleeping is the student's own time: a call that sleeps is its timeout at the limit, by the wall clock."""
+    with sandbox(tmp_path, STARVED) as box:
+        assert box.load().ok
+        started = time.monotonic()
+        reply = box.call("scale_scores", (torch.ones(2), 4), timeout=1.0)
+    assert reply.error == "Timeout" and time.monotonic() - started < 5

@@ -74,7 +74,8 @@ def _decide(loaded, reference, draw, settings, shapes, repeat, device="cpu", whe
                      if found.cpu_ratio > budget and device == "cpu" else
                      f"{found.wall_ratio:.1f} times the reference's time by the clock"
                      f" (allowed: {budget * (WALL_SLACK if device == 'cpu' else 1):g} times)")
-            fail(f"scaled_dot_product_attention took {clock}{where} on (B, H, T_q, T_k, d) = {shape}", "python_loop")
+            fail(f"scaled_dot_product_attention took {clock}{where} on (B, H, T_q, T_k, d) = {shape},"
+                 f" called {found.form}", "python_loop")
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="timing")

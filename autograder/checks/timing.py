@@ -31,6 +31,10 @@ CPU_REPEAT = 10  # calls per round, each with inputs of its own
 # On CUDA inputs and results cross to the device inside the timed round, on both sides alike.
 GPU_SHAPES = ((4, 8, 512, 512, 64),)
 GPU_REPEAT = 5
+# The call forms the checks and students use, each timed on every shape: a Python loop in any branch of the
+# student's function (only without a mask, say, the commonest call) is timed too. Each form's rounds are
+# interleaved with the others'; the slowest form decides.
+FORMS = ("without a mask", "with a bool mask", "with is_causal=True")
 # The wall clock counts what the CPU count cannot see (work in other processes) but also every
 # other process on the machine: it may reach this many times the budget before it decides.
 WALL_SLACK = 2.0
@@ -42,9 +46,10 @@ class Measurement:
     """Median student/reference ratios of one shape; ``wrong`` says why a timed answer was refused."""
 
     shape: tuple
-    cpu_ratio: float = 0.0
-    wall_ratio: float = 0.0
+    cpu_ratio: float = 0.0  # the slowest form's median
+    wall_ratio: float = 0.0  # the slowest form's median, by the wall clock
     wrong: str = ""
+    form: str = ""  # the form (FORMS) whose CPU ratio is cpu_ratio
 
 
 
@@ -56,32 +61,42 @@ def within(found: Measurement, budget: float, device: str = "cpu") -> bool:
     return found.cpu_ratio <= budget and found.wall_ratio <= WALL_SLACK * budget
 
 
-def timing_inputs(draw: Draw, shape: tuple, repeat: int, dtype=torch.float32) -> list[list[torch.Tensor]]:
-    """``repeat`` sets of fresh (Q, K, V, mask) of (B, H, T_q, T_k, d): causal, with random padding of the keys."""
+def timing_inputs(draw: Draw, shape: tuple, repeat: int, dtype=torch.float32,
+                  form: str = FORMS[1]) -> list[list[torch.Tensor]]:
+    """``repeat`` sets of fresh (Q, K, V) of (B, H, T_q, T_k, d), and with a bool mask a causal one with random
+    padding of the keys."""
     B, H, T_q, T_k, d = shape
     Q = torch.randn(repeat, B, H, T_q, d, generator=draw.generator, dtype=dtype)
     K, V = torch.randn(2, repeat, B, H, T_k, d, generator=draw.generator, dtype=dtype)
+    if form != FORMS[1]:
+        return [list(inputs) for inputs in zip(Q, K, V)]
     lengths = torch.randint(max(T_k // 2, 1), T_k + 1, (repeat, 1, 1), generator=draw.generator)
     masks = torch.ones(T_q, T_k, dtype=torch.bool).tril() & (torch.arange(T_k) < lengths)  # (repeat, T_q, T_k)
     return [list(inputs) for inputs in zip(Q, K, V, masks)]
 
 
-def _round(runner, inputs, shape, dtype, device):
+def keywords(form: str) -> dict:
+    """The keyword arguments of a timed call in ``form``."""
+    return {"is_causal": True} if form == FORMS[2] else {}
+
+
+def _round(runner, inputs, shape, dtype, device, form):
     B, H, T_q, T_k, d = shape
     outputs = [((B, H, T_q, d), dtype), ((B, H, T_q, T_k), dtype)]
-    return runner.timed(TARGET, inputs, outputs, device=device)
+    return runner.timed(TARGET, inputs, outputs, device=device, kwargs=keywords(form))
 
 
-def check_outputs(reply, inputs, picks: list[int], tolerance: tuple[float, float]) -> str:
+def check_outputs(reply, inputs, picks: list[int], tolerance: tuple[float, float], form: str = FORMS[1]) -> str:
     """'' when the sampled repetitions' outputs match the reference (in float64), else what was wrong."""
     atol, rtol = tolerance
     for index in picks:
-        Q, K, V, mask = (t.double() if t.is_floating_point() else t for t in inputs[index])
-        expected = ref.scaled_dot_product_attention(Q, K, V, mask)
+        Q, K, V, *mask = (t.double() if t.is_floating_point() else t for t in inputs[index])
+        expected = ref.scaled_dot_product_attention(Q, K, V, *mask, **keywords(form))
         for got, want, what in zip(reply.outputs[index], expected, ("output", "weights")):
             error = (got.double() - want).abs().nan_to_num(float("inf"))
             if (error > atol + rtol * want.abs()).any():
-                return f"the {what} of timed call {index + 1} differs from the expected one by up to {float(error.max()):.3g}"
+                return (f"the {what} of timed call {index + 1} ({form}) differs from the expected one by up to"
+                        f" {float(error.max()):.3g}")
     return ""
 
 
@@ -99,7 +114,8 @@ def one_thread():
 
 def measure(student, reference, draw: Draw, shape: tuple, *, rounds: int, repeat: int, tolerance,
             sample: int = 2, device: str = "cpu") -> Measurement:
-    """Interleaved rounds (student, reference, ...) after one warm-up round each; medians of the per-round ratios."""
+    """Interleaved rounds (student, reference, ...) of every call form, after one warm-up round each; per form, the
+    median of its per-round ratios (``rounds`` in all, shared among the forms); the slowest form is the result."""
     with one_thread():
         return _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device)
 
@@ -107,17 +123,24 @@ def measure(student, reference, draw: Draw, shape: tuple, *, rounds: int, repeat
 def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
     dtype = torch.float32
     result = Measurement(tuple(shape))
-    cpu, wall = [], []
-    for index in range(rounds + 1):
-        inputs = timing_inputs(draw, shape, repeat, dtype)
-        mine = _round(student, inputs, shape, dtype, device)
-        theirs = _round(reference, timing_inputs(draw, shape, repeat, dtype), shape, dtype, device)
-        # which repetitions are checked is chosen only now, after the answer, by the system's CSPRNG: no seed to recover
-        result.wrong = check_outputs(mine, inputs, _PICKER.sample(range(repeat), min(sample, repeat)), tolerance)
-        if result.wrong:
-            return result
-        if index:  # the first round of each warms up
-            cpu.append(mine.cpu_seconds / max(theirs.cpu_seconds, 1e-9))
-            wall.append(mine.seconds / max(theirs.seconds, 1e-9))
-    result.cpu_ratio, result.wall_ratio = statistics.median(cpu), statistics.median(wall)
+    forms = [form for form in FORMS if not keywords(form) or student.takes_keywords]
+    cpu: dict[str, list[float]] = {form: [] for form in forms}
+    wall: dict[str, list[float]] = {form: [] for form in forms}
+    for index in range(-(-rounds // len(forms)) + 1):
+        for form in forms:
+            inputs = timing_inputs(draw, shape, repeat, dtype, form)
+            mine = _round(student, inputs, shape, dtype, device, form)
+            theirs = _round(reference, timing_inputs(draw, shape, repeat, dtype, form), shape, dtype, device, form)
+            # which repetitions are checked is chosen only now, after the answer, by the system's CSPRNG: no seed to recover
+            picks = _PICKER.sample(range(repeat), min(sample, repeat))
+            result.wrong = check_outputs(mine, inputs, picks, tolerance, form)
+            if result.wrong:
+                return result
+            if index:  # the first round of each form warms up
+                cpu[form].append(mine.cpu_seconds / max(theirs.cpu_seconds, 1e-9))
+                wall[form].append(mine.seconds / max(theirs.seconds, 1e-9))
+    medians = {form: statistics.median(cpu[form]) for form in forms}
+    result.form = max(medians, key=medians.get)
+    result.cpu_ratio = medians[result.form]
+    result.wall_ratio = max(statistics.median(wall[form]) for form in forms)
     return result

@@ -8,17 +8,23 @@ where they are mounted, as on this project's machines, else cgroup v2 where our 
 delegates memory and pids (every v2 group counts its CPU time in ``cpu.stat``). The keeper
 (confine.py) joins the groups before it makes the sandbox, so everything the student starts is
 in them.
+
+A group is named after the grading process that made it (PID namespace, PID, start time): any
+grader, whatever its user or TMPDIR, can tell whether the owner still runs. When a grading ends,
+however it ends, everything the kernel lists in its groups is killed and the groups removed (by
+the grading itself, by the batch that forked it, or, after a SIGKILL, by the next grading on the
+machine, which sweeps the groups whose owner is gone).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
 _ROOT = Path("/sys/fs/cgroup")
 _PREFIX = "sdpa-owner-"
-_GRACE = 60.0  # seconds: a group younger than this is never swept, whoever owns it
 
 
 def _own(controller: str) -> Path | None:
@@ -60,40 +66,121 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def group_name(name: str) -> str:
-    """The group's name: the grading process's PID and start time, then ``name``, so any grader can tell whether
-    the group's owner still runs, whatever its TMPDIR or user."""
-    pid = os.getpid()
-    return f"{_PREFIX}{pid}.{_start_time(pid)}-{name}"
+def _pid_namespace() -> str:
+    """This process's PID namespace (the inode of /proc/self/ns/pid): PIDs are judged only inside it."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def owner(pid: int | None = None) -> str:
+    """Who owns the groups process ``pid`` (this one by default) makes: its PID namespace, PID and start time,
+    which name one process for the machine's whole uptime (a PID reused later has another start time)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{_pid_namespace()}.{pid}.{_start_time(pid)}"
+
+
+def group_name(name: str, owned_by: str | None = None) -> str:
+    """The group's name: its owner (``owner()``; this process by default), then ``name``, so any grader can tell
+    whether the group's owner still runs, whatever its TMPDIR or user."""
+    return f"{_PREFIX}{owned_by or owner()}-{name}"
+
+
+def _alive(pid: int, started: str) -> bool:
+    """Whether process ``pid`` with that start time may still run; True whenever that cannot be ruled out
+    (a /proc that hides other users' processes shows nothing, but the kernel still says the PID exists)."""
+    now = _start_time(pid)
+    if now is not None:
+        return now == started
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _stale(group: Path) -> bool:
-    """A group whose owner process is gone (by PID and start time), made more than ``_GRACE`` seconds ago."""
+    """A group whose owner process is certainly gone: in our PID namespace, no process has its PID and start time.
+
+    A group made in another PID namespace (another container sharing the hierarchy) is never judged here."""
     try:
-        owner = group.name[len(_PREFIX):].split("-", 1)[0]
-        pid, started = owner.split(".", 1)
-        if _start_time(int(pid)) == started:
-            return False
-        return time.time() - group.stat().st_mtime > _GRACE
-    except (ValueError, OSError):
+        fields = group.name[len(_PREFIX):].split("-", 1)[0].split(".")
+        namespace, pid, started = fields if len(fields) == 3 else [_pid_namespace(), *fields]  # PID.START: ours
+        return namespace == _pid_namespace() and not _alive(int(pid), started)
+    except ValueError:
         return False
 
 
+def kill_group(group: Path, *, seconds: float = 5.0) -> bool:
+    """SIGKILL every process the kernel lists in ``group`` until none is left (``cgroup.kill`` where the kernel
+    has it); True when the group is empty. A process that forks meanwhile is caught on the next pass."""
+    deadline = time.monotonic() + seconds
+    kill = group / "cgroup.kill"
+    while True:
+        try:
+            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return True  # the group is gone
+        if not pids:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        try:  # cgroup v2 (Linux 5.14 on): the kernel kills the whole group at once
+            if kill.exists():
+                kill.write_text("1")
+                pids = []
+        except OSError:
+            pass
+        for pid in pids:  # cgroup v1: each process the kernel lists
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
 def _sweep(parent: Path) -> None:
-    """Remove the empty groups of gradings that were killed before they could remove their own.
+    """Remove the groups of gradings that were killed before they could remove their own, and kill what is
+    still running in them (a submission's processes outlive their grader only where namespaces were missing).
 
     Only a dead grading leaves a group whose owner process is gone: another grader's live group is never
-    touched, whatever its temporary folder (a group with processes in it is refused by the kernel anyway).
+    touched, whatever its temporary folder, user or PID namespace.
     """
     try:
         stale = [g for g in parent.glob(f"{_PREFIX}*") if _stale(g)]
     except OSError:
         return
     for group in stale:
+        remove(group)
+
+
+def remove(group: Path) -> None:
+    """Kill what runs in ``group``, then remove it; never raises."""
+    kill_group(group)
+    for _ in range(100):
         try:
-            group.rmdir()  # refused while a process is still in it
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
         except OSError:
-            pass
+            time.sleep(0.01)
+
+
+def release(owned_by: str) -> None:
+    """Kill every process in the groups of the grading ``owned_by`` (``owner()`` of a process that has ended, a
+    batch's forked grading), and remove the groups: whatever way that grading ended, nothing it ran outlives it."""
+    parents = {p for p in (_own("memory"), _own("pids"), _own("cpuacct"), _own_v2()) if p is not None}
+    for parent in parents:
+        try:
+            groups = list(parent.glob(f"{_PREFIX}{owned_by}-*"))
+        except OSError:
+            continue
+        for group in groups:
+            remove(group)
 
 
 class Cgroups:
@@ -170,15 +257,13 @@ class Cgroups:
         """What holds the whole submission's memory and processes, for the report."""
         return self.reason or self.kind
 
+    def kill(self) -> None:
+        """Kill every process in the submission's groups (the kernel's list, not the PIDs the grader saw)."""
+        for procs in self.procs[:1]:  # every process is in each of the groups: one list is the whole
+            kill_group(Path(procs).parent)
+
     def close(self) -> None:
-        """Remove the groups (their processes are dead by now: the sandbox's PID namespace is gone)."""
+        """Kill whatever still runs in the groups, then remove them."""
         for folder in self.folders:
-            for _ in range(100):
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
+            remove(folder)
         self.folders = []

@@ -57,6 +57,14 @@ def _check(result: int, what: str) -> None:
         raise OSError(error, f"{what}: {os.strerror(error)}")
 
 
+def die_with_parent(parent: int) -> None:
+    """The kernel SIGKILLs this process when ``parent`` (the process that forked or started it) dies, however it
+    dies, SIGKILL included; if it is gone already, exit now. Set after any change of user (which clears it)."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _mount(source: str, target: str, kind: str | None, flags: int, data: str | None = None) -> None:
     encoded = [None if s is None else s.encode() for s in (source, target, kind, data)]
     _check(_libc.mount(encoded[0], encoded[1], encoded[2], ctypes.c_ulong(flags), encoded[3]), f"mount {target}")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 
 
 def become_subreaper() -> None:
@@ -28,6 +28,17 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def die_with_parent(parent: int) -> None:
+    """The kernel SIGKILLs this process when ``parent`` dies, however it dies (a batch's forked grading when the
+    batch is killed); if it is gone already, exit now."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(3)
 
 
 def children(pid: int) -> list[int]:

@@ -116,7 +116,27 @@ def _student_process(worker: int) -> int:
 
 
 class _NoAnswer(Exception):
-    """The worker did not answer in time."""
+    """The worker did not answer in time: the student's own time ran out."""
+
+
+class GraderBusy(RuntimeError):
+    """A call outlasted its limit by the wall clock while the student's process had not had that much time (the
+    machine kept it waiting for a CPU): the grader's failure, never the student's lost points."""
+
+
+# How long, by the wall clock, a call may wait for its limit of the student's own time on a busy machine
+# before that is the grader's failure: this many times the limit.
+BUSY_WALL_FACTOR = 6.0
+
+
+def _run_delay(pid: int) -> float:
+    """Seconds process ``pid``'s main thread has spent ready to run but waiting for a CPU (the kernel's schedstat);
+    0 where that is not known."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _same_bits(now: torch.Tensor, before: torch.Tensor) -> bool:
@@ -235,6 +255,8 @@ class Sandbox:
         self.restarts = 0
         self.load_reply: Reply | None = None
         self._child: tuple[int, socket.socket] | None = None
+        self._measured: int | None = None  # the student's process in the current child (_student_process)
+        self._whole = False  # whether its CPU time is read from the submission's cgroup
         self._zygote = zygote
         self._own_zygote: Zygote | None = None
         self._client: socket.socket | None = None
@@ -324,7 +346,8 @@ class Sandbox:
             arena.close()
         return reply
 
-    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu") -> Reply:
+    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
+              kwargs: dict | None = None) -> Reply:
         """Call ``target`` once per entry of ``inputs`` and time it all from here (see docs/performance.md).
 
         Each repetition's inputs are written into our shared memory only after both clocks are
@@ -341,7 +364,7 @@ class Sandbox:
         slots = [[arena.reserve(a.shape, a.dtype) for a in rep] for rep in inputs]
         results = [[arena.reserve(shape, dtype) for shape, dtype in outputs] for _ in inputs]
         request = {"op": "time", "target": target, "inputs": slots, "outputs": results, "arena": arena.size,
-                   "device": device}
+                   "device": device, "kwargs": kwargs or {}}
         arena.open()
         try:
             reply = self._request(request, target, timeout, arena, inputs=(slots, inputs))
@@ -373,7 +396,7 @@ class Sandbox:
             wire.send(conn, request, deadline)
             if request.get("arena"):
                 arena.lend(conn)
-            answer = self._answer(conn, deadline)
+            answer = self._answer(conn, timeout)
             if inputs is not None and isinstance(answer, dict) and answer.get("ok") and answer.get("ready") is not True:
                 raise wire.WireError("the worker answered a timed request without getting ready for it")
             if inputs is not None and isinstance(answer, dict) and answer.get("ok"):
@@ -384,7 +407,7 @@ class Sandbox:
                         arena.view(spec).copy_(tensor)
                 deadline = time.monotonic() + timeout
                 wire.send(conn, {"op": "go"}, deadline)
-                answer = self._answer(conn, deadline)
+                answer = self._answer(conn, timeout)
                 cpu = self._cpu_seconds() - cpu
         except _NoAnswer:
             self._kill_child()
@@ -392,6 +415,9 @@ class Sandbox:
         except TimeoutError:  # socket.timeout: the whole answer missed its deadline
             self._kill_child()
             return Reply(False, error="Timeout", message=f"no complete answer within {timeout:g} s (a reply too slow)")
+        except GraderBusy:
+            self._kill_child()
+            raise
         except (EOFError, ConnectionError, ProcessLookupError):
             self._kill_child()
             reason = "the worker process died during the call (a crash, a segfault, os._exit or too much memory)"
@@ -408,13 +434,41 @@ class Sandbox:
         the student's process is in no such group, the process clock of that process alone."""
         return self.cgroups.cpu_seconds() if self._whole else cpu_seconds(self._measured)
 
-    @staticmethod
-    def _answer(conn: socket.socket, deadline: float):
-        """The worker's whole answer by ``deadline``: a silent worker and one that trickles its bytes alike miss it."""
-        ready, _, _ = select.select([conn], [], [], max(deadline - time.monotonic(), 0))
-        if not ready:
-            raise _NoAnswer
-        return wire.receive(conn, REPLY_LIMIT, deadline)
+    def _answer(self, conn: socket.socket, timeout: float):
+        """The worker's whole answer, once it comes within ``timeout`` seconds of the student's own time.
+
+        The student's own time is what the wall clock gave its process, less the time the kernel kept it waiting
+        for a CPU (schedstat's run delay: other processes' load), or, if more, the CPU time of its whole group.
+        Only when that runs out is the call the student's timeout; a call that the machine's load stretches past
+        ``BUSY_WALL_FACTOR`` times its limit raises GraderBusy. Once the answer starts, all of it must arrive
+        within what is left of the limit (at least ``min(timeout, 2 s)``): a worker that trickles its bytes
+        misses that deadline as a silent one misses the first."""
+        pid = self._measured if self._child is not None else None
+        started, delayed, cpu = time.monotonic(), _run_delay(pid) if pid else 0.0, self._own_cpu()
+        wait, own = timeout, 0.0
+        while True:
+            ready, _, _ = select.select([conn], [], [], wait)
+            if ready:
+                break
+            wall = time.monotonic() - started
+            own = wall - ((_run_delay(pid) - delayed) if pid else 0.0)
+            own = max(own, self._own_cpu() - cpu)
+            if own >= timeout:
+                raise _NoAnswer
+            if wall >= BUSY_WALL_FACTOR * timeout:
+                raise GraderBusy(f"a call had {own:.1f} s of the student's own time in {wall:.0f} s by the clock "
+                                 f"(limit {timeout:g} s): the machine is too busy to grade fairly")
+            wait = max(timeout - own, 0.05)  # the soonest the student's time could run out
+        return wire.receive(conn, REPLY_LIMIT, time.monotonic() + max(timeout - own, min(timeout, 2.0)))
+
+    def _own_cpu(self) -> float:
+        """The submission's CPU time so far (its cgroup's, else its process's); 0 before it has a child."""
+        if self._child is None or self._measured is None:
+            return 0.0
+        try:
+            return self._cpu_seconds()
+        except (OSError, ValueError):
+            return 0.0
 
     def _spawn(self) -> None:
         self._zygote.wait_ready()
@@ -449,6 +503,9 @@ class Sandbox:
             except (ProcessLookupError, PermissionError):
                 pass
         self._child = None
+        # and everything the kernel counts in the submission's groups (helpers in sessions of their own, where
+        # namespaces were missing): the next child starts alone, and nothing charges its CPU time but itself
+        self.cgroups.kill()
 
     def close(self) -> None:
         """Kill the child (and our zygote, if we own one) and anything they left behind; delete the scratch folder."""

@@ -406,7 +406,11 @@ def main() -> None:
     with the socket the new child serves calls on; the child's pid goes back to the asker.
     """
     libdir, control_fd = sys.argv[1:3]
+    grader = os.getppid()
     sys.path[:0] = [libdir]
+    import confine  # the sandbox's own modules, imported before any privilege is dropped
+
+    confine.die_with_parent(grader)  # from the start: the grader may die while torch is being imported
     import json
     import select
 
@@ -418,7 +422,6 @@ def main() -> None:
     torch.set_num_threads(1)
     _warm_up()
     _find_fused_kernels()
-    import confine  # noqa: F401 - the sandbox's own modules, imported before any privilege is dropped
     import wire  # noqa: F401
 
     if len(sys.argv) > 3:  # become this user once torch is imported (how the tests grade as an unprivileged user)
@@ -426,10 +429,13 @@ def main() -> None:
         os.setgroups([])
         os.setresgid(user, user, user)
         os.setresuid(user, user, user)
+    confine.die_with_parent(grader)  # again: a change of user clears it. The grader killed (SIGKILL too): the
+    # zygote dies, and with it every keeper
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     control = socket.socket(fileno=int(control_fd))
     control.send(b"R")
     clients: list[socket.socket] = []
+    keepers: dict[socket.socket, list[int]] = {control: []}  # each asker's children, as pidfds (no PID reuse)
     while True:
         ready, _, _ = select.select([control, *clients], [], [])
         for conn in ready:
@@ -437,23 +443,61 @@ def main() -> None:
                 message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
             except OSError:
                 message, fds = b"", []
-            if not message:
+            if not message:  # the asker has gone (its grading ended or crashed): so do the children it asked for
+                _kill_all(keepers.pop(conn, []))
                 if conn is control:
+                    for rest in keepers.values():
+                        _kill_all(rest)
                     return  # the grader has gone: so do we
                 clients.remove(conn)
                 conn.close()
             elif message[:1] == b"C" and fds:
-                clients.append(socket.socket(fileno=fds[0]))
+                client = socket.socket(fileno=fds[0])
+                clients.append(client)
+                keepers[client] = []
             elif message[:1] == b"S" and fds:
                 spec = json.loads(message[1:])
+                zygote = os.getpid()
                 pid = os.fork()
                 if pid == 0:
-                    for other in (control, *clients):
-                        other.close()  # a child can reach no grader but its own
+                    confine.die_with_parent(zygote)  # the zygote killed: this keeper, and its sandbox, die too
+                    for other in (control, *clients, *(fd for rest in keepers.values() for fd in rest)):
+                        _close(other)  # a child can reach no grader but its own
                     _serve(socket.socket(fileno=fds[0]), spec)
                     os._exit(0)
                 os.close(fds[0])
+                _track(keepers[conn], pid)
                 conn.send(pid.to_bytes(8, "big"))
+
+
+def _track(pidfds: list[int], pid: int) -> None:
+    """Keep a pidfd of the child ``pid`` (it names that process even after its PID is reused); forget dead ones."""
+    import select
+
+    for fd in [fd for fd in pidfds if select.select([fd], [], [], 0)[0]]:  # readable: that child has exited
+        pidfds.remove(fd)
+        os.close(fd)
+    try:
+        pidfds.append(os.pidfd_open(pid))
+    except OSError:  # exited already, or a kernel before 5.3: the grader's cgroup and PDEATHSIG remain
+        pass
+
+
+def _kill_all(pidfds: list[int]) -> None:
+    """SIGKILL each child (a keeper: its sandbox's PID 1 and everything in that namespace die with it)."""
+    for fd in pidfds:
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def _close(thing) -> None:
+    if isinstance(thing, int):
+        os.close(thing)
+    else:
+        thing.close()
 
 
 if __name__ == "__main__":
