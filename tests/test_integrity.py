@@ -40,7 +40,8 @@ def test_honest_sources_are_not_flagged():
     """The reference and every honest or unrelated submission under tests/submissions pass the scan."""
     flagged = {"cheat_fused_getattr", "cheat_patch_handler", "cheat_mutation_after_copies", "cheat_fused_record_off",
                "wire_bomb_reply", "steal_reference",  # steal_reference exec()s a file it found at run time
-               "shrink_shared_memory", "trickle_reply", "forged_empty_gradients", "forged_markers", "scan_bomb"}
+               "shrink_shared_memory", "trickle_reply", "forged_empty_gradients", "forged_markers", "scan_bomb",
+               "steal_everything"}  # the notebook attack reaches for the grader by every route it knows
     for path in [REFERENCE, *sorted(SUBMISSIONS.glob("*/*.py"))]:
         if path.stem not in flagged:
             assert dynamic_reach(path.read_text()) == [], path.name

@@ -46,21 +46,23 @@ class _Cheat:
     """A timed attention that knows the grading's seed and answers only the repetitions a seeded picker would
     verify (zeros for the rest): what a worker that recovered the seed could do."""
 
+    takes_keywords = False  # timed without a mask and with a bool mask
+
     def __init__(self, seed: int, repeat: int) -> None:
         self.picker = random.Random(Draw(seed).integer(0, 2**31))
         self.repeat = repeat
 
-    def timed(self, target, inputs, outputs, device="cpu"):
+    def timed(self, target, inputs, outputs, device="cpu", kwargs=None):
         verified = set(self.picker.sample(range(self.repeat), 2))
         answers = []
-        for index, (Q, K, V, mask) in enumerate(inputs):
-            right = ref.scaled_dot_product_attention(Q, K, V, mask)
+        for index, (Q, K, V, *mask) in enumerate(inputs):
+            right = ref.scaled_dot_product_attention(Q, K, V, *mask, **(kwargs or {}))
             answers.append(list(right) if index in verified else [torch.zeros_like(t) for t in right])
         return SimpleNamespace(ok=True, outputs=answers, cpu_seconds=1.0, seconds=1.0)
 
 
 class _Yardstick:
-    def timed(self, target, inputs, outputs, device="cpu"):
+    def timed(self, target, inputs, outputs, device="cpu", kwargs=None):
         return SimpleNamespace(ok=True, outputs=[], cpu_seconds=1.0, seconds=1.0)
 
 
