@@ -69,3 +69,18 @@ def test_entered_is_checked_at_the_border():
         reply = reply_from({"ok": True, "value": None, "entered": forged}, 0.0)
         assert not reply.ok and reply.error == "WireError", forged
     assert reply_from({"ok": True, "value": None, "entered": ["masked_softmax"]}, 0.0).entered == ["masked_softmax"]
+
+
+def test_functions_look_like_themselves_while_recorded(tmp_path):
+    """During a call the recorded functions keep their names and docstrings: code that lists its own functions by
+    ``__name__`` (a notebook did) sees the same names as without the record."""
+    path = tmp_path / "attention.py"
+    path.write_text(SOURCE.replace("    return weights @ V\n\n\ndef scaled", '    """Weights times values."""\n'
+                                   "    return weights @ V\n\n\ndef scaled") + """
+
+def attention_scores(Q, K):
+    return [masked_softmax.__name__, attention_output.__name__, attention_output.__doc__]
+""")
+    module = worker._load(str(path))
+    reply = worker._call(module, {"target": "attention_scores", "args": [torch.ones(1), torch.ones(1)]})
+    assert reply["ok"] and reply["value"] == ["masked_softmax", "attention_output", "Weights times values."], reply

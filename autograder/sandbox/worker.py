@@ -10,6 +10,7 @@ only plain tensors and plain data cross the sockets (see wire.py).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -151,6 +152,18 @@ def _block_fused() -> None:
 _BLOCKS: list = []
 
 
+def _recording(name: str, function, entered: set[str]):
+    """``function``, adding ``name`` to ``entered`` when called; its name, docstring and signature are the function's,
+    so code that looks at itself sees its own function (a notebook's attack listed its functions by ``__name__``)."""
+
+    @functools.wraps(function)
+    def entering(*args, **kwargs):
+        entered.add(name)
+        return function(*args, **kwargs)
+
+    return entering
+
+
 @contextlib.contextmanager
 def _entered(module):
     """The names of the module's own functions that the block calls by their global names (the name each one
@@ -161,11 +174,7 @@ def _entered(module):
     for name, function in list(vars(module).items()):
         space = getattr(function, "__globals__", None) if isinstance(function, types.FunctionType) else None
         if space is not None and space.get(name) is function:
-
-            def entering(*args, __name=name, __function=function, **kwargs):
-                entered.add(__name)
-                return __function(*args, **kwargs)
-
+            entering = _recording(name, function, entered)
             space[name] = entering
             patched.append((space, name, function, entering))
     try:
