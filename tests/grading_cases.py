@@ -14,7 +14,7 @@ FUSED_BLOCKED = {"sdpa_lesson_shape", "sdpa_matches_torch", "mha_matches_torch"}
 NOT_AVAILABLE = "not available in this assignment"
 
 # name -> (checks that earn nothing, {check: a phrase its feedback must contain})
-CASES: dict[str, tuple[set[str], dict[str, str]]] = {
+CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "reference": (set(), {}),
     # broken or hostile from the first line: nothing can be earned
     "syntax_error": ({"*"}, {"scores_shape": "could not be loaded: SyntaxError"}),
@@ -164,7 +164,8 @@ CASES: dict[str, tuple[set[str], dict[str, str]]] = {
     "mistake_loop_only_without_mask": ({"timing_cpu"}, {"timing_cpu": "called without a mask. Likely cause: a Python loop"}),
     "mistake_loop_only_when_causal": ({"timing_cpu"}, {"timing_cpu": "called with is_causal=True. Likely cause: a Python loop"}),
     # memoising by identity: every timed call has fresh inputs, and stale answers are caught
-    "cheat_memoised_loop": ({"timing_cpu"}, {"timing_cpu": "in a timed call"}),
+    # (a stale answer is caught, or the loop itself is timed: both hints are true of it)
+    "cheat_memoised_loop": ({"timing_cpu"}, {"timing_cpu": ("in a timed call", "Likely cause: a Python loop")}),
     # the worker's own request handler replaced so that timed requests return at once: the answers are checked
     "cheat_patch_handler": (
         {"timing_cpu", "integrity_sdpa", "integrity_mha"},
