@@ -6,6 +6,7 @@ Each variant is a few lines appended to reference/attention.py that redefine one
 CORRECT rewrites (the ways students write the same math) must get full marks under every seed;
 WRONG ones must lose points under every seed, and the same points. A variant whose set of failed
 checks changes from one seed to the next is seed-dependent: the run prints it and exits 1.
+A variant that the suite grades too is read from its overlay (tests/submissions/overlays), by name.
 All gradings share one worker zygote, as a batch does.
 """
 
@@ -22,10 +23,17 @@ from autograder.grade import grade
 from autograder.sandbox.runner import Zygote
 
 ROOT = Path(__file__).resolve().parent.parent
+OVERLAYS = ROOT / "tests" / "submissions" / "overlays"
 
 # the checks that depend on the machine's load, not on the code's math (issue 12's concern)
 TIMING = {"timing_cpu", "timing_gpu"}
 FAST_TIMING = "[timing]\nrounds = 1\nretries = 1\n"
+
+
+def _overlay(name: str) -> str:
+    """The overlay tests/submissions/overlays/NAME.py: a variant the suite grades too is kept in one copy, there."""
+    return (OVERLAYS / f"{name}.py").read_text()
+
 
 CORRECT = {
     "einsum_scores": """
@@ -36,10 +44,7 @@ def attention_scores(Q, K):
 def attention_scores(Q, K):
     return torch.matmul(Q, K.mT)
 """,
-    "float32_sqrt": """
-def scale_scores(scores, d_k):
-    return scores / torch.sqrt(torch.tensor(d_k))
-""",
+    "float32_sqrt": _overlay("correct_float32_sqrt"),
     "float32_rsqrt_multiply": """
 def scale_scores(scores, d_k):
     return scores * torch.rsqrt(torch.tensor(float(d_k)))
@@ -100,25 +105,8 @@ _reference_softmax = masked_softmax
 def masked_softmax(scores, mask=None):
     return _reference_softmax(scores.float(), mask).to(scores.dtype)
 """,
-    "float32_logsumexp_inside": """
-def masked_softmax(scores, mask=None):
-    # Trax's idiom: exp(x - logsumexp(x)), here in float32 inside float64 work, the dtype kept
-    work = scores.float()
-    if mask is not None:
-        work = work.masked_fill(~mask, torch.finfo(torch.float32).min)
-    weights = torch.exp(work - torch.logsumexp(work, dim=-1, keepdim=True))
-    if mask is not None:
-        weights = weights * mask
-    return weights.to(scores.dtype)
-""",
-    "float64_inside": """
-_reference_sdpa = scaled_dot_product_attention
-
-
-def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
-    output, weights = _reference_sdpa(Q.double(), K.double(), V.double(), mask, is_causal)
-    return output.to(Q.dtype), weights.to(Q.dtype)
-""",
+    "float32_logsumexp_inside": _overlay("correct_float32_logsumexp"),
+    "float64_inside": _overlay("correct_float64_inside"),
     "causal_not_triu": """
 def causal_mask(T_q, T_k=None, *, device=None):
     T_k = T_q if T_k is None else T_k
@@ -151,14 +139,8 @@ MultiHeadAttention.forward = _mha_forward
 }
 
 WRONG = {
-    "no_scale": """
-def scale_scores(scores, d_k):
-    return scores
-""",
-    "divide_by_dk": """
-def scale_scores(scores, d_k):
-    return scores / d_k
-""",
+    "no_scale": _overlay("mistake_no_scale"),
+    "divide_by_dk": _overlay("mistake_divide_by_dk"),
     "float32_output_for_float64": """
 _reference_sdpa = scaled_dot_product_attention
 
@@ -167,36 +149,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
     output, weights = _reference_sdpa(Q.float(), K.float(), V.float(), mask, is_causal)
     return output, weights
 """,
-    "query_axis": """
-def masked_softmax(scores, mask=None):
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.softmax(scores, dim=-2).nan_to_num(0.0)
-""",
-    "mask_inverted": """
-_reference_softmax = masked_softmax
-
-
-def masked_softmax(scores, mask=None):
-    return _reference_softmax(scores, None if mask is None else ~mask)
-""",
-    "zero_fill": """
-def masked_softmax(scores, mask=None):
-    if mask is not None:
-        scores = scores.masked_fill(~mask, 0.0)
-    return torch.softmax(scores, dim=-1)
-""",
-    "mask_after_softmax": """
-def masked_softmax(scores, mask=None):
-    weights = torch.softmax(scores, dim=-1)
-    return weights if mask is None else weights * mask
-""",
-    "nan_rows": """
-def masked_softmax(scores, mask=None):
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.softmax(scores, dim=-1)
-""",
+    "query_axis": _overlay("mistake_query_axis"),
+    "mask_inverted": _overlay("mistake_mask_inverted"),
+    "zero_fill": _overlay("mistake_zero_fill"),
+    "mask_after_softmax": _overlay("mistake_mask_after_softmax"),
+    "nan_rows": _overlay("mistake_nan_rows"),
     "fill_minus_1e9": """
 def masked_softmax(scores, mask=None):
     if mask is not None:
@@ -217,27 +174,10 @@ _reference_softmax = masked_softmax
 def masked_softmax(scores, mask=None):
     return _reference_softmax(scores.bfloat16(), mask).to(scores.dtype)
 """,
-    "causal_flipped": """
-def causal_mask(T_q, T_k=None, *, device=None):
-    T_k = T_q if T_k is None else T_k
-    return torch.ones(T_q, T_k, dtype=torch.bool, device=device).triu()
-""",
-    "causal_bottom_right": """
-def causal_mask(T_q, T_k=None, *, device=None):
-    T_k = T_q if T_k is None else T_k
-    return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q)
-""",
-    "causal_skipped_for_one_query": """
-_reference_sdpa = scaled_dot_product_attention
-
-
-def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
-    return _reference_sdpa(Q, K, V, mask, is_causal and Q.size(-2) > 1)
-""",
-    "transpose_12": """
-def attention_scores(Q, K):
-    return Q @ K.transpose(1, 2)
-""",
+    "causal_flipped": _overlay("mistake_causal_flipped"),
+    "causal_bottom_right": _overlay("mistake_causal_bottom_right"),
+    "causal_skipped_for_one_query": _overlay("edge_causal_skipped_for_one_query"),
+    "transpose_12": _overlay("mistake_transpose_12"),
     "no_max_subtraction": """
 def masked_softmax(scores, mask=None):
     if mask is not None:
@@ -246,75 +186,11 @@ def masked_softmax(scores, mask=None):
     total = exp.sum(dim=-1, keepdim=True)
     return exp / torch.where(total > 0, total, torch.ones_like(total))
 """,
-    "squeeze_batch": """
-_reference_sdpa = scaled_dot_product_attention
-
-
-def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
-    output, weights = _reference_sdpa(Q, K, V, mask, is_causal)
-    return output.squeeze(0), weights.squeeze(0)
-""",
-    "mha_split_no_transpose": """
-def _mha_forward(self, query, key, value, mask=None, is_causal=False):
-    B, T_q, _ = query.shape
-    q = self.w_q(query).view(B, self.num_heads, T_q, self.d_head)
-    k = self.w_k(key).view(B, self.num_heads, -1, self.d_head)
-    v = self.w_v(value).view(B, self.num_heads, -1, self.d_head)
-    if mask is not None and mask.dim() == 3:
-        mask = mask.unsqueeze(1)
-    out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)
-    return self.w_o(out.reshape(B, T_q, self.d_model)), weights
-
-
-MultiHeadAttention.forward = _mha_forward
-""",
-    "mha_merge_no_transpose": """
-def _mha_forward(self, query, key, value, mask=None, is_causal=False):
-    B, T_q, _ = query.shape
-    def split(x):
-        return x.view(B, -1, self.num_heads, self.d_head).transpose(1, 2)
-    q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
-    if mask is not None and mask.dim() == 3:
-        mask = mask.unsqueeze(1)
-    out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)
-    return self.w_o(out.reshape(B, T_q, self.d_model)), weights
-
-
-MultiHeadAttention.forward = _mha_forward
-""",
-    "mha_merge_order": """
-def _mha_forward(self, query, key, value, mask=None, is_causal=False):
-    B, T_q, _ = query.shape
-    def split(x):
-        return x.view(B, -1, self.num_heads, self.d_head).transpose(1, 2)
-    q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
-    if mask is not None and mask.dim() == 3:
-        mask = mask.unsqueeze(1)
-    out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)
-    return self.w_o(out.permute(0, 2, 3, 1).reshape(B, T_q, self.d_model)), weights
-
-
-MultiHeadAttention.forward = _mha_forward
-""",
-    "mha_scale_d_model": """
-def _mha_forward(self, query, key, value, mask=None, is_causal=False):
-    B, T_q, _ = query.shape
-    def split(x):
-        return x.view(B, -1, self.num_heads, self.d_head).transpose(1, 2)
-    q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
-    if mask is not None and mask.dim() == 3:
-        mask = mask.unsqueeze(1)
-    if is_causal:
-        causal = causal_mask(q.size(-2), k.size(-2), device=q.device)
-        mask = causal if mask is None else mask & causal
-    scores = attention_scores(q, k) / math.sqrt(self.d_model)
-    weights = masked_softmax(scores, mask)
-    out = attention_output(weights, v)
-    return self.w_o(out.transpose(1, 2).reshape(B, T_q, self.d_model)), weights
-
-
-MultiHeadAttention.forward = _mha_forward
-""",
+    "squeeze_batch": _overlay("edge_squeeze_batch"),
+    "mha_split_no_transpose": _overlay("mistake_mha_split_no_transpose"),
+    "mha_merge_no_transpose": _overlay("mistake_mha_merge_no_transpose"),
+    "mha_merge_order": _overlay("mistake_mha_merge_order"),
+    "mha_scale_d_model": _overlay("mistake_mha_scale_d_model"),
     "mha_bias_always": """
 _reference_mha_init = MultiHeadAttention.__init__
 
