@@ -1,6 +1,6 @@
 """Print whether graders side by side, on a busy machine, give the grades each gives alone.
 
-    .venv/bin/python bench/side_by_side.py [--graders 4] [--rounds 3] [--busy 2] [--user UID] [--json]
+    .venv/bin/python bench/side_by_side.py [--graders 4] [--rounds 3] [--busy 2] [--user UID[,UID...]] [--json]
 
 First each submission (correct, wrong, looping: ``SUBMISSIONS``) is graded alone, one ``sdpa-grade``
 at a time, with nothing else of ours running: its quiet grade. Then ``--busy`` processes
@@ -8,8 +8,10 @@ at a time, with nothing else of ours running: its quiet grade. Then ``--busy`` p
 ``sdpa-grade`` processes start at once, each with a TMPDIR of its own, each on another submission.
 Every grading is compared with its submission's quiet grade, check by check; afterwards no
 process any grading started may still run, and no cgroup it made may be left. ``--user`` runs
-every grader as that user (as root: how the unprivileged half runs). ``--json`` prints the
-figures as one JSON line too (tests/test_side_by_side.py reads it).
+every grader as that user (as root: how the unprivileged half runs); several, comma-separated,
+take turns within each round (``--user 0,65534``: graders as root and as nobody at once; the
+grades alone are the first user's). ``--json`` prints the figures as one JSON line too
+(tests/test_side_by_side.py reads it).
 """
 
 from __future__ import annotations
@@ -95,14 +97,17 @@ def groups_left(pids: list[int]) -> list[str]:
     return found
 
 
-def grade_round(paths: dict[str, Path], order: list[str], folder: Path, user: int | None) -> list[dict]:
-    """Start one grader per name in ``order`` at once; wait for all; what each gave."""
-    started = [(name, *start(paths[name], folder, user)) for name in order]
+def grade_round(paths: dict[str, Path], order: list[str], folder: Path, users: list[int | None]) -> list[dict]:
+    """Start one grader per name in ``order`` at once, the k-th as ``users[k % len(users)]``; wait for all; what
+    each gave."""
+    started = [(name, users[k % len(users)], *start(paths[name], folder, users[k % len(users)]))
+               for k, name in enumerate(order)]
     done = []
-    for name, process, results in started:
+    for name, user, process, results in started:
         _, errors = process.communicate(timeout=900)
-        done.append({"name": name, "pid": process.pid, "code": process.returncode, "checks": checks(results),
-                     "tmp": str(results.parent), "stderr": errors.decode(errors="replace")[-500:]})
+        done.append({"name": name, "user": os.geteuid() if user is None else user, "pid": process.pid,
+                     "code": process.returncode, "checks": checks(results), "tmp": str(results.parent),
+                     "stderr": errors.decode(errors="replace")[-500:]})
     return done
 
 
@@ -112,10 +117,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--busy", type=int, default=2, help="busy processes competing for the CPUs")
     parser.add_argument("--only", default="", help="comma-separated submissions (default: all of SUBMISSIONS)")
-    parser.add_argument("--user", type=int, default=None, help="run every grader as this user ID")
+    parser.add_argument("--user", default=None,
+                        help="run every grader as this user ID; several, comma-separated, take turns in each round")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
     options = parser.parse_args()
     names = [n for n in SUBMISSIONS if not options.only or n in options.only.split(",")]
+    users: list[int | None] = [int(u) for u in options.user.split(",")] if options.user else [None]
     folder = Path(tempfile.mkdtemp(prefix="sdpa-side-by-side-"))
     folder.chmod(0o755)
     busy: list[subprocess.Popen] = []
@@ -125,7 +132,7 @@ def main() -> None:
         start_quiet = time.perf_counter()
         quiet = {}
         for name in names:
-            (alone,) = grade_round(paths, [name], folder, options.user)
+            (alone,) = grade_round(paths, [name], folder, users[:1])
             quiet[name] = alone
             print(f"  alone: {name}: exit {alone['code']}, {sum(alone['checks'].values()):g} points", file=sys.stderr)
         quiet_seconds = time.perf_counter() - start_quiet
@@ -134,13 +141,14 @@ def main() -> None:
         for index in range(options.rounds):
             order = [names[(index + k) % len(names)] for k in range(options.graders)]
             begun = time.perf_counter()
-            found = grade_round(paths, order, folder, options.user)
+            found = grade_round(paths, order, folder, users)
             for grading in found:
                 grading["round"] = index + 1
                 grading["same"] = grading["checks"] == quiet[grading["name"]]["checks"] and bool(grading["checks"])
             gradings += found
             print(f"  round {index + 1}: {time.perf_counter() - begun:.0f} s; "
-                  + ", ".join(f"{g['name']} {'same' if g['same'] else 'DIFFERENT'} (exit {g['code']})" for g in found),
+                  + ", ".join(f"{g['name']} as {g['user']} {'same' if g['same'] else 'DIFFERENT'} (exit {g['code']})"
+                              for g in found),
                   file=sys.stderr)
         loaded_seconds = time.perf_counter() - loaded_start
     finally:
@@ -153,7 +161,8 @@ def main() -> None:
     groups = groups_left([g["pid"] for g in everyone])
     differing = [g for g in gradings if not g["same"]]
     figures = {
-        "graders": options.graders, "rounds": options.rounds, "busy": options.busy, "user": options.user,
+        "graders": options.graders, "rounds": options.rounds, "busy": options.busy,
+        "user": users[0] if len(users) == 1 else users,
         "gradings": len(gradings), "same_as_alone": len(gradings) - len(differing),
         "grader_errors": sum(g["code"] == 3 for g in gradings),
         "other_exits": sum(g["code"] not in (0, 3) for g in gradings),
@@ -162,7 +171,7 @@ def main() -> None:
         "seconds_alone": round(quiet_seconds, 1), "seconds_side_by_side": round(loaded_seconds, 1),
     }
     print(f"{options.graders} graders at once x {options.rounds} rounds, {options.busy} busy processes,"
-          f" user {options.user if options.user is not None else os.geteuid()}:")
+          f" user {','.join(str(os.geteuid() if u is None else u) for u in users)}:")
     print(f"  gradings equal to the submission's grade alone, check by check: {figures['same_as_alone']} of {len(gradings)}")
     print(f"  grader errors (exit 3): {figures['grader_errors']}; other exits: {figures['other_exits']};"
           f" alone: {figures['quiet_grader_errors']} of {len(quiet)} not exit 0")
@@ -171,7 +180,8 @@ def main() -> None:
     for grading in differing:
         alone = quiet[grading["name"]]["checks"]
         changed = sorted(k for k in set(alone) | set(grading["checks"]) if alone.get(k) != grading["checks"].get(k))
-        print(f"  DIFFERENT: round {grading['round']} {grading['name']} (exit {grading['code']}): {changed[:6]}"
+        print(f"  DIFFERENT: round {grading['round']} {grading['name']} as {grading['user']} (exit {grading['code']}):"
+              f" {changed[:6]}"
               f" {grading['stderr'][-200:]!r}")
     for line in left + groups:
         print(f"  LEFT: {line}")
