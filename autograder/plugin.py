@@ -51,6 +51,7 @@ class Outcome:
     message: str = ""
     seconds: float = 0.0
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
+    cause: str = ""  # the likely cause in words (the mistake's sentence, or a hint); "Likely cause: " is the edge's
     evidence: dict | None = None  # where the result first differs (index, expected, got, error, allowed, shape)
     picture: dict | None = None  # a tiny public example's weights, expected and got (autograder.checks.pictures)
     flag: str = ""  # an integrity flag's key (autograder.checks.flags.REASONS): listed for the instructor's review
@@ -109,14 +110,13 @@ class GradingPlugin:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             marker = item.get_closest_marker("check")
             status, message = _status(report, call)
-            mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
-            evidence = getattr(call.excinfo.value, "evidence", None) if call.excinfo else None
-            flag = getattr(call.excinfo.value, "flag", None) if call.excinfo else None
+            error = call.excinfo.value if call.excinfo else None
+            mistake, cause, evidence, flag = (getattr(error, name, None) for name in ("mistake", "cause", "evidence", "flag"))
             function, category = marker.kwargs["function"], marker.kwargs["category"]
             shown = self._picture(item, function, category) if status == "failed" and report.when == "call" else None
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), function, category, status, message, report.duration, mistake or "", evidence or None,
-                shown, flag or "",
+                check_id(item), function, category, status, message, report.duration, mistake or "", cause or "",
+                evidence or None, shown, flag or "",
             )
 
     def _picture(self, item: pytest.Item, function: str, category: str) -> dict | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from autograder.render.inert import inert
-from autograder.render.text import with_picture
+from autograder.render.text import output_text
 
 # What happens after the grader's own failure, as it really is on every path: nothing reaches the
 # instructor by itself (on Gradescope the run only exits 3), so the student is told to ask.
@@ -19,7 +19,7 @@ def results_json(grading) -> dict:
             "name": f"{item.outcome.function}: {item.outcome.check}",
             "score": item.score,
             "max_score": item.max_score,
-            "output": with_picture(item.feedback, item.outcome.picture),
+            "output": output_text(item),
             "visibility": _visibility(item),
             "tags": [item.outcome.function, item.outcome.category],
             **_status(item),

@@ -37,15 +37,19 @@ EXERCISES = {
     "sdpa_no_mutation": {"mask"},
     "mha_masks": {"mask", "causal"},
 }
-CAUSE = "Likely cause: "
 
 
 @dataclass
 class Scored:
+    """A check's points, and its feedback as fields: ``feedback`` is what was found; the outcome's cause and
+    flag, and ``borrowed`` (the check whose cause this failure borrows, and that cause), are worded at the
+    edge (autograder/render/text.py)."""
+
     outcome: Outcome
     score: float
     max_score: float
     feedback: str
+    borrowed: tuple[str, str] | None = None
 
 
 def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
@@ -89,13 +93,12 @@ def _point_to_causes(scored: list[Scored]) -> list[Scored]:
         if item.outcome.mistake:
             named.setdefault(item.outcome.function, item)
     for item in scored:
-        if item.score or item.outcome.status != "failed" or item.outcome.mistake or CAUSE in item.feedback:
+        if item.score or item.outcome.status != "failed" or item.outcome.mistake or item.outcome.cause:
             continue
         source = named.get(item.outcome.function)
         if source is None or not item.outcome.evidence:
             continue
         need = NEEDS.get(source.outcome.mistake)
         if need is None or need in EXERCISES.get(item.outcome.check, set()):
-            cause = source.feedback.split(CAUSE, 1)[1]
-            item.feedback += f" Probably the same cause as in {source.outcome.check}: {cause}"
+            item.borrowed = (source.outcome.check, source.outcome.cause)
     return scored

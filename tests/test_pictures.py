@@ -120,7 +120,23 @@ def test_feedback_of_a_graded_mistake_holds_the_picture(tmp_path):
 
 
 def test_nbgrader_feedback_holds_the_block_grid():
-    """A failed hidden cell's output (nbgrader's path) ends with the picture; rows that fit the page are kept whole."""
+    """A failed hidden cell's output (nbgrader's path): the message, its likely cause on a line of its own, then the
+    picture's rows kept whole; its one-line text is results.json's output."""
     from autograder.cell_feedback import WIDTH, failure_output
+    from autograder.plugin import Outcome
+    from autograder.render.text import output_text
+    from autograder.scoring import Scored
 
-from autograder.render.text import LEGEND, block_grid, cell, shade, with_picture
+    shown = picture(student_with("mistake_causal_flipped"), "causal_mask", "causal")
+    long = "causal_mask(9): 72 of 81 entries differ; " + "first at index (0, 1) of shape (9, 9) " * 3
+    outcome = Outcome("causal_square", "causal_mask", "causal", "failed", f"{long}.", cause="the triangle is flipped",
+                      picture=shown)
+    output = failure_output("causal_square", Scored(outcome, 0.0, 1.0, outcome.message))
+    grid = block_grid(shown).splitlines()
+    assert output.evalue == f"causal_square: {long}. Likely cause: the triangle is flipped.\n" + "\n".join(grid)
+    assert output.evalue == f"causal_square: {output_text(Scored(outcome, 0.0, 1.0, outcome.message))}"
+    lines = output.traceback
+    assert lines[0] == "causal_square: failed" and lines[1].startswith("  causal_mask(9)") and len(lines[1]) <= WIDTH
+    cause = lines.index("  Likely cause: the triangle is flipped.")
+    assert all(line.startswith("    ") for line in lines[2:cause])  # the long message, wrapped
+    assert lines[cause + 1:] == [f"  {row}" for row in grid]  # the grid's rows, whole

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.expect import CAUSE, CheckFailure, attention_size, dtype_name, expect_tensor, fail, matches
+from autograder.checks.expect import CheckFailure, attention_size, dtype_name, expect_tensor, fail, matches
 from autograder.checks.mistakes import sdpa_variants
 from reference import attention as ref
 
@@ -30,12 +30,12 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracl
         expect_tensor(weights, expected_weights, what=f"the weights {label}", tolerance=tolerance,
                       variants={name: w for name, (_, w) in variants.items()}, scale=size)
     except CheckFailure as failure:
-        if failure.mistake or CAUSE in str(failure):
+        if failure.mistake or failure.cause:
             raise
         piece = _broken_piece(loaded, tolerance, set(reply.entered), Q, K, V, mask, is_causal, output, weights)
         if piece is None:
             raise
-        fail(str(failure).removesuffix("."), hint=f"it builds on {piece}, and on this input your own {piece} gives"
+        fail(failure.what, hint=f"it builds on {piece}, and on this input your own {piece} gives"
              f" a different result from the reference's (your scaled_dot_product_attention called it, and recomputed"
              f" from the results of the functions it called, it reproduces the difference): fix {piece} first",
              evidence=failure.evidence)

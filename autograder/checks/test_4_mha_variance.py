@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks.expect import CAUSE, CheckFailure, attention_size, expect_tensor, fail, matches
+from autograder.checks.expect import CheckFailure, attention_size, expect_tensor, fail, matches
 from autograder.checks.mistakes import mha_variants
 from autograder.checks.student import StudentFault
 from reference import attention as ref
@@ -60,10 +60,10 @@ def _compare(loaded, settings, label, torch_mha, state, init, query, key, value,
         expect_tensor(result[0], expected_out.detach(), what=f"MultiHeadAttention's output {label}", tolerance=tolerance,
                       variants={name: out for name, (out, _) in variants.items()}, scale=size)
     except CheckFailure as failure:
-        if (failure.mistake or CAUSE in str(failure) or "scaled_dot_product_attention" not in reply.entered
+        if (failure.mistake or failure.cause or "scaled_dot_product_attention" not in reply.entered
                 or not _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_causal, projected, result)):
             raise
-        fail(str(failure).removesuffix("."), hint="it builds on scaled_dot_product_attention, and on this input"
+        fail(failure.what, hint="it builds on scaled_dot_product_attention, and on this input"
              " (the projected heads) your own scaled_dot_product_attention gives a different result from the"
              " reference's (your module called it, and recomputed with it, the heads reproduce your module's result):"
              " fix that first", evidence=failure.evidence)
@@ -112,7 +112,7 @@ def test_mha_masks(loaded, draw, settings):
         _compare(loaded, settings, "with a (B, 1, T_k) padding mask", torch_mha, state, (d_model, heads, True), x, x, x,
                  mask=keep[:, None, :], key_padding=~keep)
     except CheckFailure as error:
-        fail(str(error).rstrip("."), "mask_head_axis")
+        fail(error.what, "mask_head_axis")
     except StudentFault as error:
         fail(f"with a (B, 1, T_k) padding mask, {error}", "mask_head_axis")
     causal = torch.ones(T, T, dtype=torch.bool).tril()
