@@ -1,8 +1,11 @@
 """The pytest plugin that runs the hidden checks: fixtures, the ``check`` marker, and outcomes.
 
-Checks never compute points: they declare the student function they are about and their
-category with ``@pytest.mark.check(function=..., category=...)``; points come from the
-settings and are applied later, by autograder.scoring.
+Checks never compute points: each declares its facts in its marker,
+``@pytest.mark.check(function=..., category=..., exercises=(...), picture=...)``: the student function
+it is about (one the reference defines), its category, the kinds of input it exercises
+(``checks/mistakes.INPUTS``: where a borrowed cause can show) and the tiny example pictured when it
+fails (``checks/examples.EXAMPLES``, or None). They are validated when the checks are collected and
+carried into each ``Outcome``; points come from the settings and are applied later, by autograder.scoring.
 """
 
 from __future__ import annotations
@@ -17,16 +20,19 @@ import pytest
 
 from autograder.checks.cases import Draw
 from autograder.config import Settings
+from autograder.checks.examples import EXAMPLES
 from autograder.checks.expect import CheckFailure
 from autograder.checks.loading import explain
-from autograder.checks.pictures import example_for, picture
+from autograder.checks.mistakes import INPUTS
+from autograder.checks.pictures import picture
 from autograder.sandbox.runner import Reply
-from autograder.checks.student import Reference, Student, StudentFault
+from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
 
 CATEGORIES = {
     "shape", "values", "matches-torch", "nan-safety", "stability", "causal", "masking", "gradient",
     "dtype", "no-mutation", "multi-head", "variance", "timing", "integrity", "load",
 }  # fmt: skip
+FACTS = ("function", "category", "exercises", "picture")  # what every check's marker declares
 
 
 class Runner(Protocol):
@@ -55,6 +61,7 @@ class Outcome:
     evidence: dict | None = None  # where the result first differs (index, expected, got, error, allowed, shape)
     picture: dict | None = None  # a tiny public example's weights, expected and got (autograder.checks.pictures)
     flag: str = ""  # an integrity flag's key (autograder.checks.flags.REASONS): listed for the instructor's review
+    exercises: tuple[str, ...] = ()  # the kinds of input the check exercises (its marker's, of checks/mistakes.INPUTS)
 
 
 class GradingPlugin:
@@ -86,16 +93,19 @@ class GradingPlugin:
         self._reference_runner: Runner | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
+        config.addinivalue_line(
+            "markers", "check(function, category, exercises, picture): a graded check of one student function, its facts"
+        )
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """Every check declares a known category and has points in the settings, before anything runs."""
+        """Every check declares its facts, each a known one, and has points in the settings, before anything runs."""
         for item in items:
             marker = item.get_closest_marker("check")
             if marker is None:
                 raise pytest.UsageError(f"{item.nodeid} has no @pytest.mark.check marker")
-            if marker.kwargs.get("category") not in CATEGORIES:
-                raise pytest.UsageError(f"{item.nodeid}: unknown category {marker.kwargs.get('category')!r}")
+            problem = facts_problem(marker)
+            if problem:
+                raise pytest.UsageError(f"{item.nodeid}: {problem}")
             if check_id(item) not in self._settings.points:
                 raise pytest.UsageError(f"{item.nodeid}: no [points] entry {check_id(item)!r} in the settings")
         if self._only is not None:
@@ -108,20 +118,19 @@ class GradingPlugin:
         outcome = yield
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            marker = item.get_closest_marker("check")
+            facts = item.get_closest_marker("check").kwargs
             status, message = _status(report, call)
             error = call.excinfo.value if call.excinfo else None
             mistake, cause, evidence, flag = (getattr(error, name, None) for name in ("mistake", "cause", "evidence", "flag"))
-            function, category = marker.kwargs["function"], marker.kwargs["category"]
-            shown = self._picture(item, function, category) if status == "failed" and report.when == "call" else None
+            function = facts["function"]
+            shown = self._picture(item, function, facts["picture"]) if status == "failed" and report.when == "call" else None
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), function, category, status, message, report.duration, mistake or "", cause or "",
-                evidence or None, shown, flag or "",
+                check_id(item), function, facts["category"], status, message, report.duration, mistake or "", cause or "",
+                evidence or None, shown, flag or "", exercises=tuple(facts["exercises"]),
             )
 
-    def _picture(self, item: pytest.Item, function: str, category: str) -> dict | None:
-        """The tiny example's weights for the first failed check of a function that has one."""
-        example = example_for(function, category)
+    def _picture(self, item: pytest.Item, function: str, example: str | None) -> dict | None:
+        """The tiny example's weights (the check's own example) for the first failed check of a function that has one."""
         student = item.funcargs.get("loaded")
         if example is None or student is None or function in self._pictured:
             return None
@@ -218,6 +227,29 @@ class _Deferred:
     def close(self) -> None:
         if self._runner is not None:
             self._runner.close()
+
+
+def facts_problem(marker: pytest.Mark) -> str:
+    """What is wrong with a check's declared facts (one clause, for the collection error), or "" when nothing is."""
+    facts = marker.kwargs
+    if marker.args:
+        return f"@pytest.mark.check takes its facts as keywords ({', '.join(f'{name}=' for name in FACTS)})"
+    missing = [name for name in FACTS if name not in facts]
+    if missing:
+        return f"@pytest.mark.check lacks {', '.join(f'{name}=' for name in missing)}: every check declares {', '.join(FACTS)}"
+    unknown = sorted(set(facts) - set(FACTS))
+    if unknown:
+        return f"@pytest.mark.check has unknown facts {', '.join(f'{name}=' for name in unknown)}; it declares {', '.join(FACTS)}"
+    if facts["function"] not in FUNCTIONS:
+        return f"function={facts['function']!r} is not one the reference defines ({', '.join(FUNCTIONS)})"
+    if facts["category"] not in CATEGORIES:
+        return f"unknown category {facts['category']!r}"
+    exercises = facts["exercises"]
+    if not isinstance(exercises, (tuple, list)) or not set(exercises) <= set(INPUTS):
+        return f"exercises={exercises!r}: a tuple of {', '.join(repr(name) for name in INPUTS)}"
+    if facts["picture"] is not None and facts["picture"] not in EXAMPLES:
+        return f"picture={facts['picture']!r}: None or one of the tiny examples {', '.join(repr(name) for name in EXAMPLES)}"
+    return ""
 
 
 def check_id(item: pytest.Item) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from autograder.checks.mistakes import NEEDS
 from autograder.config import Settings
 from autograder.plugin import Outcome
 from autograder.report import GRADER_FAILED_NEXT
@@ -16,27 +17,6 @@ GATED = {"integrity", "timing"}
 # a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
 # function's timed answers are wrong for the reason its own checks already give: no flag, no accusation
 FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}
-# what a named mistake needs in a check's inputs to show there (a mistake not listed shows on any input)
-NEEDS = {
-    "mask_inverted": "mask", "zero_fill": "mask", "mask_after_softmax": "mask",
-    "nan_rows": "fully-masked", "uniform_rows": "fully-masked", "additive_mask_rows": "fully-masked",
-    "causal_flipped": "causal", "causal_bottom_right": "causal", "causal_strict": "causal",
-    "overflow": "large-scores",
-}  # fmt: skip
-# what each check's inputs exercise, of the above
-EXERCISES = {
-    "softmax_masked": {"mask"},
-    "softmax_fully_masked": {"mask", "fully-masked"},
-    "softmax_stability": {"mask", "large-scores"},
-    "softmax_no_mutation": {"mask"},
-    "sdpa_matches_torch": {"mask"},
-    "sdpa_causal": {"mask", "causal"},
-    "sdpa_fully_masked": {"mask", "fully-masked"},
-    "sdpa_dtypes": {"mask"},
-    "sdpa_gradients": {"mask"},
-    "sdpa_no_mutation": {"mask"},
-    "mha_masks": {"mask", "causal"},
-}
 
 
 @dataclass
@@ -83,7 +63,9 @@ def _point_to_causes(scored: list[Scored]) -> list[Scored]:
     """A failure without a cause borrows the mistake named by another check of the same function, only with evidence.
 
     Evidence: the failure is a difference in values (not an exception, not a shape), and its inputs
-    exercise what the mistake needs (a mask for a masking mistake, is_causal for a causal one...).
+    exercise what the mistake needs (a mask for a masking mistake, is_causal for a causal one...): what
+    a check exercises is declared at the check (its marker's ``exercises``), what a mistake needs in
+    ``checks/mistakes.NEEDS``.
     Otherwise no cause is claimed: the failure's own message says where the result differs. That a
     function "builds on" a broken one is claimed by the checks themselves, only after recomputing
     from the student's own pieces (autograder/checks/test_3_sdpa.py, test_4_mha_variance.py).
@@ -99,6 +81,6 @@ def _point_to_causes(scored: list[Scored]) -> list[Scored]:
         if source is None or not item.outcome.evidence:
             continue
         need = NEEDS.get(source.outcome.mistake)
-        if need is None or need in EXERCISES.get(item.outcome.check, set()):
+        if need is None or need in item.outcome.exercises:
             item.borrowed = (source.outcome.check, source.outcome.cause)
     return scored

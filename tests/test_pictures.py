@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from autograder.checks.pictures import EXAMPLES, picture, tiny_example
+from autograder.checks.catalogue import catalogue
+from autograder.checks.pictures import picture, tiny_example
 from autograder.checks.student import Student
 from autograder.render.text import LEGEND, block_grid, cell, shade, with_picture
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
@@ -35,7 +36,9 @@ def test_tiny_examples_are_fixed_and_tiny():
 def test_no_picture_when_the_weights_are_right():
     """The reference's weights match on every example: nothing to show."""
     student = student_with()
-    for (function, _), example in EXAMPLES.items():
+    pictured = {(entry.function, entry.picture) for entry in catalogue() if entry.picture}
+    assert len(pictured) == 6
+    for function, example in pictured:
         assert picture(student, function, example) is None
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from autograder.checks.examples import EXAMPLES
+
 if TYPE_CHECKING:
     from autograder.scoring import Scored
 
@@ -20,11 +22,6 @@ FLAGGED = "Flagged for the instructor's review."
 SHADES = ((0.75, "█"), (0.5, "▓"), (0.25, "▒"))
 MASKED = "·"
 NOT_A_NUMBER = "?"
-EXAMPLES = {
-    "plain": "no mask",
-    "padding": "keys 4-5 padding, query 5 sees none",
-    "causal": "is_causal=True",
-}
 LEGEND = (
     f"weight: █ >=.75  ▓ >=.5  ▒ >=.25  ░ >0  (blank) 0   {NOT_A_NUMBER * 2} NaN or inf\n"
     f"{MASKED}{MASKED} masked key (must get 0)   {MASKED}░ masked key that got weight"
