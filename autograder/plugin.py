@@ -27,11 +27,8 @@ from autograder.checks.mistakes import INPUTS
 from autograder.checks.pictures import picture
 from autograder.sandbox.runner import Reply
 from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
+from autograder.status import Category, Status
 
-CATEGORIES = {
-    "shape", "values", "matches-torch", "nan-safety", "stability", "causal", "masking", "gradient",
-    "dtype", "no-mutation", "multi-head", "variance", "timing", "integrity", "load",
-}  # fmt: skip
 FACTS = ("function", "category", "exercises", "picture")  # what every check's marker declares
 
 
@@ -52,8 +49,8 @@ class Outcome:
 
     check: str
     function: str
-    category: str
-    status: str
+    category: Category
+    status: Status
     message: str = ""
     seconds: float = 0.0
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
@@ -94,7 +91,7 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line(
-            "markers", "check(function, category, exercises, picture): a graded check of one student function, its facts"
+            "markers", "check(function, category, exercises, picture): a graded check of one student function"
         )
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -121,16 +118,18 @@ class GradingPlugin:
             facts = item.get_closest_marker("check").kwargs
             status, message = _status(report, call)
             error = call.excinfo.value if call.excinfo else None
-            mistake, cause, evidence, flag = (getattr(error, name, None) for name in ("mistake", "cause", "evidence", "flag"))
+            fields = ("mistake", "cause", "evidence", "flag")  # a CheckFailure's, an IntegrityFlag's
+            mistake, cause, evidence, flag = (getattr(error, key, None) for key in fields)
             function = facts["function"]
-            shown = self._picture(item, function, facts["picture"]) if status == "failed" and report.when == "call" else None
+            failed_here = status == Status.FAILED and report.when == "call"
+            shown = self._picture(item, function, facts["picture"]) if failed_here else None
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), function, facts["category"], status, message, report.duration, mistake or "", cause or "",
-                evidence or None, shown, flag or "", exercises=tuple(facts["exercises"]),
+                check_id(item), function, Category(facts["category"]), status, message, report.duration, mistake or "",
+                cause or "", evidence or None, shown, flag or "", exercises=tuple(facts["exercises"]),
             )
 
     def _picture(self, item: pytest.Item, function: str, example: str | None) -> dict | None:
-        """The tiny example's weights (the check's own example) for the first failed check of a function that has one."""
+        """The tiny example's weights (the check's own) for the first failed check of a function that has one."""
         student = item.funcargs.get("loaded")
         if example is None or student is None or function in self._pictured:
             return None
@@ -234,21 +233,22 @@ def facts_problem(marker: pytest.Mark) -> str:
     facts = marker.kwargs
     if marker.args:
         return f"@pytest.mark.check takes its facts as keywords ({', '.join(f'{name}=' for name in FACTS)})"
+    declares = ", ".join(FACTS)
     missing = [name for name in FACTS if name not in facts]
     if missing:
-        return f"@pytest.mark.check lacks {', '.join(f'{name}=' for name in missing)}: every check declares {', '.join(FACTS)}"
+        return f"@pytest.mark.check lacks {', '.join(f'{name}=' for name in missing)}: every check declares {declares}"
     unknown = sorted(set(facts) - set(FACTS))
     if unknown:
-        return f"@pytest.mark.check has unknown facts {', '.join(f'{name}=' for name in unknown)}; it declares {', '.join(FACTS)}"
+        return f"@pytest.mark.check has unknown {', '.join(f'{name}=' for name in unknown)}: it declares {declares}"
     if facts["function"] not in FUNCTIONS:
         return f"function={facts['function']!r} is not one the reference defines ({', '.join(FUNCTIONS)})"
-    if facts["category"] not in CATEGORIES:
+    if facts["category"] not in set(Category):
         return f"unknown category {facts['category']!r}"
     exercises = facts["exercises"]
     if not isinstance(exercises, (tuple, list)) or not set(exercises) <= set(INPUTS):
         return f"exercises={exercises!r}: a tuple of {', '.join(repr(name) for name in INPUTS)}"
     if facts["picture"] is not None and facts["picture"] not in EXAMPLES:
-        return f"picture={facts['picture']!r}: None or one of the tiny examples {', '.join(repr(name) for name in EXAMPLES)}"
+        return f"picture={facts['picture']!r}: None or one of the tiny examples {', '.join(map(repr, EXAMPLES))}"
     return ""
 
 
@@ -256,15 +256,15 @@ def check_id(item: pytest.Item) -> str:
     return item.name.removeprefix("test_")
 
 
-def _status(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[str, str]:
+def _status(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[Status, str]:
     if report.passed:
-        return "passed", ""
+        return Status.PASSED, ""
     if report.skipped:
-        return "not-run", str(report.longrepr[2]).removeprefix("Skipped: ")
+        return Status.NOT_RUN, str(report.longrepr[2]).removeprefix("Skipped: ")
     error = call.excinfo.value if call.excinfo else None
     if isinstance(error, (CheckFailure, StudentFault)):
-        return "failed", str(error)
+        return Status.FAILED, str(error)
     if call.excinfo and call.excinfo.typename == "Failed" and "Timeout" in str(error):
-        return "failed", "the check ran out of time (the student's code is far too slow or stuck)"
+        return Status.FAILED, "the check ran out of time (the student's code is far too slow or stuck)"
     detail = "".join(traceback.format_exception(error)) if error else str(report.longrepr)
-    return "grader-error", detail
+    return Status.GRADER_ERROR, detail

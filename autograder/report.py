@@ -6,6 +6,7 @@ import time
 
 from autograder.render.inert import inert
 from autograder.render.text import output_text
+from autograder.status import Status
 
 # What happens after the grader's own failure, as it really is on every path: nothing reaches the
 # instructor by itself (on Gradescope the run only exits 3), so the student is told to ask.
@@ -56,14 +57,14 @@ def _status(item) -> dict:
     A check that was not run (no GPU) or that the grader itself failed on is no verdict on the
     student: it gets no status, and Gradescope judges it by its score alone.
     """
-    if item.outcome.status in ("not-run", "grader-error"):
+    if item.outcome.status in (Status.NOT_RUN, Status.GRADER_ERROR):
         return {}
-    return {"status": "passed" if item.score == item.max_score else "failed"}
+    return {"status": Status.PASSED if item.score == item.max_score else Status.FAILED}
 
 
 def _visibility(item) -> str:
     """Gradescope's ``visibility``: a check that was not run and counts nothing (0 of 0) is hidden from the student."""
-    return "hidden" if item.outcome.status == "not-run" and item.max_score == 0 else "visible"
+    return "hidden" if item.outcome.status == Status.NOT_RUN and item.max_score == 0 else "visible"
 
 
 def _extra_data(outcome) -> dict:

@@ -12,8 +12,9 @@ from autograder.checks.mistakes import NEEDS
 from autograder.config import Settings
 from autograder.plugin import Outcome
 from autograder.report import GRADER_FAILED_NEXT
+from autograder.status import Category, Status
 
-GATED = {"integrity", "timing"}
+GATED = {Category.INTEGRITY, Category.TIMING}
 # a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
 # function's timed answers are wrong for the reason its own checks already give: no flag, no accusation
 FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}
@@ -33,7 +34,7 @@ class Scored:
 
 
 def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
-    broken = {o.function for o in outcomes if o.category not in GATED and o.status != "passed"}
+    broken = {o.function for o in outcomes if o.category not in GATED and o.status != Status.PASSED}
     when_no_gpu = settings["timing"]["when_no_gpu"]
     scored = []
     for outcome in outcomes:
@@ -41,18 +42,18 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
         if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY and outcome.function in broken:
             reason = f"no points: {outcome.function} fails some of its correctness checks; fix those first"
             outcome = replace(outcome, flag="", message=reason)
-        if outcome.status == "passed" and outcome.category in GATED and outcome.function in broken:
+        if outcome.status == Status.PASSED and outcome.category in GATED and outcome.function in broken:
             reason = f"no points: {outcome.function} fails some of its correctness checks; fix those first"
             scored.append(Scored(outcome, 0.0, worth, reason))
-        elif outcome.status == "passed":
+        elif outcome.status == Status.PASSED:
             scored.append(Scored(outcome, worth, worth, "passed"))
-        elif outcome.status == "not-run" and outcome.category == "timing":
+        elif outcome.status == Status.NOT_RUN and outcome.category == Category.TIMING:
             earned = {"exclude": 0.0, "award": worth, "fail": 0.0}[when_no_gpu]
             ceiling = 0.0 if when_no_gpu == "exclude" else worth
             if outcome.function in broken:
                 earned = 0.0
             scored.append(Scored(outcome, earned, ceiling, f"not run: {outcome.message}"))
-        elif outcome.status == "grader-error":
+        elif outcome.status == Status.GRADER_ERROR:
             scored.append(Scored(outcome, 0.0, worth, f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"))
         else:
             scored.append(Scored(outcome, 0.0, worth, outcome.message))
@@ -75,7 +76,7 @@ def _point_to_causes(scored: list[Scored]) -> list[Scored]:
         if item.outcome.mistake:
             named.setdefault(item.outcome.function, item)
     for item in scored:
-        if item.score or item.outcome.status != "failed" or item.outcome.mistake or item.outcome.cause:
+        if item.score or item.outcome.status != Status.FAILED or item.outcome.mistake or item.outcome.cause:
             continue
         source = named.get(item.outcome.function)
         if source is None or not item.outcome.evidence:

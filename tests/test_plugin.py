@@ -57,7 +57,7 @@ def test_declared_facts_travel_into_the_outcome(tmp_path):
         ('function="attention_scores", category="shape", exercises=()',
          "lacks picture=: every check declares function, category, exercises, picture"),
         ('function="attention_scores", category="shape"', "lacks exercises=, picture="),
-        (FACTS + ', points=3', "has unknown facts points="),
+        (FACTS + ', points=3', "has unknown points="),
         (FACTS.replace("attention_scores", "attention_score"), "function='attention_score' is not one the reference"),
         (FACTS.replace('"shape"', '"shapes"'), "unknown category 'shapes'"),
         (FACTS.replace('("mask",)', '("masks",)'), "exercises=('masks',): a tuple of 'mask', 'fully-masked'"),
