@@ -63,6 +63,8 @@ def test_declared_facts_travel_into_the_outcome(tmp_path):
         (FACTS.replace('("mask",)', '("masks",)'), "exercises=('masks',): a tuple of 'mask', 'fully-masked'"),
         (FACTS.replace("picture=None", 'picture="tiny"'), "picture='tiny': None or one of the tiny examples"),
     ],
+    ids=["no picture", "no exercises or picture", "unknown fact", "unknown function", "unknown category",
+         "unknown input", "unknown example"],
 )
 def test_a_check_lacking_a_fact_fails_collection(tmp_path, marker, said):
     """A marker that lacks a fact, or declares one unknown, stops the run before any check: pytest's usage error."""
