@@ -48,7 +48,8 @@ def test_declared_facts_travel_into_the_outcome(tmp_path):
     outcome = plugin.outcomes["scores_shape"]
     assert (outcome.function, outcome.category, outcome.exercises, outcome.status) == (
         "attention_scores", "shape", ("mask",), "failed")  # fmt: skip
-    assert (outcome.message, outcome.mistake, outcome.cause) == ("differs.", "mask_inverted", SENTENCES["mask_inverted"])
+    assert (outcome.message, outcome.mistake) == ("differs.", "mask_inverted")
+    assert outcome.cause == SENTENCES["mask_inverted"]
 
 
 @pytest.mark.parametrize(
@@ -70,7 +71,7 @@ def test_a_check_lacking_a_fact_fails_collection(tmp_path, marker, said):
     """A marker that lacks a fact, or declares one unknown, stops the run before any check: pytest's usage error."""
     code, output, plugin = collect(tmp_path, check(marker))
     assert code == pytest.ExitCode.USAGE_ERROR, output
-    assert f"::test_scores_shape: @pytest.mark.check {said}" in output or f"::test_scores_shape: {said}" in output, output
+    assert any(f"::test_scores_shape: {form}{said}" in output for form in ("@pytest.mark.check ", "")), output
     assert plugin.outcomes == {}
 
 

@@ -31,11 +31,14 @@ def by_check(scored) -> dict:
     return {item.outcome.check: item for item in scored}
 
 
-@pytest.mark.parametrize(("when_no_gpu", "points"), [("exclude", (0.0, 0.0)), ("award", (2.0, 2.0)), ("fail", (0.0, 2.0))])
+@pytest.mark.parametrize(
+    ("when_no_gpu", "points"), [("exclude", (0.0, 0.0)), ("award", (2.0, 2.0)), ("fail", (0.0, 2.0))]
+)
 def test_timing_without_a_gpu_scores_as_the_settings_say(tmp_path, when_no_gpu, points):
     """The GPU check not run: 0 of 0 (exclude), full points (award), or 0 of its worth (fail)."""
     skipped = outcome("timing_gpu", Status.NOT_RUN, category="timing", message="the grading machine has no CUDA device")
-    [item] = score([outcome("sdpa_matches_torch", category="matches-torch"), skipped], settings(tmp_path, when_no_gpu))[1:]
+    correct = outcome("sdpa_matches_torch", category="matches-torch")
+    [item] = score([correct, skipped], settings(tmp_path, when_no_gpu))[1:]
     assert (item.score, item.max_score) == points
     assert item.feedback == "not run: the grading machine has no CUDA device"
 
@@ -76,7 +79,8 @@ def test_a_grader_error_costs_the_student_nothing_but_says_so(tmp_path):
 
 def test_a_wrong_timed_answer_is_flagged_only_on_a_correct_function(tmp_path):
     """timed_answer_wrong flags a function that is otherwise right; on a broken one the flag is dropped."""
-    timed = outcome("timing_cpu", Status.FAILED, category="timing", message="a wrong answer.", flag="timed_answer_wrong")
+    timed = outcome("timing_cpu", Status.FAILED, category="timing", message="a wrong answer.",
+                    flag="timed_answer_wrong")
     alone = by_check(score([timed], settings(tmp_path)))["timing_cpu"]
     assert alone.outcome.flag == "timed_answer_wrong"
     assert output_text(alone) == "a wrong answer. Flagged for the instructor's review."
