@@ -20,7 +20,9 @@ class CheckFailure(AssertionError):
     mistake's key, if any, ``cause`` the likely cause in words (the mistake's sentence, or a hint), if any,
     ``evidence`` where the result first differs (index, expected, got, error, allowed, shape), if known."""
 
-    def __init__(self, what: str, mistake: str | None = None, evidence: dict | None = None, cause: str | None = None) -> None:
+    def __init__(
+        self, what: str, mistake: str | None = None, evidence: dict | None = None, cause: str | None = None
+    ) -> None:
         super().__init__(f"{what}.")
         self.what = what
         self.mistake = mistake
