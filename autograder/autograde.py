@@ -69,8 +69,9 @@ class GradeNotebook(NbGraderPreprocessor):
             cell.outputs = [failure_output(name, message)] if message else []
         return nb, resources
 
-    def code_verdicts(self, nb: nbformat.NotebookNode) -> dict[str, str]:
-        """check -> "" when it earned all its points, else its feedback; graded as ``sdpa-grade NOTEBOOK`` grades."""
+    def code_verdicts(self, nb: nbformat.NotebookNode) -> dict:
+        """check -> None when it earned all its points, else its scored check (worded by failure_output); graded as
+        ``sdpa-grade NOTEBOOK`` grades."""
         from autograder.grade import grade  # torch and pytest: imported only when a notebook is graded
 
         settings = load_settings(self.settings_file or None)
@@ -84,10 +85,7 @@ class GradeNotebook(NbGraderPreprocessor):
             log("sdpa-grade: %s", grading.sandbox)
         if grading.grader_error:
             raise GraderFailed(f"the grader failed on this notebook:\n{grading.grader_error}")
-        return {
-            test["extra_data"]["check"]: "" if test["score"] == test["max_score"] else test["output"]
-            for test in grading.result["tests"]
-        }
+        return {item.outcome.check: None if item.score == item.max_score else item for item in grading.scored}
 
 
 def _check_of(cell: nbformat.NotebookNode) -> str:

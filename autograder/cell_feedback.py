@@ -2,22 +2,34 @@
 
 nbgrader scores a test cell 0 when its outputs hold an error, and its feedback page shows an
 error's ``traceback`` lines. A failed hidden check's output is such an error whose lines are the
-check's name and its wrapped feedback: no traceback into the grader, no file of it.
+check's name and its wrapped feedback: no traceback into the grader, no file of it. A check's
+feedback is worded from its fields (autograder/render/text.py), its likely cause on a line of its own.
 """
 
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 
+from autograder.render.text import output_text, paragraphs
+
+if TYPE_CHECKING:  # scoring imports pytest and torch: the nbgrader front end imports them only to grade
+    from autograder.scoring import Scored
+
 WIDTH = 88  # feedback HTML shows error output in <pre>: lines longer than this run off the page
 
 
-def failure_output(title: str, message: str) -> NotebookNode:
-    """An error output (nbgrader's 0 points) showing ``title``: failed, then ``message``, fit for the student."""
-    return new_output("error", ename="HiddenCheckFailed", evalue=f"{title}: {message}", traceback=lines(title, message))
+def failure_output(title: str, feedback: str | Scored) -> NotebookNode:
+    """An error output (nbgrader's 0 points) showing ``title``: failed, then the feedback, fit for the student:
+    a scored check's (worded from its fields), or a question's message."""
+    if isinstance(feedback, str):
+        message, shown = feedback, feedback.splitlines()
+    else:
+        message, shown = output_text(feedback), paragraphs(feedback)
+    return new_output("error", ename="HiddenCheckFailed", evalue=f"{title}: {message}", traceback=lines(title, shown))
 
 
 def note_output(text: str) -> NotebookNode:
@@ -25,10 +37,10 @@ def note_output(text: str) -> NotebookNode:
     return new_output("stream", name="stdout", text=text + "\n")
 
 
-def lines(title: str, message: str, width: int = WIDTH) -> list[str]:
-    """The title, then the message wrapped to ``width``, its "Likely cause" on a line of its own."""
+def lines(title: str, shown: list[str], width: int = WIDTH) -> list[str]:
+    """The title, then each of the feedback's lines, wrapped to ``width``."""
     out = [f"{title}: failed"]
-    for paragraph in message.replace(" Likely cause: ", "\nLikely cause: ").splitlines():
+    for paragraph in shown:
         if len(paragraph) + 2 <= width:  # kept as it is: a picture's rows keep their alignment
             out.append(f"  {paragraph}")
         else:

@@ -1,8 +1,11 @@
 """The pytest plugin that runs the hidden checks: fixtures, the ``check`` marker, and outcomes.
 
-Checks never compute points: they declare the student function they are about and their
-category with ``@pytest.mark.check(function=..., category=...)``; points come from the
-settings and are applied later, by autograder.scoring.
+Checks never compute points: each declares its facts in its marker,
+``@pytest.mark.check(function=..., category=..., exercises=(...), picture=...)``: the student function
+it is about (one the reference defines), its category, the kinds of input it exercises
+(``checks/mistakes.INPUTS``: where a borrowed cause can show) and the tiny example pictured when it
+fails (``checks/examples.EXAMPLES``, or None). They are validated when the checks are collected and
+carried into each ``Outcome``; points come from the settings and are applied later, by autograder.scoring.
 """
 
 from __future__ import annotations
@@ -17,16 +20,16 @@ import pytest
 
 from autograder.checks.cases import Draw
 from autograder.config import Settings
+from autograder.checks.examples import EXAMPLES
 from autograder.checks.expect import CheckFailure
 from autograder.checks.loading import explain
-from autograder.checks.pictures import example_for, picture
+from autograder.checks.mistakes import INPUTS
+from autograder.checks.pictures import picture
 from autograder.sandbox.runner import Reply
-from autograder.checks.student import Reference, Student, StudentFault
+from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
+from autograder.status import Category, Status
 
-CATEGORIES = {
-    "shape", "values", "matches-torch", "nan-safety", "stability", "causal", "masking", "gradient",
-    "dtype", "no-mutation", "multi-head", "variance", "timing", "integrity", "load",
-}  # fmt: skip
+FACTS = ("function", "category", "exercises", "picture")  # what every check's marker declares
 
 
 class Runner(Protocol):
@@ -46,14 +49,16 @@ class Outcome:
 
     check: str
     function: str
-    category: str
-    status: str
+    category: Category
+    status: Status
     message: str = ""
     seconds: float = 0.0
     mistake: str = ""  # the named mistake's key (autograder.checks.mistakes.SENTENCES), when one was recognised
+    cause: str = ""  # the likely cause in words (the mistake's sentence, or a hint); "Likely cause: " is the edge's
     evidence: dict | None = None  # where the result first differs (index, expected, got, error, allowed, shape)
     picture: dict | None = None  # a tiny public example's weights, expected and got (autograder.checks.pictures)
     flag: str = ""  # an integrity flag's key (autograder.checks.flags.REASONS): listed for the instructor's review
+    exercises: tuple[str, ...] = ()  # the kinds of input the check exercises (its marker's, of checks/mistakes.INPUTS)
 
 
 class GradingPlugin:
@@ -85,16 +90,19 @@ class GradingPlugin:
         self._reference_runner: Runner | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        config.addinivalue_line("markers", "check(function, category): a graded check of one student function")
+        config.addinivalue_line(
+            "markers", "check(function, category, exercises, picture): a graded check of one student function"
+        )
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """Every check declares a known category and has points in the settings, before anything runs."""
+        """Every check declares its facts, each a known one, and has points in the settings, before anything runs."""
         for item in items:
             marker = item.get_closest_marker("check")
             if marker is None:
                 raise pytest.UsageError(f"{item.nodeid} has no @pytest.mark.check marker")
-            if marker.kwargs.get("category") not in CATEGORIES:
-                raise pytest.UsageError(f"{item.nodeid}: unknown category {marker.kwargs.get('category')!r}")
+            problem = facts_problem(marker)
+            if problem:
+                raise pytest.UsageError(f"{item.nodeid}: {problem}")
             if check_id(item) not in self._settings.points:
                 raise pytest.UsageError(f"{item.nodeid}: no [points] entry {check_id(item)!r} in the settings")
         if self._only is not None:
@@ -107,21 +115,21 @@ class GradingPlugin:
         outcome = yield
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            marker = item.get_closest_marker("check")
+            facts = item.get_closest_marker("check").kwargs
             status, message = _status(report, call)
-            mistake = getattr(call.excinfo.value, "mistake", None) if call.excinfo else None
-            evidence = getattr(call.excinfo.value, "evidence", None) if call.excinfo else None
-            flag = getattr(call.excinfo.value, "flag", None) if call.excinfo else None
-            function, category = marker.kwargs["function"], marker.kwargs["category"]
-            shown = self._picture(item, function, category) if status == "failed" and report.when == "call" else None
+            error = call.excinfo.value if call.excinfo else None
+            fields = ("mistake", "cause", "evidence", "flag")  # a CheckFailure's, an IntegrityFlag's
+            mistake, cause, evidence, flag = (getattr(error, key, None) for key in fields)
+            function = facts["function"]
+            failed_here = status == Status.FAILED and report.when == "call"
+            shown = self._picture(item, function, facts["picture"]) if failed_here else None
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), function, category, status, message, report.duration, mistake or "", evidence or None,
-                shown, flag or "",
+                check_id(item), function, Category(facts["category"]), status, message, report.duration, mistake or "",
+                cause or "", evidence or None, shown, flag or "", exercises=tuple(facts["exercises"]),
             )
 
-    def _picture(self, item: pytest.Item, function: str, category: str) -> dict | None:
-        """The tiny example's weights for the first failed check of a function that has one."""
-        example = example_for(function, category)
+    def _picture(self, item: pytest.Item, function: str, example: str | None) -> dict | None:
+        """The tiny example's weights (the check's own) for the first failed check of a function that has one."""
         student = item.funcargs.get("loaded")
         if example is None or student is None or function in self._pictured:
             return None
@@ -220,19 +228,43 @@ class _Deferred:
             self._runner.close()
 
 
+def facts_problem(marker: pytest.Mark) -> str:
+    """What is wrong with a check's declared facts (one clause, for the collection error), or "" when nothing is."""
+    facts = marker.kwargs
+    if marker.args:
+        return f"@pytest.mark.check takes its facts as keywords ({', '.join(f'{name}=' for name in FACTS)})"
+    declares = ", ".join(FACTS)
+    missing = [name for name in FACTS if name not in facts]
+    if missing:
+        return f"@pytest.mark.check lacks {', '.join(f'{name}=' for name in missing)}: every check declares {declares}"
+    unknown = sorted(set(facts) - set(FACTS))
+    if unknown:
+        return f"@pytest.mark.check has unknown {', '.join(f'{name}=' for name in unknown)}: it declares {declares}"
+    if facts["function"] not in FUNCTIONS:
+        return f"function={facts['function']!r} is not one the reference defines ({', '.join(FUNCTIONS)})"
+    if facts["category"] not in set(Category):
+        return f"unknown category {facts['category']!r}"
+    exercises = facts["exercises"]
+    if not isinstance(exercises, (tuple, list)) or not set(exercises) <= set(INPUTS):
+        return f"exercises={exercises!r}: a tuple of {', '.join(repr(name) for name in INPUTS)}"
+    if facts["picture"] is not None and facts["picture"] not in EXAMPLES:
+        return f"picture={facts['picture']!r}: None or one of the tiny examples {', '.join(map(repr, EXAMPLES))}"
+    return ""
+
+
 def check_id(item: pytest.Item) -> str:
     return item.name.removeprefix("test_")
 
 
-def _status(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[str, str]:
+def _status(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[Status, str]:
     if report.passed:
-        return "passed", ""
+        return Status.PASSED, ""
     if report.skipped:
-        return "not-run", str(report.longrepr[2]).removeprefix("Skipped: ")
+        return Status.NOT_RUN, str(report.longrepr[2]).removeprefix("Skipped: ")
     error = call.excinfo.value if call.excinfo else None
     if isinstance(error, (CheckFailure, StudentFault)):
-        return "failed", str(error)
+        return Status.FAILED, str(error)
     if call.excinfo and call.excinfo.typename == "Failed" and "Timeout" in str(error):
-        return "failed", "the check ran out of time (the student's code is far too slow or stuck)"
+        return Status.FAILED, "the check ran out of time (the student's code is far too slow or stuck)"
     detail = "".join(traceback.format_exception(error)) if error else str(report.longrepr)
-    return "grader-error", detail
+    return Status.GRADER_ERROR, detail

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from autograder.render.inert import inert
-from autograder.render.text import with_picture
+from autograder.render.text import output_text
+from autograder.status import Status
 
 # What happens after the grader's own failure, as it really is on every path: nothing reaches the
 # instructor by itself (on Gradescope the run only exits 3), so the student is told to ask.
@@ -19,7 +20,7 @@ def results_json(grading) -> dict:
             "name": f"{item.outcome.function}: {item.outcome.check}",
             "score": item.score,
             "max_score": item.max_score,
-            "output": with_picture(item.feedback, item.outcome.picture),
+            "output": output_text(item),
             "visibility": _visibility(item),
             "tags": [item.outcome.function, item.outcome.category],
             **_status(item),
@@ -56,14 +57,14 @@ def _status(item) -> dict:
     A check that was not run (no GPU) or that the grader itself failed on is no verdict on the
     student: it gets no status, and Gradescope judges it by its score alone.
     """
-    if item.outcome.status in ("not-run", "grader-error"):
+    if item.outcome.status in (Status.NOT_RUN, Status.GRADER_ERROR):
         return {}
-    return {"status": "passed" if item.score == item.max_score else "failed"}
+    return {"status": Status.PASSED if item.score == item.max_score else Status.FAILED}
 
 
 def _visibility(item) -> str:
     """Gradescope's ``visibility``: a check that was not run and counts nothing (0 of 0) is hidden from the student."""
-    return "hidden" if item.outcome.status == "not-run" and item.max_score == 0 else "visible"
+    return "hidden" if item.outcome.status == Status.NOT_RUN and item.max_score == 0 else "visible"
 
 
 def _extra_data(outcome) -> dict:

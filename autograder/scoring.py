@@ -8,48 +8,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from autograder.checks.mistakes import NEEDS
 from autograder.config import Settings
 from autograder.plugin import Outcome
 from autograder.report import GRADER_FAILED_NEXT
+from autograder.status import Category, Status
 
-GATED = {"integrity", "timing"}
+GATED = {Category.INTEGRITY, Category.TIMING}
 # a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
 # function's timed answers are wrong for the reason its own checks already give: no flag, no accusation
 FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}
-# what a named mistake needs in a check's inputs to show there (a mistake not listed shows on any input)
-NEEDS = {
-    "mask_inverted": "mask", "zero_fill": "mask", "mask_after_softmax": "mask",
-    "nan_rows": "fully-masked", "uniform_rows": "fully-masked", "additive_mask_rows": "fully-masked",
-    "causal_flipped": "causal", "causal_bottom_right": "causal", "causal_strict": "causal",
-    "overflow": "large-scores",
-}  # fmt: skip
-# what each check's inputs exercise, of the above
-EXERCISES = {
-    "softmax_masked": {"mask"},
-    "softmax_fully_masked": {"mask", "fully-masked"},
-    "softmax_stability": {"mask", "large-scores"},
-    "softmax_no_mutation": {"mask"},
-    "sdpa_matches_torch": {"mask"},
-    "sdpa_causal": {"mask", "causal"},
-    "sdpa_fully_masked": {"mask", "fully-masked"},
-    "sdpa_dtypes": {"mask"},
-    "sdpa_gradients": {"mask"},
-    "sdpa_no_mutation": {"mask"},
-    "mha_masks": {"mask", "causal"},
-}
-CAUSE = "Likely cause: "
 
 
 @dataclass
 class Scored:
+    """A check's points, and its feedback as fields: ``feedback`` is what was found; the outcome's cause and
+    flag, and ``borrowed`` (the check whose cause this failure borrows, and that cause), are worded at the
+    edge (autograder/render/text.py)."""
+
     outcome: Outcome
     score: float
     max_score: float
     feedback: str
+    borrowed: tuple[str, str] | None = None
 
 
 def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
-    broken = {o.function for o in outcomes if o.category not in GATED and o.status != "passed"}
+    broken = {o.function for o in outcomes if o.category not in GATED and o.status != Status.PASSED}
     when_no_gpu = settings["timing"]["when_no_gpu"]
     scored = []
     for outcome in outcomes:
@@ -57,18 +42,18 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
         if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY and outcome.function in broken:
             reason = f"no points: {outcome.function} fails some of its correctness checks; fix those first"
             outcome = replace(outcome, flag="", message=reason)
-        if outcome.status == "passed" and outcome.category in GATED and outcome.function in broken:
+        if outcome.status == Status.PASSED and outcome.category in GATED and outcome.function in broken:
             reason = f"no points: {outcome.function} fails some of its correctness checks; fix those first"
             scored.append(Scored(outcome, 0.0, worth, reason))
-        elif outcome.status == "passed":
+        elif outcome.status == Status.PASSED:
             scored.append(Scored(outcome, worth, worth, "passed"))
-        elif outcome.status == "not-run" and outcome.category == "timing":
+        elif outcome.status == Status.NOT_RUN and outcome.category == Category.TIMING:
             earned = {"exclude": 0.0, "award": worth, "fail": 0.0}[when_no_gpu]
             ceiling = 0.0 if when_no_gpu == "exclude" else worth
             if outcome.function in broken:
                 earned = 0.0
             scored.append(Scored(outcome, earned, ceiling, f"not run: {outcome.message}"))
-        elif outcome.status == "grader-error":
+        elif outcome.status == Status.GRADER_ERROR:
             scored.append(Scored(outcome, 0.0, worth, f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"))
         else:
             scored.append(Scored(outcome, 0.0, worth, outcome.message))
@@ -79,7 +64,9 @@ def _point_to_causes(scored: list[Scored]) -> list[Scored]:
     """A failure without a cause borrows the mistake named by another check of the same function, only with evidence.
 
     Evidence: the failure is a difference in values (not an exception, not a shape), and its inputs
-    exercise what the mistake needs (a mask for a masking mistake, is_causal for a causal one...).
+    exercise what the mistake needs (a mask for a masking mistake, is_causal for a causal one...): what
+    a check exercises is declared at the check (its marker's ``exercises``), what a mistake needs in
+    ``checks/mistakes.NEEDS``.
     Otherwise no cause is claimed: the failure's own message says where the result differs. That a
     function "builds on" a broken one is claimed by the checks themselves, only after recomputing
     from the student's own pieces (autograder/checks/test_3_sdpa.py, test_4_mha_variance.py).
@@ -89,13 +76,12 @@ def _point_to_causes(scored: list[Scored]) -> list[Scored]:
         if item.outcome.mistake:
             named.setdefault(item.outcome.function, item)
     for item in scored:
-        if item.score or item.outcome.status != "failed" or item.outcome.mistake or CAUSE in item.feedback:
+        if item.score or item.outcome.status != Status.FAILED or item.outcome.mistake or item.outcome.cause:
             continue
         source = named.get(item.outcome.function)
         if source is None or not item.outcome.evidence:
             continue
         need = NEEDS.get(source.outcome.mistake)
-        if need is None or need in EXERCISES.get(item.outcome.check, set()):
-            cause = source.feedback.split(CAUSE, 1)[1]
-            item.feedback += f" Probably the same cause as in {source.outcome.check}: {cause}"
+        if need is None or need in item.outcome.exercises:
+            item.borrowed = (source.outcome.check, source.outcome.cause)
     return scored

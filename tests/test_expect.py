@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from autograder.checks.expect import CheckFailure, expect_tensor, precision_loss
-from autograder.checks.mistakes import name_mistake
+from autograder.checks.mistakes import SENTENCES, name_mistake
 
 TOLERANCE = (1e-5, 1e-5)
 
@@ -38,13 +38,13 @@ def test_nan_evidence_stays_strict_json():
 def test_precision_loss_is_named_at_float16_rounding():
     """Correct values rounded to float16 in a float64 check: named as precision loss."""
     expected = torch.rand(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    assert "precision loss" in str(failure(expected.half().double(), expected))
+    assert failure(expected.half().double(), expected).cause.startswith("precision loss")
 
 
 def test_wrong_math_is_not_called_precision_loss():
     """An error far above any rounding (a wrong scale) claims no cause."""
     expected = torch.rand(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    assert "Likely cause" not in str(failure(expected * 0.9, expected))
+    assert failure(expected * 0.9, expected).cause == ""
 
 
 def test_a_mistake_is_named_only_when_one_variant_matches():
@@ -52,6 +52,14 @@ def test_a_mistake_is_named_only_when_one_variant_matches():
     found = torch.ones(1, 3, dtype=torch.bool)
     assert name_mistake(found, {"causal_flipped": found.clone(), "causal_bottom_right": found.clone()}, 0, 0) is None
     assert name_mistake(found, {"causal_flipped": found.clone(), "causal_strict": ~found}, 0, 0) == "causal_flipped"
+
+
+def test_the_cause_is_a_field_not_wording():
+    """A named mistake travels as its key and its sentence; the message holds neither, nor "Likely cause"."""
+    expected = torch.tensor([[True, False], [True, True]])
+    caught = failure(~expected, expected, variants={"mask_inverted": ~expected})
+    assert (caught.mistake, caught.cause) == ("mask_inverted", SENTENCES["mask_inverted"])
+    assert str(caught) == caught.message == f"{caught.what}." and "cause" not in str(caught).lower()
 
 
 def test_float32_rounding_of_large_scores_is_not_called_float16():

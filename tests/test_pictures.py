@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from autograder.checks.pictures import EXAMPLES, picture, tiny_example
+from autograder.checks.catalogue import catalogue
+from autograder.checks.pictures import picture, tiny_example
 from autograder.checks.student import Student
 from autograder.render.text import LEGEND, block_grid, cell, shade, with_picture
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
@@ -35,7 +36,9 @@ def test_tiny_examples_are_fixed_and_tiny():
 def test_no_picture_when_the_weights_are_right():
     """The reference's weights match on every example: nothing to show."""
     student = student_with()
-    for (function, _), example in EXAMPLES.items():
+    pictured = {(entry.function, entry.picture) for entry in catalogue() if entry.picture}
+    assert len(pictured) == 6
+    for function, example in pictured:
         assert picture(student, function, example) is None
 
 
@@ -120,7 +123,23 @@ def test_feedback_of_a_graded_mistake_holds_the_picture(tmp_path):
 
 
 def test_nbgrader_feedback_holds_the_block_grid():
-    """A failed hidden cell's output (nbgrader's path) ends with the picture; rows that fit the page are kept whole."""
+    """A failed hidden cell's output (nbgrader's path): the message, its likely cause on a line of its own, then the
+    picture's rows kept whole; its one-line text is results.json's output."""
     from autograder.cell_feedback import WIDTH, failure_output
+    from autograder.plugin import Outcome
+    from autograder.render.text import output_text
+    from autograder.scoring import Scored
 
-from autograder.render.text import LEGEND, block_grid, cell, shade, with_picture
+    shown = picture(student_with("mistake_causal_flipped"), "causal_mask", "causal")
+    long = "causal_mask(9): 72 of 81 entries differ; " + "first at index (0, 1) of shape (9, 9) " * 3
+    outcome = Outcome("causal_square", "causal_mask", "causal", "failed", f"{long}.", cause="the triangle is flipped",
+                      picture=shown)
+    output = failure_output("causal_square", Scored(outcome, 0.0, 1.0, outcome.message))
+    grid = block_grid(shown).splitlines()
+    assert output.evalue == f"causal_square: {long}. Likely cause: the triangle is flipped.\n" + "\n".join(grid)
+    assert output.evalue == f"causal_square: {output_text(Scored(outcome, 0.0, 1.0, outcome.message))}"
+    lines = output.traceback
+    assert lines[0] == "causal_square: failed" and lines[1].startswith("  causal_mask(9)") and len(lines[1]) <= WIDTH
+    cause = lines.index("  Likely cause: the triangle is flipped.")
+    assert all(line.startswith("    ") for line in lines[2:cause])  # the long message, wrapped
+    assert lines[cause + 1:] == [f"  {row}" for row in grid]  # the grid's rows, whole

@@ -1,4 +1,5 @@
-"""The hidden checks' names, functions and categories, read from their source without running them."""
+"""The hidden checks' names and declared facts (function, category, inputs exercised, picture), read from their
+source without running them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ class Entry:
     function: str
     category: str
     doc: str
+    exercises: tuple[str, ...] = ()
+    picture: str | None = None
 
 
 def catalogue() -> list[Entry]:
@@ -27,5 +30,6 @@ def catalogue() -> list[Entry]:
                     if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "check":
                         marks = {k.arg: ast.literal_eval(k.value) for k in decorator.keywords}
                         doc = ast.get_docstring(node) or ""
-                        entries.append(Entry(node.name.removeprefix("test_"), marks["function"], marks["category"], doc))
+                        entries.append(Entry(node.name.removeprefix("test_"), marks["function"], marks["category"], doc,
+                                             tuple(marks.get("exercises", ())), marks.get("picture")))
     return entries

@@ -1,8 +1,9 @@
 """What the hidden checks call to compare a student's result with the expected one.
 
-A failure raises ``CheckFailure`` with a message that says what was checked, what was found
-against what was expected (shape, dtype, size of the largest error, never the values) and,
-when the result matches a known-wrong variant, the likely cause.
+A failure raises ``CheckFailure`` with a message that says what was checked and what was found
+against what was expected (shape, dtype, size of the largest error, never the values) and, as
+fields, the likely cause (a known-wrong variant the result matches, or a hint) and the evidence.
+The words around the cause ("Likely cause: ") are written at the edge (autograder/render/text.py).
 """
 
 from __future__ import annotations
@@ -14,24 +15,29 @@ from torch import Tensor
 
 from autograder.checks.mistakes import SENTENCES, name_mistake
 
-CAUSE = "Likely cause: "
-
-
 class CheckFailure(AssertionError):
-    """The student's result is wrong; the message is the feedback, ``mistake`` the named mistake's key, if any,
+    """The student's result is wrong: ``what`` was found (the message is that sentence), ``mistake`` the named
+    mistake's key, if any, ``cause`` the likely cause in words (the mistake's sentence, or a hint), if any,
     ``evidence`` where the result first differs (index, expected, got, error, allowed, shape), if known."""
 
-    def __init__(self, message: str, mistake: str | None = None, evidence: dict | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, what: str, mistake: str | None = None, evidence: dict | None = None, cause: str | None = None
+    ) -> None:
+        super().__init__(f"{what}.")
+        self.what = what
         self.mistake = mistake
+        self.cause = cause or ""
         self.evidence = evidence or {}
+
+    @property
+    def message(self) -> str:
+        return f"{self.what}."
 
 
 def fail(message: str, mistake: str | None = None, *, hint: str | None = None, evidence: dict | None = None) -> None:
     """Fail the check. ``mistake`` is a key of ``mistakes.SENTENCES`` (a named mistake, kept as a field
     for the class summary); ``hint`` is a cause in free words, shown but not counted."""
-    cause = SENTENCES[mistake] if mistake else hint
-    raise CheckFailure(f"{message}. {CAUSE}{cause}." if cause else f"{message}.", mistake, evidence)
+    raise CheckFailure(message, mistake, evidence, SENTENCES[mistake] if mistake else hint)
 
 
 def dtype_name(dtype: torch.dtype) -> str:

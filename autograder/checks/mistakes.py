@@ -48,6 +48,17 @@ SENTENCES = {
 }
 
 
+# the kinds of input a check may exercise (its marker's ``exercises``), and what a named mistake needs among them
+# to show there (a mistake not listed shows on any input): a cause is borrowed only where it can show
+INPUTS = ("mask", "fully-masked", "causal", "large-scores")
+NEEDS = {
+    "mask_inverted": "mask", "zero_fill": "mask", "mask_after_softmax": "mask",
+    "nan_rows": "fully-masked", "uniform_rows": "fully-masked", "additive_mask_rows": "fully-masked",
+    "causal_flipped": "causal", "causal_bottom_right": "causal", "causal_strict": "causal",
+    "overflow": "large-scores",
+}  # fmt: skip
+
+
 def _softmax_filled(scores: Tensor, mask: Tensor | None, fill: float, dim: int = -1) -> Tensor:
     if mask is not None:
         scores = scores.masked_fill(~mask, fill)

@@ -43,7 +43,8 @@ class Example:
 
 def tiny_example(name: str) -> Example:
     """``plain`` (6 x 6, no mask), ``padding`` (6 x 6: keys 4-5 are padding, query 5 sees nothing),
-    or ``causal`` (4 queries x 6 keys, is_causal=True, top-left aligned)."""
+    or ``causal`` (4 queries x 6 keys, is_causal=True, top-left aligned): the names of ``examples.EXAMPLES``,
+    which a check names in its marker (``picture=``)."""
     T_q = 4 if name == "causal" else 6
     T_k = 6
     generator = torch.Generator().manual_seed(SEED)
@@ -58,24 +59,6 @@ def tiny_example(name: str) -> Example:
     if name == "causal":
         return Example(name, Q, K, V, ref.causal_mask(T_q, T_k), is_causal=True)
     raise ValueError(f"no tiny example named {name!r}")
-
-
-# (student function, check category) -> the tiny example that shows that kind of failure
-EXAMPLES = {
-    ("causal_mask", "causal"): "causal",
-    ("padding_mask", "masking"): "padding",
-    ("masked_softmax", "values"): "plain",
-    ("masked_softmax", "masking"): "padding",
-    ("masked_softmax", "nan-safety"): "padding",
-    ("scaled_dot_product_attention", "matches-torch"): "padding",
-    ("scaled_dot_product_attention", "causal"): "causal",
-    ("scaled_dot_product_attention", "nan-safety"): "padding",
-}
-
-
-def example_for(function: str, category: str) -> str | None:
-    """The tiny example pictured when a check of this function and category fails, or None: no picture."""
-    return EXAMPLES.get((function, category))
 
 
 def picture(student: Student, function: str, example_name: str) -> dict | None:

@@ -8,12 +8,19 @@ from collections import defaultdict
 from torch import Tensor
 
 from autograder.sandbox.runner import Reply, mutated
+from reference import attention as ref
 
 
 class StudentFault(Exception):
     """The student's code raised, crashed, hung or returned something unusable."""
 
 
+# The student's functions and classes: those the reference defines, in its order (the one list of them)
+FUNCTIONS = tuple(
+    name for name, value in vars(ref).items()
+    if not name.startswith("_") and (inspect.isfunction(value) or inspect.isclass(value))
+    and value.__module__ == ref.__name__
+)  # fmt: skip
 # What each function of the API returns: a reply of another kind is the student's failed check
 # (with this message), never a grader error in the check that reads it.
 RETURNS = {

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.expect import CAUSE, CheckFailure, attention_size, dtype_name, expect_tensor, fail, matches
+from autograder.checks.expect import CheckFailure, attention_size, dtype_name, expect_tensor, fail, matches
 from autograder.checks.mistakes import sdpa_variants
 from reference import attention as ref
 
@@ -30,12 +30,12 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracl
         expect_tensor(weights, expected_weights, what=f"the weights {label}", tolerance=tolerance,
                       variants={name: w for name, (_, w) in variants.items()}, scale=size)
     except CheckFailure as failure:
-        if failure.mistake or CAUSE in str(failure):
+        if failure.mistake or failure.cause:
             raise
         piece = _broken_piece(loaded, tolerance, set(reply.entered), Q, K, V, mask, is_causal, output, weights)
         if piece is None:
             raise
-        fail(str(failure).removesuffix("."), hint=f"it builds on {piece}, and on this input your own {piece} gives"
+        fail(failure.what, hint=f"it builds on {piece}, and on this input your own {piece} gives"
              f" a different result from the reference's (your scaled_dot_product_attention called it, and recomputed"
              f" from the results of the functions it called, it reproduces the difference): fix {piece} first",
              evidence=failure.evidence)
@@ -82,7 +82,7 @@ def _pair(result, label):
     return result
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="shape")
+@pytest.mark.check(function="scaled_dot_product_attention", category="shape", exercises=(), picture=None)
 def test_sdpa_lesson_shape(loaded, draw, settings):
     """The lesson's question: (32, 50, 64), (32, 50, 64), (32, 50, 128) -> (32, 50, 128) and weights (32, 50, 50)."""
     Q, K, V = draw.normal(32, 50, 64, dtype=torch.float32), draw.normal(32, 50, 64, dtype=torch.float32), draw.normal(32, 50, 128, dtype=torch.float32)
@@ -93,7 +93,8 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
             fail(f"the {what} on the lesson's shapes: shape {found}, expected {shape}")
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="matches-torch")
+@pytest.mark.check(function="scaled_dot_product_attention", category="matches-torch", exercises=("mask",),
+                   picture="padding")
 def test_sdpa_matches_torch(loaded, draw, settings):
     """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes."""
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
@@ -122,7 +123,8 @@ def test_sdpa_matches_torch(loaded, draw, settings):
         _compare(loaded, settings, label, Qe, Ke, Ve, oracle=F.scaled_dot_product_attention(Qe, Ke, Ve))
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="causal")
+@pytest.mark.check(function="scaled_dot_product_attention", category="causal", exercises=("mask", "causal"),
+                   picture="causal")
 def test_sdpa_causal(loaded, draw, settings):
     """is_causal=True with T_q < T_k and T_q > T_k (top-left aligned), one query or one key, and causal plus padding."""
     B, H, small, large, d_k, d_v = draw.sizes(6)
@@ -139,7 +141,8 @@ def test_sdpa_causal(loaded, draw, settings):
     _compare(loaded, settings, "with is_causal=True and a padding mask", Q, K, V, mask=padding, is_causal=True, oracle=oracle)
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="nan-safety")
+@pytest.mark.check(function="scaled_dot_product_attention", category="nan-safety", exercises=("mask", "fully-masked"),
+                   picture="padding")
 def test_sdpa_fully_masked(loaded, draw, settings):
     """Queries that may attend to nothing get zero weights, a zero output and finite gradients."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
@@ -157,7 +160,7 @@ def test_sdpa_fully_masked(loaded, draw, settings):
                  hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max, and divide them by 1, not by 0")
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="dtype")
+@pytest.mark.check(function="scaled_dot_product_attention", category="dtype", exercises=("mask",), picture=None)
 def test_sdpa_dtypes(loaded, draw, settings):
     """float32, float16 and bfloat16 inputs give outputs of the same dtype, within that dtype's tolerance."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
@@ -175,7 +178,7 @@ def test_sdpa_dtypes(loaded, draw, settings):
                       scale=size)
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="gradient")
+@pytest.mark.check(function="scaled_dot_product_attention", category="gradient", exercises=("mask",), picture=None)
 def test_sdpa_gradients(loaded, draw, settings):
     """Gradients for Q, K and V match the reference's, through both the output and the weights."""
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
@@ -193,7 +196,7 @@ def test_sdpa_gradients(loaded, draw, settings):
         expect_tensor(got, want, what=f"the gradient for {name}", tolerance=tolerance)
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="no-mutation")
+@pytest.mark.check(function="scaled_dot_product_attention", category="no-mutation", exercises=("mask",), picture=None)
 def test_sdpa_no_mutation(loaded, draw, settings):
     """Q, K, V and the mask are left as they were."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks.expect import CAUSE, CheckFailure, attention_size, expect_tensor, fail, matches
+from autograder.checks.expect import CheckFailure, attention_size, expect_tensor, fail, matches
 from autograder.checks.mistakes import mha_variants
 from autograder.checks.student import StudentFault
 from reference import attention as ref
@@ -60,10 +60,10 @@ def _compare(loaded, settings, label, torch_mha, state, init, query, key, value,
         expect_tensor(result[0], expected_out.detach(), what=f"MultiHeadAttention's output {label}", tolerance=tolerance,
                       variants={name: out for name, (out, _) in variants.items()}, scale=size)
     except CheckFailure as failure:
-        if (failure.mistake or CAUSE in str(failure) or "scaled_dot_product_attention" not in reply.entered
+        if (failure.mistake or failure.cause or "scaled_dot_product_attention" not in reply.entered
                 or not _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_causal, projected, result)):
             raise
-        fail(str(failure).removesuffix("."), hint="it builds on scaled_dot_product_attention, and on this input"
+        fail(failure.what, hint="it builds on scaled_dot_product_attention, and on this input"
              " (the projected heads) your own scaled_dot_product_attention gives a different result from the"
              " reference's (your module called it, and recomputed with it, the heads reproduce your module's result):"
              " fix that first", evidence=failure.evidence)
@@ -87,7 +87,7 @@ def _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_caus
     return not (matches(own_heads, expected_heads, tolerance) and matches(own_weights, expected_weights, tolerance))
 
 
-@pytest.mark.check(function="MultiHeadAttention", category="multi-head")
+@pytest.mark.check(function="MultiHeadAttention", category="multi-head", exercises=(), picture=None)
 def test_mha_matches_torch(loaded, draw, settings):
     """Same output and per-head weights as nn.MultiheadAttention(batch_first=True) with the same weights."""
     heads, d_head, B, T_q, T_k = draw.sizes(5, low=2, high=9)
@@ -98,7 +98,7 @@ def test_mha_matches_torch(loaded, draw, settings):
         _compare(loaded, settings, f"with bias={bias}", torch_mha, state, (d_model, heads, bias), query, key, value)
 
 
-@pytest.mark.check(function="MultiHeadAttention", category="multi-head")
+@pytest.mark.check(function="MultiHeadAttention", category="multi-head", exercises=("mask", "causal"), picture=None)
 def test_mha_masks(loaded, draw, settings):
     """Padding masks (B, 1, 1, T_k) and (B, 1, T_k), as padding_mask returns, and is_causal=True act as in torch."""
     heads, d_head, B, T = draw.sizes(4, low=2, high=9)
@@ -112,7 +112,7 @@ def test_mha_masks(loaded, draw, settings):
         _compare(loaded, settings, "with a (B, 1, T_k) padding mask", torch_mha, state, (d_model, heads, True), x, x, x,
                  mask=keep[:, None, :], key_padding=~keep)
     except CheckFailure as error:
-        fail(str(error).rstrip("."), "mask_head_axis")
+        fail(error.what, "mask_head_axis")
     except StudentFault as error:
         fail(f"with a (B, 1, T_k) padding mask, {error}", "mask_head_axis")
     causal = torch.ones(T, T, dtype=torch.bool).tril()
@@ -129,7 +129,7 @@ def _variance(loaded, d_k, num_samples, seed):
     return float(value)
 
 
-@pytest.mark.check(function="dot_product_variance", category="variance")
+@pytest.mark.check(function="dot_product_variance", category="variance", exercises=(), picture=None)
 def test_variance_close(loaded, draw, settings):
     """The empirical variance of q . k is close to d_k, for several d_k."""
     rtol = settings["tolerance"]["variance_rtol"]
@@ -144,7 +144,7 @@ def test_variance_close(loaded, draw, settings):
             fail(f"dot_product_variance({d_k}) is {value:.4g}, more than {rtol:.0%} away from d_k = {d_k}", hint=hint)
 
 
-@pytest.mark.check(function="dot_product_variance", category="variance")
+@pytest.mark.check(function="dot_product_variance", category="variance", exercises=(), picture=None)
 def test_variance_uses_generator(loaded, draw, settings):
     """The result comes from samples drawn with the given generator: same seed, same value; new seed, new value."""
     d_k = draw.integer(8, 32)

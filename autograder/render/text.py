@@ -1,20 +1,27 @@
-"""The tiny example's attention weights as a Unicode block grid, expected beside got, for any terminal.
+"""A check's feedback as text, worded here from its fields, and the tiny example's picture as a block grid.
 
-Made from the ``picture`` field of a result (``autograder.checks.pictures``): plain text that reads
-the same in a terminal, Gradescope's text output and nbgrader's feedback.
+The wording around a check's fields (its likely cause, its flag, a cause borrowed from another
+check) is written only here, for results.json's ``output``, the terminal and nbgrader's cells.
+The block grid is made from the ``picture`` field of a result (``autograder.checks.pictures``):
+plain text that reads the same in a terminal, Gradescope's text output and nbgrader's feedback.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from autograder.checks.examples import EXAMPLES
+
+if TYPE_CHECKING:
+    from autograder.scoring import Scored
+
+CAUSE = "Likely cause: "
+FLAGGED = "Flagged for the instructor's review."
 
 # (lower bound, block): a weight at or above the bound is drawn with the block; any other weight above 0, "░"
 SHADES = ((0.75, "█"), (0.5, "▓"), (0.25, "▒"))
 MASKED = "·"
 NOT_A_NUMBER = "?"
-EXAMPLES = {
-    "plain": "no mask",
-    "padding": "keys 4-5 padding, query 5 sees none",
-    "causal": "is_causal=True",
-}
 LEGEND = (
     f"weight: █ >=.75  ▓ >=.5  ▒ >=.25  ░ >0  (blank) 0   {NOT_A_NUMBER * 2} NaN or inf\n"
     f"{MASKED}{MASKED} masked key (must get 0)   {MASKED}░ masked key that got weight"
@@ -71,3 +78,24 @@ def block_grid(picture: dict) -> str:
 def with_picture(feedback: str, picture: dict | None) -> str:
     """A check's feedback, followed by its picture's block grid when it has one."""
     return f"{feedback}\n{block_grid(picture)}" if picture else feedback
+
+
+def sentences(item: Scored) -> list[str]:
+    """A scored check's feedback as sentences: what was found (its flag and a borrowed cause included),
+    then its own likely cause, if it has one."""
+    found = item.feedback + (f" {FLAGGED}" if item.outcome.flag else "")
+    if item.borrowed:
+        check, cause = item.borrowed
+        found += f" Probably the same cause as in {check}: {cause}."
+    return [found, f"{CAUSE}{item.outcome.cause}."] if item.outcome.cause else [found]
+
+
+def output_text(item: Scored) -> str:
+    """results.json's ``output``: the sentences on one line, then the picture's block grid."""
+    return with_picture(" ".join(sentences(item)), item.outcome.picture)
+
+
+def paragraphs(item: Scored) -> list[str]:
+    """The feedback's lines for a narrow page (nbgrader's cells): the likely cause on a line of its own."""
+    lines = [line for sentence in sentences(item) for line in sentence.splitlines()]
+    return lines + (block_grid(item.outcome.picture).splitlines() if item.outcome.picture else [])

@@ -1,0 +1,113 @@
+"""autograder/plugin.py: what a check declares, and the collection errors that stop a grading before anything runs."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+from pathlib import Path
+
+import pytest
+
+from autograder.checks.catalogue import catalogue
+from autograder.checks.mistakes import SENTENCES
+from autograder.checks.student import FUNCTIONS, RETURNS
+from autograder.config import load_settings
+from autograder.plugin import GradingPlugin
+from reference import attention as ref
+
+FACTS = 'function="attention_scores", category="shape", exercises=("mask",), picture=None'
+_names = itertools.count()
+
+
+def collect(tmp_path: Path, source: str) -> tuple[int, str, GradingPlugin]:
+    """Run one hidden-check file (a real pytest run, with the grading plugin): its exit code, output and plugin."""
+    folder = tmp_path / "checks"
+    folder.mkdir()
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    # a fresh module name per file: pytest imports each check file as a top-level module
+    (folder / f"test_checks_{next(_names)}.py").write_text(source)
+    plugin = GradingPlugin(lambda: None, load_settings(None), 0, "cpu")
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = pytest.main([str(folder), "-c", str(folder / "pytest.ini"), "--rootdir", str(folder), "-q",
+                            "-p", "no:cacheprovider"], plugins=[plugin])
+    return code, output.getvalue(), plugin
+
+
+def check(marker: str, name: str = "scores_shape", body: str = "pass") -> str:
+    return f"import pytest\n\n\n@pytest.mark.check({marker})\ndef test_{name}():\n    {body}\n"
+
+
+def test_declared_facts_travel_into_the_outcome(tmp_path):
+    """A check that declares its facts runs; its outcome carries its function, category, inputs exercised, and its
+    failure's message and cause as separate fields."""
+    failing = "from autograder.checks.expect import fail\n" + check(FACTS, body='fail("differs", "mask_inverted")')
+    code, output, plugin = collect(tmp_path, failing)
+    assert code == pytest.ExitCode.TESTS_FAILED, output
+    outcome = plugin.outcomes["scores_shape"]
+    assert (outcome.function, outcome.category, outcome.exercises, outcome.status) == (
+        "attention_scores", "shape", ("mask",), "failed")  # fmt: skip
+    assert (outcome.message, outcome.mistake) == ("differs.", "mask_inverted")
+    assert outcome.cause == SENTENCES["mask_inverted"]
+
+
+@pytest.mark.parametrize(
+    ("marker", "said"),
+    [
+        ('function="attention_scores", category="shape", exercises=()',
+         "lacks picture=: every check declares function, category, exercises, picture"),
+        ('function="attention_scores", category="shape"', "lacks exercises=, picture="),
+        (FACTS + ', points=3', "has unknown points="),
+        (FACTS.replace("attention_scores", "attention_score"), "function='attention_score' is not one the reference"),
+        (FACTS.replace('"shape"', '"shapes"'), "unknown category 'shapes'"),
+        (FACTS.replace('("mask",)', '("masks",)'), "exercises=('masks',): a tuple of 'mask', 'fully-masked'"),
+        (FACTS.replace("picture=None", 'picture="tiny"'), "picture='tiny': None or one of the tiny examples"),
+    ],
+    ids=["no picture", "no exercises or picture", "unknown fact", "unknown function", "unknown category",
+         "unknown input", "unknown example"],
+)
+def test_a_check_lacking_a_fact_fails_collection(tmp_path, marker, said):
+    """A marker that lacks a fact, or declares one unknown, stops the run before any check: pytest's usage error."""
+    code, output, plugin = collect(tmp_path, check(marker))
+    assert code == pytest.ExitCode.USAGE_ERROR, output
+    assert any(f"::test_scores_shape: {form}{said}" in output for form in ("@pytest.mark.check ", "")), output
+    assert plugin.outcomes == {}
+
+
+def test_a_check_without_its_marker_fails_collection(tmp_path):
+    """A test function without @pytest.mark.check is a usage error naming it."""
+    code, output, plugin = collect(tmp_path, "def test_scores_shape():\n    pass\n")
+    assert code == pytest.ExitCode.USAGE_ERROR, output
+    assert "::test_scores_shape has no @pytest.mark.check marker" in output
+    assert plugin.outcomes == {}
+
+
+def test_a_check_without_points_fails_collection(tmp_path):
+    """A check the settings give no points is a usage error naming the missing [points] entry."""
+    code, output, _ = collect(tmp_path, check(FACTS, name="unpriced"))
+    assert code == pytest.ExitCode.USAGE_ERROR, output
+    assert "no [points] entry 'unpriced' in the settings" in output
+
+
+def test_a_check_file_that_does_not_import_stops_the_run(tmp_path):
+    """A check file that fails to import is a collection error: no check runs, no outcome (grade.py's grader error)."""
+    code, output, plugin = collect(tmp_path, "import autograder.no_such_module\n\n" + check(FACTS))
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    assert "No module named 'autograder.no_such_module'" in output
+    assert plugin.outcomes == {}
+
+
+def test_every_hidden_check_declares_valid_facts():
+    """The real checks: every one names a function the reference defines, and every function is checked."""
+    entries = catalogue()
+    assert {entry.function for entry in entries} == set(FUNCTIONS)
+    assert all(entry.picture is None or entry.function in ("causal_mask", "padding_mask", "masked_softmax",
+                                                           "scaled_dot_product_attention") for entry in entries)
+
+
+def test_the_student_functions_come_from_the_reference():
+    """One list: the reference's public functions and classes, in its order; the proxy knows what each returns."""
+    assert FUNCTIONS[0] == "attention_scores" and FUNCTIONS[-1] == "dot_product_variance"
+    assert all(callable(getattr(ref, name)) for name in FUNCTIONS)
+    assert tuple(RETURNS) == FUNCTIONS

@@ -1,0 +1,137 @@
+"""autograder/scoring.py: points from outcomes (when_no_gpu, the gates) and causes borrowed only with evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.checks.mistakes import SENTENCES
+from autograder.config import load_settings
+from autograder.plugin import Outcome
+from autograder.render.text import output_text
+from autograder.report import GRADER_FAILED_NEXT
+from autograder.scoring import score
+from autograder.status import Status
+
+SDPA = "scaled_dot_product_attention"
+EVIDENCE = {"shape": [2, 2], "index": [0, 1], "expected": 0.5, "got": 0.0, "error": 0.5, "allowed": 1e-5}
+BROKEN = "no points: scaled_dot_product_attention fails some of its correctness checks; fix those first"
+
+
+def settings(tmp_path, when_no_gpu: str = "exclude"):
+    config = tmp_path / "settings.toml"
+    config.write_text(f'[timing]\nwhen_no_gpu = "{when_no_gpu}"\n')
+    return load_settings(config)
+
+
+def outcome(check: str, status: Status = Status.PASSED, function: str = SDPA, category: str = "values", **fields):
+    return Outcome(check, function, category, status, **fields)
+
+
+def by_check(scored) -> dict:
+    return {item.outcome.check: item for item in scored}
+
+
+@pytest.mark.parametrize(
+    ("when_no_gpu", "points"), [("exclude", (0.0, 0.0)), ("award", (2.0, 2.0)), ("fail", (0.0, 2.0))]
+)
+def test_timing_without_a_gpu_scores_as_the_settings_say(tmp_path, when_no_gpu, points):
+    """The GPU check not run: 0 of 0 (exclude), full points (award), or 0 of its worth (fail)."""
+    skipped = outcome("timing_gpu", Status.NOT_RUN, category="timing", message="the grading machine has no CUDA device")
+    correct = outcome("sdpa_matches_torch", category="matches-torch")
+    [item] = score([correct, skipped], settings(tmp_path, when_no_gpu))[1:]
+    assert (item.score, item.max_score) == points
+    assert item.feedback == "not run: the grading machine has no CUDA device"
+
+
+def test_an_awarded_gpu_check_is_not_awarded_to_a_broken_function(tmp_path):
+    """award gives nothing to a function that fails a correctness check, out of the same maximum."""
+    skipped = outcome("timing_gpu", Status.NOT_RUN, category="timing", message="no CUDA")
+    broken = outcome("sdpa_matches_torch", Status.FAILED, category="matches-torch", message="wrong.")
+    item = by_check(score([broken, skipped], settings(tmp_path, "award")))["timing_gpu"]
+    assert (item.score, item.max_score) == (0.0, 2.0)
+
+
+def test_integrity_and_timing_are_gated_on_correctness(tmp_path):
+    """A passed integrity or timing check earns nothing while its function fails a correctness check; other
+    functions' checks and the function's own correctness checks are scored as they are."""
+    outcomes = [
+        outcome("sdpa_matches_torch", Status.FAILED, category="matches-torch", message="wrong."),
+        outcome("sdpa_causal", category="causal"),
+        outcome("integrity_sdpa", category="integrity"),
+        outcome("timing_cpu", category="timing"),
+        outcome("integrity_mha", function="MultiHeadAttention", category="integrity"),
+    ]
+    scored = by_check(score(outcomes, settings(tmp_path)))
+    assert [(scored[check].score, scored[check].feedback) for check in ("integrity_sdpa", "timing_cpu")] == [
+        (0.0, BROKEN), (0.0, BROKEN)]  # fmt: skip
+    assert (scored["sdpa_causal"].score, scored["sdpa_causal"].feedback) == (3.0, "passed")
+    assert (scored["integrity_mha"].score, scored["integrity_mha"].max_score) == (1.0, 1.0)
+    assert (scored["sdpa_matches_torch"].score, scored["sdpa_matches_torch"].feedback) == (0.0, "wrong.")
+
+
+def test_a_grader_error_costs_the_student_nothing_but_says_so(tmp_path):
+    """The grader's own failure: 0 of the check's worth, and the student is told it was not their code."""
+    [item] = score([outcome("sdpa_causal", Status.GRADER_ERROR, category="causal", message="Traceback ...")],
+                   settings(tmp_path))
+    assert (item.score, item.max_score) == (0.0, 3.0)
+    assert item.feedback == f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"
+
+
+def test_a_wrong_timed_answer_is_flagged_only_on_a_correct_function(tmp_path):
+    """timed_answer_wrong flags a function that is otherwise right; on a broken one the flag is dropped."""
+    timed = outcome("timing_cpu", Status.FAILED, category="timing", message="a wrong answer.",
+                    flag="timed_answer_wrong")
+    alone = by_check(score([timed], settings(tmp_path)))["timing_cpu"]
+    assert alone.outcome.flag == "timed_answer_wrong"
+    assert output_text(alone) == "a wrong answer. Flagged for the instructor's review."
+    broken = outcome("sdpa_matches_torch", Status.FAILED, category="matches-torch", message="wrong.")
+    item = by_check(score([broken, timed], settings(tmp_path)))["timing_cpu"]
+    assert (item.outcome.flag, item.feedback, output_text(item)) == ("", BROKEN, BROKEN)
+
+
+def named(check: str = "sdpa_matches_torch", mistake: str = "mask_inverted") -> Outcome:
+    return outcome(check, Status.FAILED, category="matches-torch", message="the output differs.", mistake=mistake,
+                   cause=SENTENCES[mistake], evidence=EVIDENCE, exercises=("mask",))
+
+
+def differs(check: str = "sdpa_dtypes", exercises=("mask",), **fields) -> Outcome:
+    return outcome(check, Status.FAILED, category="dtype", message="the output in float32 differs.",
+                   exercises=exercises, **{"evidence": EVIDENCE, **fields})
+
+
+def test_a_cause_is_borrowed_where_the_inputs_can_show_it(tmp_path):
+    """A failure in values, on inputs that exercise what the named mistake needs, borrows that mistake's cause."""
+    item = by_check(score([named(), differs()], settings(tmp_path)))["sdpa_dtypes"]
+    assert item.borrowed == ("sdpa_matches_torch", SENTENCES["mask_inverted"])
+    assert output_text(item) == ("the output in float32 differs. Probably the same cause as in sdpa_matches_torch: "
+                                 f"{SENTENCES['mask_inverted']}.")
+
+
+@pytest.mark.parametrize(
+    ("failure", "why"),
+    [
+        (differs(exercises=()), "its inputs have no mask, which an inverted mask needs"),
+        (differs(evidence=None), "no evidence: an exception or a shape, not a difference in values"),
+        (differs(cause="precision loss"), "it has a cause of its own"),
+        (differs(function="masked_softmax"), "another function's mistake"),
+    ],
+)
+def test_no_cause_is_borrowed_without_evidence(tmp_path, failure, why):
+    """A cause is not borrowed across functions, without evidence, onto inputs that cannot show it, or over
+    a cause of the failure's own."""
+    item = by_check(score([named(), failure], settings(tmp_path)))["sdpa_dtypes"]
+    assert item.borrowed is None, why
+    assert "Probably the same cause" not in output_text(item)
+
+
+def test_a_mistake_that_shows_on_any_input_is_borrowed_on_any(tmp_path):
+    """divide_by_dk needs no particular input: a failure in values borrows it whatever its inputs exercise."""
+    item = by_check(score([named(mistake="divide_by_dk"), differs(exercises=())], settings(tmp_path)))["sdpa_dtypes"]
+    assert item.borrowed == ("sdpa_matches_torch", SENTENCES["divide_by_dk"])
+
+
+def test_own_cause_is_worded_at_the_edge(tmp_path):
+    """A named mistake's feedback: the message, then 'Likely cause: ' and the mistake's sentence, one line."""
+    [item] = score([named()], settings(tmp_path))
+    assert item.feedback == "the output differs."
+    assert output_text(item) == f"the output differs. Likely cause: {SENTENCES['mask_inverted']}."
