@@ -21,7 +21,7 @@ from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.processes import NOBODY, readable_by_others
 from autograder.sandbox.report import SandboxMissing, describe, held
 from autograder.sandbox.runner import Sandbox, Zygote
-from tests.helpers import REFERENCE, ROOT
+from tests.helpers import REFERENCE, ROOT, limits
 
 PROBE = REFERENCE.read_text() + "\n" + (Path(__file__).parent / "probes" / "attack_probe.py").read_text()
 MODES = ["root", "unprivileged"]
@@ -45,7 +45,7 @@ def zygote(request):
 def _sandbox(tmp_path: Path, zygote: Zygote, memory_mb: int) -> Sandbox:
     path = tmp_path / "submission.py"
     path.write_text(PROBE)
-    return Sandbox(path, memory_mb=memory_mb, output_kb=64, load_timeout=10, after_hang_timeout=2, zygote=zygote)
+    return Sandbox(path, limits(memory_mb=memory_mb, output_kb=64, load_timeout=10, after_hang_timeout=2), zygote=zygote)
 
 
 def attack(tmp_path: Path, zygote: Zygote, name: str, *args, timeout: float = 20, memory_mb: int = 1024):
@@ -209,11 +209,11 @@ def test_a_missing_mechanism_is_named_and_require_sandbox_refuses(tmp_path, monk
     monkeypatch.setattr(runner, "confinement", lambda conn, timeout: {**real(conn, timeout), **weaker})
     path = tmp_path / "submission.py"
     path.write_text(PROBE)
-    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2) as box:
+    with Sandbox(path, limits(memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2)) as box:
         assert box.load().ok
         assert describe(box.confinement).startswith("WEAKER SANDBOX: landlock missing (no Landlock)")
-    limits = {"memory_mb": 1024, "output_kb": 64, "load_timeout": 10, "after_hang_timeout": 2}
-    with Sandbox(path, **limits, require_sandbox=True) as box:
+    required = limits(memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2, require_sandbox=True)
+    with Sandbox(path, required) as box:
         with pytest.raises(SandboxMissing, match="WEAKER SANDBOX"):
             box.load()
 
@@ -236,7 +236,7 @@ def test_a_timed_call_is_charged_the_cpu_time_of_helper_processes(tmp_path, zygo
     """The timing clock is the submission's cgroup: 0.3 s of CPU burnt in a forked helper is charged to the call."""
     path = tmp_path / "attention.py"
     path.write_text(HELPER_WORKS)
-    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2, zygote=zygote) as box:
+    with Sandbox(path, limits(memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2), zygote=zygote) as box:
         if box.cgroups.cpu_seconds() is None:
             pytest.skip(f"no CPU-time cgroup for this grader here: {box.cgroups.describe()}")
         assert box.load().ok, box.load_reply
