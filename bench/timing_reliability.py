@@ -67,7 +67,8 @@ def one_run(path: Path, settings, zygote: Zygote) -> tuple[list, bool, str]:
     """Every shape measured as the check measures it: (first measurement per shape, failed?, why)."""
     timing, limits = settings.timing, dataclasses.asdict(settings.limits)
     draw = Draw(secrets.randbits(62))
-    with Sandbox(path, limits, zygote=zygote) as student_box, Sandbox(REFERENCE, limits, zygote=zygote) as reference_box:
+    with Sandbox(path, limits, zygote=zygote) as student_box, \
+            Sandbox(REFERENCE, limits, zygote=zygote) as reference_box:
         if not (student_box.load().ok and reference_box.load().ok):
             return [], True, "did not load"
         student = Student(student_box, limits["call_timeout"])

@@ -37,7 +37,8 @@ class Reply:
 
     @classmethod
     def skipped_after_hang(cls, target: str) -> Reply:
-        return cls(False, error="Timeout", message=f"{target} did not finish in an earlier call, so it was not run again")
+        message = f"{target} did not finish in an earlier call, so it was not run again"
+        return cls(False, error="Timeout", message=message)
 
     def describe(self) -> str:
         return f"{self.error}: {self.message}" if self.message else self.error
@@ -75,7 +76,8 @@ def reply_from(answer, elapsed: float) -> Reply:
     if not isinstance(answer, dict):
         return Reply(False, error="WireError", message="the answer was not a message")
     if not answer.get("ok"):
-        return Reply(False, error=str(answer.get("error", "Error"))[:100], message=str(answer.get("message", ""))[:2000])
+        error, message = str(answer.get("error", "Error"))[:100], str(answer.get("message", ""))[:2000]
+        return Reply(False, error=error, message=message)
     ops, grads = answer.get("ops", []), answer.get("grads")
     if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
         return Reply(False, error="WireError", message="the answer's list of ops was not a list of names")
@@ -84,7 +86,8 @@ def reply_from(answer, elapsed: float) -> Reply:
     entered = answer.get("entered", [])
     if not (isinstance(entered, list) and len(entered) <= MAX_ENTERED
             and all(isinstance(name, str) and len(name) <= 200 for name in entered)):
-        return Reply(False, error="WireError", message="the answer's list of functions entered was not a short list of names")
+        message = "the answer's list of functions entered was not a short list of names"
+        return Reply(False, error="WireError", message=message)
     return Reply(
         True,
         value=answer.get("value"),
