@@ -75,7 +75,8 @@ class GradeNotebook(NbGraderPreprocessor):
         from autograder.grade import grade  # torch and pytest: imported only when a notebook is graded
 
         settings = load_settings(self.settings_file or None)
-        settings["limits"]["require_sandbox"] = self.require_sandbox
+        if self.require_sandbox:
+            settings = settings.replace("limits", require_sandbox=True)
         with tempfile.TemporaryDirectory(prefix="sdpa-notebook-") as folder:
             path = Path(folder) / "submission.ipynb"
             nbformat.write(nb, path)

@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sdpa-grade: {'--html' if args.html else '--report'} draws with matplotlib, which is not installed: {error}",
                   file=sys.stderr)
             return 2
-    settings["limits"]["require_sandbox"] = args.require_sandbox
+    if args.require_sandbox:
+        settings = settings.replace("limits", require_sandbox=True)
     if args.batch is not None:
         from autograder.batch import run_batch
 

@@ -1,16 +1,23 @@
-"""Grading settings: declared once in defaults.toml, resolved and validated in one place.
+"""Grading settings: declared once, with their types and bounds; resolved and validated in one place.
 
-Precedence, highest first: ``--config FILE`` on the command line, the ``SDPA_GRADE_CONFIG``
-environment variable, the defaults shipped beside this file. A file may set any subset of
-the keys; each value is validated before any student code runs, and an error names the
-bad value and where it came from.
+Each section of defaults.toml is one frozen dataclass below: a field per key, its type, its
+bounds (whether zero is allowed, a minimum, the choices) and a one-line help. The values
+themselves live in defaults.toml, the file an instructor copies (and a test checks that the
+two name the same keys). Precedence, highest first: ``--config FILE`` on the command line, the
+``SDPA_GRADE_CONFIG`` environment variable, the defaults shipped beside this file. A file may
+set any subset of the keys; each value is validated before any student code runs, and an error
+names the bad value and where it came from.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 try:
     import tomllib
@@ -19,29 +26,41 @@ except ModuleNotFoundError:  # Python 3.10
 
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 ENV_VAR = "SDPA_GRADE_CONFIG"
-CHOICES = {("timing", "when_no_gpu"): ("exclude", "award", "fail")}
-ZERO_ALLOWED = {("timing", "retries")}  # no re-measurement is a meaningful choice; no time or memory is not
+DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
 class ConfigError(ValueError):
     """A setting that cannot be used, with the place it came from."""
 
 
+def setting(help: str, *, zero: bool = False, minimum: float | None = None, choices: tuple[str, ...] = ()):
+    """A key's declaration: what it means, whether 0 means something (no time or memory does not; no retry
+    does), the least value that can work, and, for a word, the words allowed. Its type is the field's."""
+    return field(metadata={"help": help, "zero": zero, "minimum": minimum, "choices": choices})
+
+
 @dataclass(frozen=True)
-class Settings:
-    """The resolved settings: section -> key -> value, and where each file came from."""
+class Tolerance:
+    """[tolerance]: how far a student's value may be from the reference's (docs/grading.md).
 
-    values: dict
-    source: str
+    Called, it gives a dtype's (atol, rtol): ``settings.tolerance("float32", scale=size)``."""
 
-    def __getitem__(self, section: str) -> dict:
-        return self.values[section]
+    float64_atol: float = setting("absolute tolerance for float64 results")
+    float64_rtol: float = setting("relative tolerance for float64 results")
+    float32_atol: float = setting("absolute tolerance for float32 results")
+    float32_rtol: float = setting("relative tolerance for float32 results")
+    float16_atol: float = setting("absolute tolerance for float16 results")
+    float16_rtol: float = setting("relative tolerance for float16 results")
+    bfloat16_atol: float = setting("absolute tolerance for bfloat16 results")
+    bfloat16_rtol: float = setting("relative tolerance for bfloat16 results")
+    float64_scale_rtol: float = setting("float64: added to atol per unit of the inputs' size", zero=True)
+    float32_scale_rtol: float = setting("float32: added to atol per unit of the inputs' size", zero=True)
+    float16_scale_rtol: float = setting("float16: added to atol per unit of the inputs' size", zero=True)
+    bfloat16_scale_rtol: float = setting("bfloat16: added to atol per unit of the inputs' size", zero=True)
+    gradient_factor: float = setting("gradients' tolerance is this many times the values'", minimum=1.0)
+    variance_rtol: float = setting("dot_product_variance must land within this fraction of d_k")
 
-    @property
-    def points(self) -> dict[str, float]:
-        return self.values["points"]
-
-    def tolerance(self, dtype_name: str, gradient: bool = False, scale: float = 0.0) -> tuple[float, float]:
+    def __call__(self, dtype_name: str, gradient: bool = False, scale: float = 0.0) -> tuple[float, float]:
         """(atol, rtol) for a dtype, widened for gradients.
 
         ``scale`` is the size of the numbers the compared values are computed from (the largest
@@ -49,10 +68,68 @@ class Settings:
         grows with it, so ``{dtype}_scale_rtol * scale`` joins atol (logits of size 1e4 carry float32
         errors of order 1e4 x 6e-8, whatever size the weights have).
         """
-        table = self.values["tolerance"]
-        factor = table["gradient_factor"] if gradient else 1.0
-        atol = table[f"{dtype_name}_atol"] + table[f"{dtype_name}_scale_rtol"] * scale
-        return atol * factor, table[f"{dtype_name}_rtol"] * factor
+        if dtype_name not in DTYPES:
+            raise KeyError(f"no tolerance for dtype {dtype_name!r}")
+        factor = self.gradient_factor if gradient else 1.0
+        atol = getattr(self, f"{dtype_name}_atol") + getattr(self, f"{dtype_name}_scale_rtol") * scale
+        return atol * factor, getattr(self, f"{dtype_name}_rtol") * factor
+
+
+@dataclass(frozen=True)
+class Timing:
+    """[timing]: the timing checks' budget and how they measure it (docs/performance.md)."""
+
+    budget: float = setting("the student's attention may take at most this many times the reference's time",
+                            minimum=1.0)
+    rounds: int = setting("interleaved measurements, shared among the three call forms")
+    retries: int = setting("times a failing measurement is repeated before the check fails", zero=True)
+    when_no_gpu: str = setting("the GPU timing check without a CUDA device", choices=("exclude", "award", "fail"))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """[limits]: what the student's code may take, per call and per sandbox (docs/security.md).
+
+    The sandbox side (autograder/sandbox) reads these as plain values (``dataclasses.asdict``): it imports
+    nothing of the grader's."""
+
+    call_timeout: float = setting("seconds of the student's own time one call may take")
+    after_hang_timeout: float = setting("seconds every later call gets once any call has hung")
+    load_timeout: float = setting("seconds the submission may take to load")
+    check_timeout: float = setting("seconds for a whole check (pytest-timeout), above the per-call limit")
+    memory_mb: int = setting("memory cap of the submission's processes, MiB", minimum=1024)
+    output_kb: int = setting("what student code may print, KiB; the rest is dropped")
+    processes: int = setting("processes (and threads) the submission may have at once")
+    tmp_mb: int = setting("size of each of the sandbox's private /tmp and /dev/shm, MiB")
+    tmp_inodes: int = setting("files each of the sandbox's private /tmp and /dev/shm may hold")
+    reply_mb: int = setting("the most one answer from the worker may carry, MiB")
+    busy_factor: float = setting("a call the machine's load stretches past this many times its limit is the "
+                                 "grader's error", minimum=1.0)
+    require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
+
+
+# The sections, in defaults.toml's order. [points] is not among them: its keys are the hidden checks' names
+# (each check declares itself; the plugin refuses a check without points), each a non-negative number.
+SECTIONS: dict[str, type] = {"tolerance": Tolerance, "timing": Timing, "limits": Limits}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings, one typed record per section, and where they came from."""
+
+    points: Mapping[str, float]
+    tolerance: Tolerance
+    timing: Timing
+    limits: Limits
+    source: str = "defaults"
+
+    def replace(self, section: str, **changes) -> Settings:
+        """These settings with some keys of one section changed (``require_sandbox`` from a command-line flag),
+        validated as a file's would be."""
+        current = getattr(self, section)
+        for key, value in changes.items():
+            _check(SECTIONS[section], key, value, f"Invalid {section}.{key} {value!r}")
+        return dataclasses.replace(self, **{section: dataclasses.replace(current, **changes)})
 
 
 def _read(path: Path, where: str) -> dict:
@@ -65,6 +142,36 @@ def _read(path: Path, where: str) -> dict:
         raise ConfigError(f"config file {path} from {where} is not valid TOML: {error}") from None
 
 
+def _declared(section: type) -> dict[str, tuple[type, dict]]:
+    """key -> (type, declaration) of one section's dataclass."""
+    hints = typing.get_type_hints(section)
+    return {f.name: (hints[f.name], f.metadata) for f in dataclasses.fields(section)}
+
+
+def _check(section: type, key: str, value, label: str) -> None:
+    kind, rule = _declared(section)[key]
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{label}: expected true or false")
+        return
+    if kind is str:
+        if value not in rule["choices"]:
+            raise ConfigError(f"{label}: expected one of {', '.join(rule['choices'])}")
+        return
+    _check_number(value, label, whole=kind is int, zero=rule["zero"], minimum=rule["minimum"])
+
+
+def _check_number(value, label: str, *, whole: bool, zero: bool, minimum: float | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{label}: expected a number")
+    if whole and not isinstance(value, int):
+        raise ConfigError(f"{label}: expected a whole number")  # a count: 7.5 rounds cannot be run
+    if value < 0 or (value == 0 and not zero):
+        raise ConfigError(f"{label}: expected a {'non-negative' if zero else 'positive'} number")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{label}: expected at least {minimum:g}")
+
+
 def _validate(overrides: dict, defaults: dict, where: str) -> None:
     for section, table in overrides.items():
         if section not in defaults or not isinstance(table, dict):
@@ -72,33 +179,37 @@ def _validate(overrides: dict, defaults: dict, where: str) -> None:
         for key, value in table.items():
             if key not in defaults[section]:
                 raise ConfigError(f"unknown setting {section}.{key} in {where}")
-            expected = defaults[section][key]
             label = f"Invalid {section}.{key} {value!r} from {where}"
-            if isinstance(expected, str):
-                choices = CHOICES.get((section, key), ())
-                if value not in choices:
-                    raise ConfigError(f"{label}: expected one of {', '.join(choices)}")
-            elif isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ConfigError(f"{label}: expected a number")
-            elif isinstance(expected, int) and not isinstance(value, int) and section != "points":
-                raise ConfigError(f"{label}: expected a whole number")  # a count: 7.5 rounds cannot be run
-            elif value < 0 or (value == 0 and section != "points" and (section, key) not in ZERO_ALLOWED):
-                kind = "non-negative" if section == "points" or (section, key) in ZERO_ALLOWED else "positive"
-                raise ConfigError(f"{label}: expected a {kind} number")
+            if section == "points":
+                _check_number(value, label, whole=False, zero=True)  # half points, and checks worth nothing
+            else:
+                _check(SECTIONS[section], key, value, label)
+
+
+def _build(values: dict, source: str) -> Settings:
+    """The typed settings from checked values (a float setting given as 7 becomes 7.0)."""
+    sections = {}
+    for name, section in SECTIONS.items():
+        table = {key: float(values[name][key]) if kind is float else values[name][key]
+                 for key, (kind, _) in _declared(section).items()}
+        sections[name] = section(**table)
+    return Settings(MappingProxyType(dict(values["points"])), **sections, source=source)
+
 
 def load_settings(path: str | Path | None = None, environ: dict | None = None) -> Settings:
     """Resolve the settings: command line file > environment file > defaults."""
     environ = os.environ if environ is None else environ
     defaults = _read(DEFAULTS, "the defaults")
+    _validate(defaults, defaults, f"{DEFAULTS} (the defaults)")
     values = {section: dict(table) for section, table in defaults.items()}
     if path is not None:
         where, chosen = "--config", Path(path)
     elif environ.get(ENV_VAR):
         where, chosen = ENV_VAR, Path(environ[ENV_VAR])
     else:
-        return Settings(values, "defaults")
+        return _build(values, "defaults")
     overrides = _read(chosen, where)
     _validate(overrides, defaults, f"{chosen} ({where})")
     for section, table in overrides.items():
         values[section].update(table)
-    return Settings(values, f"{chosen} ({where})")
+    return _build(values, f"{chosen} ({where})")

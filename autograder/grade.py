@@ -7,6 +7,7 @@ record, so that a stage can be read, tested and replaced alone.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import secrets
 import tempfile
@@ -20,8 +21,9 @@ from autograder import report, scoring
 from autograder.checks.timing import one_thread
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
+from autograder.sandbox.protocol import Reply, Runner
 from autograder.sandbox.report import describe
-from autograder.sandbox.runner import Reply, Sandbox, Zygote
+from autograder.sandbox.runner import Sandbox, Zygote
 from autograder.submission import Ungradable, read_submission, shown_name
 from reference import attention as _reference_module
 
@@ -60,7 +62,7 @@ def run_pytest(plugin: GradingPlugin, settings: Settings, timeout: float | None 
 
     ``timeout`` bounds each check (pytest-timeout); by default the settings' check_timeout.
     """
-    timeout = settings["limits"]["check_timeout"] if timeout is None else timeout
+    timeout = settings.limits.check_timeout if timeout is None else timeout
     return _pytest(plugin, "--timeout", str(timeout))
 
 
@@ -98,7 +100,7 @@ def read(grading: Grading) -> Grading:
     return grading
 
 
-class Unreadable:
+class Unreadable(Runner):
     """The runner for a submission that could not be read: every check fails at loading, as for a syntax error.
 
     So an ungradable submission is scored out of the same maximum as every other one on this machine.
@@ -107,8 +109,7 @@ class Unreadable:
     def __init__(self, reason: str) -> None:
         self.load_reply = Reply(False, error="not graded", message=reason)
         self.source = ""
-        self.confinement = None  # no sandbox was needed: nothing runs
-        self.zygote = None  # nor a worker to fork one from
+        self.confinement = {}  # no sandbox was needed: nothing runs
 
     def load(self) -> Reply:
         return self.load_reply
@@ -116,40 +117,45 @@ class Unreadable:
     def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
         return self.load_reply
 
+    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
+              kwargs: dict | None = None) -> Reply:
+        return self.load_reply
+
     def close(self) -> None:
         pass
 
 
-def reference_sandbox(settings: Settings, zygote: Zygote | None, device: str) -> Sandbox:
-    """The reference's source, loaded in a sandbox like the student's: timed the same way (never seen by the student's).
-    Only the student's sandbox has fused attention blocked: the reference's is trusted code."""
-    sandbox = Sandbox.starting(REFERENCE, settings["limits"], zygote, device, block_fused=False)
-    sandbox.load()
-    return sandbox
-
-
 def run_checks(grading: Grading) -> Grading:
-    if grading.ungradable:
-        sandbox = Unreadable(grading.ungradable)
-    else:
-        # the worker starts importing torch now, while pytest starts and collects the checks
-        sandbox = Sandbox.starting(grading.source, grading.settings["limits"], grading.zygote, grading.device)
+    """Run the hidden checks against the submission's sandbox (and the reference's, started when a check needs
+    it). This stage owns them and the zygote they fork from: each is closed once, by the ``with`` block."""
+    limits = dataclasses.asdict(grading.settings.limits)
+    with contextlib.ExitStack() as owned:
+        if grading.ungradable:
+            student: Runner = Unreadable(grading.ungradable)
+            zygote = grading.zygote
+        else:
+            # the worker starts importing torch now, while pytest starts and collects the checks
+            zygote = grading.zygote or owned.enter_context(Zygote())
+            student = owned.enter_context(Sandbox(grading.source, limits, zygote=zygote, device=grading.device))
 
-    def connect():
-        sandbox.load()
-        return sandbox
+        def connect() -> Runner:
+            student.load()
+            return student
 
-    def connect_reference() -> Sandbox:
-        # forked from the student's zygote (a batch's, or the one this grading started): torch is imported once
-        return reference_sandbox(grading.settings, sandbox.zygote, grading.device)
+        def connect_reference() -> Runner:
+            """The reference's source, loaded in a sandbox like the student's, forked from the same zygote (torch is
+            imported once), timed the same way and never seen by the student's. Only the student's sandbox has
+            fused attention blocked: the reference's is trusted code. Closed before the student's (last in, first out).
+            """
+            reference = owned.enter_context(Sandbox(REFERENCE, limits, zygote=zygote, device=grading.device,
+                                                    block_fused=False))
+            reference.load()
+            return reference
 
-    plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device, connect_reference=connect_reference,
-                           shown=shown_name(grading.submission))
-    try:
+        plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device,
+                               connect_reference=connect_reference, shown=shown_name(grading.submission))
         code, grading.log = run_pytest(plugin, grading.settings)
-    finally:
-        sandbox.close()
-    grading.sandbox = describe(sandbox.confinement) if sandbox.confinement else ""
+    grading.sandbox = describe(student.confinement) if student.confinement else ""
     grading.outcomes = list(plugin.outcomes.values())
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not grading.outcomes:
         grading.grader_error = f"the hidden checks could not run (pytest exit {int(code)}):\n{grading.log[-3000:]}"

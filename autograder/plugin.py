@@ -14,7 +14,6 @@ import traceback
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import pytest
 
@@ -25,22 +24,11 @@ from autograder.checks.expect import CheckFailure
 from autograder.checks.loading import explain
 from autograder.checks.mistakes import INPUTS
 from autograder.checks.pictures import picture
-from autograder.sandbox.runner import Reply
+from autograder.sandbox.protocol import Runner
 from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
 from autograder.status import Category, Status
 
 FACTS = ("function", "category", "exercises", "picture")  # what every check's marker declares
-
-
-class Runner(Protocol):
-    """What runs the student's code: ``autograder.sandbox.Sandbox`` (tests also use an in-process runner)."""
-
-    load_reply: Reply | None
-    source: str  # the submission's source, for the static integrity scan
-
-    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass
@@ -64,14 +52,13 @@ class Outcome:
 class GradingPlugin:
     """Fixtures and bookkeeping for one grading run.
 
-    ``connect`` starts whatever runs the student's code (a worker sandbox) and returns it; it is
-    called at most once, lazily.
-    ``only_function`` restricts the run to the checks of one student function; ``shown`` is what the
-    feedback calls the submission.
+    ``connect`` readies whatever runs the student's code (a worker sandbox) and returns it; it is
+    called at most once, lazily. Whoever made the runners closes them (``grade.run_checks``), not the plugin.
+    ``shown`` is what the feedback calls the submission.
     """
 
     def __init__(
-        self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str, only_function: str | None = None,
+        self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str,
         connect_reference: Callable[[], Runner] | None = None, shown: str = "attention.py",
     ) -> None:
         # underscored: pytest would take public attributes named like fixtures for fixtures
@@ -79,7 +66,6 @@ class GradingPlugin:
         self._settings = settings
         self._seed = seed
         self._device = device
-        self._only = only_function
         self._shown = shown  # what the feedback calls the submission: attention.py, or "your notebook"
         self.outcomes: dict[str, Outcome] = {}
         self._runner: Runner | None = None
@@ -105,10 +91,6 @@ class GradingPlugin:
                 raise pytest.UsageError(f"{item.nodeid}: {problem}")
             if check_id(item) not in self._settings.points:
                 raise pytest.UsageError(f"{item.nodeid}: no [points] entry {check_id(item)!r} in the settings")
-        if self._only is not None:
-            dropped = [item for item in items if item.get_closest_marker("check").kwargs["function"] != self._only]
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = [item for item in items if item not in dropped]
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -138,17 +120,11 @@ class GradingPlugin:
             self._pictured.add(function)
         return shown
 
-    def pytest_sessionfinish(self) -> None:
-        # the reference first: the student's runner may own the zygote both were forked from
-        for runner in (self._reference_runner, self._runner):
-            if runner is not None:
-                runner.close()
-
     @pytest.fixture(scope="session")
     def student(self) -> Student:
         if self._runner is None:
             self._runner = self._connect()
-        return Student(self._runner, self._settings["limits"]["call_timeout"])
+        return Student(self._runner, self._settings.limits.call_timeout)
 
     @pytest.fixture(scope="session")
     def reference(self) -> Reference:
@@ -158,7 +134,7 @@ class GradingPlugin:
             if self._connect_reference is None:
                 raise RuntimeError("this grading has no runner for the reference (connect_reference)")
             self._reference_runner = _Deferred(self._connect_reference)
-        return Reference(self._reference_runner, self._settings["limits"]["call_timeout"])
+        return Reference(self._reference_runner, self._settings.limits.call_timeout)
 
     @pytest.fixture
     def loaded(self, student: Student, request: pytest.FixtureRequest) -> Student:
@@ -222,10 +198,6 @@ class _Deferred:
             if not self._runner.load_reply.ok:
                 raise RuntimeError(f"the reference did not load: {self._runner.load_reply.describe()}")
         return getattr(self._runner, name)
-
-    def close(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
 
 
 def facts_problem(marker: pytest.Mark) -> str:

@@ -35,7 +35,7 @@ class Scored:
 
 def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
     broken = {o.function for o in outcomes if o.category not in GATED and o.status != Status.PASSED}
-    when_no_gpu = settings["timing"]["when_no_gpu"]
+    when_no_gpu = settings.timing.when_no_gpu
     scored = []
     for outcome in outcomes:
         worth = float(settings.points[outcome.check])

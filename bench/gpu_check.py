@@ -10,6 +10,7 @@ and the wall time of one grading on the GPU machine. Exits 2 at once without CUD
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -45,8 +46,9 @@ def ratios(path: Path) -> dict[str, float]:
 
     settings = load_settings()
     found = {}
-    with Sandbox.starting(path, settings["limits"], device="cuda") as student_box, \
-            Sandbox.starting(ROOT / "reference" / "attention.py", settings["limits"], device="cuda") as reference_box:
+    limits = dataclasses.asdict(settings.limits)
+    with Sandbox(path, limits, device="cuda") as student_box, \
+            Sandbox(ROOT / "reference" / "attention.py", limits, device="cuda") as reference_box:
         student_box.load()
         reference_box.load()
         student, reference = Student(student_box, timeout=120), Reference(reference_box, timeout=120)

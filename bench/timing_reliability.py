@@ -15,6 +15,7 @@ how many runs the check failed; then the margins against the budget.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import secrets
 import signal
@@ -64,20 +65,19 @@ def submission(name: str, folder: Path) -> Path:
 
 def one_run(path: Path, settings, zygote: Zygote) -> tuple[list, bool, str]:
     """Every shape measured as the check measures it: (first measurement per shape, failed?, why)."""
-    timing, limits = settings["timing"], settings["limits"]
+    timing, limits = settings.timing, dataclasses.asdict(settings.limits)
     draw = Draw(secrets.randbits(62))
-    student_box = Sandbox.starting(path, limits, zygote)
-    reference_box = Sandbox.starting(REFERENCE, limits, zygote)
-    try:
+    with Sandbox(path, limits, zygote=zygote) as student_box, \
+            Sandbox(REFERENCE, limits, zygote=zygote) as reference_box:
         if not (student_box.load().ok and reference_box.load().ok):
             return [], True, "did not load"
         student = Student(student_box, limits["call_timeout"])
         reference = Reference(reference_box, limits["call_timeout"])
         firsts, failed, why = [], False, ""
         for shape in CPU_SHAPES:
-            for attempt in range(1 + timing["retries"]):
+            for attempt in range(1 + timing.retries):
                 try:
-                    found = measure(student, reference, draw, shape, rounds=timing["rounds"], repeat=CPU_REPEAT,
+                    found = measure(student, reference, draw, shape, rounds=timing.rounds, repeat=CPU_REPEAT,
                                     tolerance=settings.tolerance("float32"))
                 except Exception as error:  # noqa: BLE001 - a timed call that failed fails the check
                     return firsts, True, f"error: {str(error)[:60]}"
@@ -85,14 +85,11 @@ def one_run(path: Path, settings, zygote: Zygote) -> tuple[list, bool, str]:
                     firsts.append(found)
                 if found.wrong:
                     return firsts, True, "wrong answer"
-                if within(found, timing["budget"]):
+                if within(found, timing.budget):
                     break
             else:
                 failed, why = True, why or f"slow at {shape}"
         return firsts, failed, why
-    finally:
-        student_box.close()
-        reference_box.close()
 
 
 def spread(values: list[float]) -> str:
@@ -108,7 +105,7 @@ def main() -> None:
     options = parser.parse_args()
     names = [n for n in HONEST + LOOPS if not options.only or n in options.only.split(",")]
     settings = load_settings()
-    budget = settings["timing"]["budget"]
+    budget = settings.timing.budget
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(options.busy)]
     busy += [subprocess.Popen([sys.executable, "-c", GRADER_LOOP, str(Path(sys.executable).with_name("sdpa-grade")),
                                str(REFERENCE)], start_new_session=True) for _ in range(options.graders)]

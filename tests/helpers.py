@@ -26,3 +26,12 @@ def student_folder(tmp_path: Path, attention_source: str | None = None) -> Path:
 def run(args: list[str], cwd: Path | None = None, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
     """Run a real command, capturing its text output."""
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def limits(**changes) -> dict:
+    """The default [limits] as the sandbox takes them (plain values), with ``changes``."""
+    import dataclasses
+
+    from autograder.config import load_settings
+
+    return {**dataclasses.asdict(load_settings(environ={}).limits), **changes}

@@ -1,7 +1,8 @@
 """A runner for the project's own tests: the student's functions called in this process, as the worker calls them.
 
 Never used to grade (student code runs only in the worker's sandbox); it lets a test put a
-function through the checks' proxy (``checks/student.py``) without starting a sandbox.
+function through the checks' proxy (``checks/student.py``) without starting a sandbox. It follows
+the same ``Runner`` protocol as the sandbox (autograder/sandbox/protocol.py).
 """
 
 from __future__ import annotations
@@ -13,18 +14,22 @@ import torch
 
 from autograder.checks.student import FUNCTIONS
 from autograder.sandbox import worker
-from autograder.sandbox.runner import Reply, reply_from
+from autograder.sandbox.protocol import Reply, Runner, mutated, reply_from
 
 API = FUNCTIONS  # the reference's functions: the one list (autograder/checks/student.py)
 
 
-class InProcess:
+class InProcess(Runner):
     """Runs the functions of ``namespace`` in this process, with the same requests as the worker."""
 
     def __init__(self, namespace: dict) -> None:
         self.module = types.SimpleNamespace(**{name: namespace[name] for name in API if name in namespace})
         self.load_reply = Reply(True)
         self.source = ""
+        self.confinement = {}  # nothing confines it: tests only
+
+    def load(self) -> Reply:
+        return self.load_reply
 
     def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
         copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
@@ -34,7 +39,24 @@ class InProcess:
             answer = worker._call(self.module, request)
         except BaseException as exc:  # noqa: BLE001 - a student's error becomes a failed check
             answer = worker._error(exc)
-        return reply_from(answer, time.perf_counter() - started)
+        reply = reply_from(answer, time.perf_counter() - started)
+        if reply.ok:  # what the call did to its arguments: our copies, compared with what was sent
+            reply.mutated = mutated(args, copies)
+        return reply
+
+    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
+              kwargs: dict | None = None) -> Reply:
+        function = getattr(self.module, target)
+        results = [[torch.empty(shape, dtype=dtype) for shape, dtype in outputs] for _ in inputs]
+        started, cpu = time.perf_counter(), time.process_time()
+        try:
+            for args, slots in zip(inputs, results):
+                worker._commit(function(*args, **(kwargs or {})), slots)
+        except BaseException as exc:  # noqa: BLE001 - a student's error becomes a failed check
+            return reply_from(worker._error(exc), 0.0)
+        reply = Reply(True, seconds=time.perf_counter() - started, cpu_seconds=time.process_time() - cpu)
+        reply.outputs = results
+        return reply
 
     def close(self) -> None:
         pass

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from autograder.config import ConfigError, load_settings
+from autograder.config import DEFAULTS, SECTIONS, ConfigError, load_settings, tomllib
 from tests.helpers import BIN, REFERENCE, run
 
 
@@ -31,8 +33,8 @@ def test_command_line_beats_environment(tmp_path):
     env_file, cli_file = tmp_path / "env.toml", tmp_path / "cli.toml"
     env_file.write_text("[timing]\nbudget = 7\n")
     cli_file.write_text("[timing]\nbudget = 9\n")
-    assert load_settings(None, environ={"SDPA_GRADE_CONFIG": str(env_file)})["timing"]["budget"] == 7
-    assert load_settings(cli_file, environ={"SDPA_GRADE_CONFIG": str(env_file)})["timing"]["budget"] == 9
+    assert load_settings(None, environ={"SDPA_GRADE_CONFIG": str(env_file)}).timing.budget == 7
+    assert load_settings(cli_file, environ={"SDPA_GRADE_CONFIG": str(env_file)}).timing.budget == 9
 
 
 @pytest.mark.parametrize(
@@ -48,6 +50,15 @@ def test_command_line_beats_environment(tmp_path):
         ("[limits]\nmemory_mb = 1.5\n", "Invalid limits.memory_mb 1.5 from"),
         ("[timing]\nrounds = 7.5\n", "Invalid timing.rounds 7.5 from"),
         ("[timing]\nretries = -1\n", "expected a non-negative number"),
+        ("[timing]\nbudget = 0.5\n", "Invalid timing.budget 0.5 from"),  # faster than the reference: nobody passes
+        ("[limits]\nmemory_mb = 512\n", "expected at least 1024"),
+        ("[limits]\nprocesses = 0\n", "Invalid limits.processes 0 from"),
+        ("[limits]\ntmp_mb = 0.5\n", "expected a whole number"),
+        ("[limits]\nbusy_factor = 0.9\n", "expected at least 1"),
+        ("[limits]\nrequire_sandbox = 'yes'\n", "expected true or false"),
+        ("[tolerance]\nfloat32_atol = 0\n", "expected a positive number"),
+        ("[tolerance]\ngradient_factor = 0.5\n", "expected at least 1"),
+        ("[points]\nscores_shape = true\n", "expected a number"),
     ],
 )
 def test_bad_settings_are_named_with_their_source(tmp_path, text, message):
@@ -65,7 +76,41 @@ def test_zero_retries_and_fractional_points_are_settings(tmp_path):
     path = tmp_path / "course.toml"
     path.write_text("[timing]\nretries = 0\n[points]\nscores_shape = 1.5\n")
     settings = load_settings(path, environ={})
-    assert settings["timing"]["retries"] == 0 and settings.points["scores_shape"] == 1.5
+    assert settings.timing.retries == 0 and settings.points["scores_shape"] == 1.5
+
+
+def test_every_key_is_declared_once_with_its_type_and_help():
+    """defaults.toml and the sections' declarations name the same keys; each declared key has a one-line help."""
+    defaults = tomllib.loads(DEFAULTS.read_text())
+    assert set(defaults) == {"points", *SECTIONS}
+    for name, section in SECTIONS.items():
+        fields = {f.name: f for f in dataclasses.fields(section)}
+        assert set(fields) == set(defaults[name]), name
+        assert all(f.metadata["help"] and "\n" not in f.metadata["help"] for f in fields.values())
+
+
+def test_settings_are_typed_and_frozen(tmp_path):
+    """Sections are read as attributes, in their declared types (a float given as 7 is 7.0), and cannot change."""
+    path = tmp_path / "course.toml"
+    path.write_text("[timing]\nbudget = 7\n")
+    settings = load_settings(path, environ={})
+    assert isinstance(settings.timing.budget, float) and isinstance(settings.limits.memory_mb, int)
+    assert settings.limits.require_sandbox is False and settings.limits.processes == 256
+    assert settings.tolerance.variance_rtol == 0.1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.limits.require_sandbox = True
+    with pytest.raises(TypeError):
+        settings.points["scores_shape"] = 100
+
+
+def test_require_sandbox_is_a_setting_a_flag_can_turn_on():
+    """require_sandbox is a declared [limits] key; replace() returns new settings and leaves the old ones alone."""
+    settings = load_settings(environ={})
+    required = settings.replace("limits", require_sandbox=True)
+    assert required.limits.require_sandbox is True and settings.limits.require_sandbox is False
+    assert required.limits.memory_mb == settings.limits.memory_mb and required.source == settings.source
+    with pytest.raises(ConfigError, match="expected true or false"):
+        settings.replace("limits", require_sandbox="yes")
 
 
 def test_cli_refuses_bad_settings_before_running_student_code(tmp_path):

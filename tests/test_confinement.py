@@ -21,7 +21,7 @@ from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.processes import NOBODY, readable_by_others
 from autograder.sandbox.report import SandboxMissing, describe, held
 from autograder.sandbox.runner import Sandbox, Zygote
-from tests.helpers import REFERENCE, ROOT
+from tests.helpers import REFERENCE, ROOT, limits
 
 PROBE = REFERENCE.read_text() + "\n" + (Path(__file__).parent / "probes" / "attack_probe.py").read_text()
 MODES = ["root", "unprivileged"]
@@ -45,7 +45,8 @@ def zygote(request):
 def _sandbox(tmp_path: Path, zygote: Zygote, memory_mb: int) -> Sandbox:
     path = tmp_path / "submission.py"
     path.write_text(PROBE)
-    return Sandbox(path, memory_mb=memory_mb, output_kb=64, load_timeout=10, after_hang_timeout=2, zygote=zygote)
+    chosen = limits(memory_mb=memory_mb, output_kb=64, load_timeout=10, after_hang_timeout=2)
+    return Sandbox(path, chosen, zygote=zygote)
 
 
 def attack(tmp_path: Path, zygote: Zygote, name: str, *args, timeout: float = 20, memory_mb: int = 1024):
@@ -192,6 +193,29 @@ def test_a_fork_bomb_is_capped(tmp_path, zygote):
     assert attack(tmp_path, zygote, "fork_bomb", 20) is True
 
 
+FILLS_SCRATCH = """
+def attention_scores(Q, K):
+    with open("filler", "wb") as handle:  # in the scratch folder, on the sandbox's private /tmp
+        handle.write(b"x" * (2 << 20))
+    return Q @ K.transpose(-2, -1)
+"""
+
+
+def test_the_private_tmp_has_the_size_of_limits_tmp_mb(tmp_path, zygote):
+    """limits.tmp_mb sizes the sandbox's private /tmp (scratch folder included): 2 MiB fit in 64 MiB, not in 1."""
+    path = tmp_path / "attention.py"
+    path.write_text(FILLS_SCRATCH)
+    q = torch.ones(2, 3)
+    for tmp_mb, fits in ((64, True), (1, False)):
+        box = Sandbox(path, limits(memory_mb=1024, output_kb=8192, load_timeout=10, tmp_mb=tmp_mb), zygote=zygote)
+        with box:
+            assert box.load().ok, box.load_reply
+            if box.confinement["namespaces"].startswith("missing"):
+                pytest.skip(f"no private /tmp here: {box.confinement['namespaces']}")
+            reply = box.call("attention_scores", (q, q), timeout=20)
+        assert reply.ok is fits, (tmp_mb, reply.describe())
+
+
 def test_memory_is_capped_across_the_submissions_processes(tmp_path, zygote):
     """Three forked helpers of 900 MiB each cannot hold more than limits.memory_mb (2048) together."""
     if os.geteuid() != 0:
@@ -209,11 +233,11 @@ def test_a_missing_mechanism_is_named_and_require_sandbox_refuses(tmp_path, monk
     monkeypatch.setattr(runner, "confinement", lambda conn, timeout: {**real(conn, timeout), **weaker})
     path = tmp_path / "submission.py"
     path.write_text(PROBE)
-    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2) as box:
+    with Sandbox(path, limits(memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2)) as box:
         assert box.load().ok
         assert describe(box.confinement).startswith("WEAKER SANDBOX: landlock missing (no Landlock)")
-    limits = {"memory_mb": 1024, "output_kb": 64, "load_timeout": 10, "after_hang_timeout": 2}
-    with Sandbox(path, **limits, require_sandbox=True) as box:
+    required = limits(memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2, require_sandbox=True)
+    with Sandbox(path, required) as box:
         with pytest.raises(SandboxMissing, match="WEAKER SANDBOX"):
             box.load()
 
@@ -236,7 +260,8 @@ def test_a_timed_call_is_charged_the_cpu_time_of_helper_processes(tmp_path, zygo
     """The timing clock is the submission's cgroup: 0.3 s of CPU burnt in a forked helper is charged to the call."""
     path = tmp_path / "attention.py"
     path.write_text(HELPER_WORKS)
-    with Sandbox(path, memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2, zygote=zygote) as box:
+    chosen = limits(memory_mb=1024, output_kb=64, load_timeout=10, after_hang_timeout=2)
+    with Sandbox(path, chosen, zygote=zygote) as box:
         if box.cgroups.cpu_seconds() is None:
             pytest.skip(f"no CPU-time cgroup for this grader here: {box.cgroups.describe()}")
         assert box.load().ok, box.load_reply

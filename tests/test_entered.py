@@ -7,7 +7,7 @@ import types
 import torch
 
 from autograder.sandbox import worker
-from autograder.sandbox.runner import reply_from
+from autograder.sandbox.protocol import reply_from
 
 
 SOURCE = """

@@ -25,6 +25,12 @@ def counted(self, *args, **kwargs):
     started.append(1)
     init(self, *args, **kwargs)
 runner.Zygote.__init__ = counted
+closed = {"sandbox": [], "zygote": []}  # id of each object closed, once per close() call
+for kind, cls in (("sandbox", runner.Sandbox), ("zygote", runner.Zygote)):
+    def closing(self, _close=cls.close, _seen=closed[kind]):
+        _seen.append(id(self))
+        _close(self)
+    cls.close = closing
 
 settings = load_settings()
 zygote = None
@@ -34,7 +40,8 @@ if sys.argv[1] == "warm":  # as a batch does before forking its children
     zygote.wait_ready()
 before = set(sys.modules)
 grading = grade(Path(sys.argv[2]), settings, zygote=zygote)
-print(json.dumps({"score": grading.result["score"], "zygotes": len(started),
+closes = {kind: sorted(ids.count(i) for i in set(ids)) for kind, ids in closed.items()}
+print(json.dumps({"score": grading.result["score"], "zygotes": len(started), "closes": closes,
                   "imported": sorted(set(sys.modules) - before), "grader_error": grading.grader_error}))
 if zygote is not None:
     zygote.close()
@@ -56,10 +63,12 @@ def test_after_the_warm_up_a_grading_imports_nothing():
 
 
 def test_one_grading_starts_one_zygote():
-    """sdpa-grade FILE imports torch once: the reference's sandbox forks from the student's zygote."""
+    """sdpa-grade FILE imports torch once: the reference's sandbox forks from the student's zygote; the grading
+    closes the zygote and each of the two sandboxes once."""
     report = graded("cold")
     assert report["score"] == 55, report["grader_error"]
     assert report["zygotes"] == 1
+    assert report["closes"] == {"sandbox": [1, 1], "zygote": [1]}
 
 
 def test_a_pytest_plugin_installed_beside_the_grader_stays_out_of_the_checks(tmp_path):

@@ -226,9 +226,11 @@ from pathlib import Path
 import torch
 
 from autograder.sandbox.runner import Sandbox, Zygote
+from tests.helpers import limits
 
 zygote = Zygote(unprivileged_after_import=True)
-box = Sandbox(Path(sys.argv[1]), memory_mb=2048, output_kb=64, load_timeout=60, after_hang_timeout=1, zygote=zygote)
+box = Sandbox(Path(sys.argv[1]), limits(memory_mb=2048, output_kb=64, load_timeout=60, after_hang_timeout=1),
+              zygote=zygote)
 box.__enter__()
 assert box.load().ok, box.load_reply
 box.call("attention_scores", (torch.ones(2, 3), torch.ones(2, 3)), timeout=600)

@@ -13,6 +13,7 @@ import torch
 
 from autograder.sandbox.runner import GraderBusy, Sandbox
 from autograder.checks.student import Student
+from tests.helpers import limits
 
 PROBE = '''
 import importlib.util, os, sys, torch
@@ -36,7 +37,7 @@ def padding_mask(valid_lens, T_k):
 def sandbox(tmp_path: Path, source: str) -> Sandbox:
     path = tmp_path / "attention.py"
     path.write_text(source)
-    return Sandbox(path, memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1)
+    return Sandbox(path, limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1))
 
 
 def test_student_code_cannot_import_the_grader(tmp_path):
@@ -161,7 +162,7 @@ def test_fused_attention_is_unreachable_in_the_students_sandbox_only(tmp_path):
         path = tmp_path / "trusted" / "attention.py"
         path.parent.mkdir()
         path.write_text(FUSED_PROBE)
-        trusted = Sandbox(path, memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1,
+        trusted = Sandbox(path, limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1),
                           zygote=box.zygote, block_fused=False)
         with trusted:
             assert trusted.load().ok

@@ -98,7 +98,7 @@ def test_deepest_real_message_fits():
                                     {"ok": True, "grads": "x"}, ["not", "a", "dict"]])
 def test_malformed_answers_are_the_workers_fault(answer):
     """An answer with nulls or wrong kinds where lists of names or tensors belong becomes a failed reply."""
-    from autograder.sandbox.runner import reply_from
+    from autograder.sandbox.protocol import reply_from
 
     reply = reply_from(answer, 0.0)
     assert not reply.ok and reply.error == "WireError"

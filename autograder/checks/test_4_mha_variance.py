@@ -132,7 +132,7 @@ def _variance(loaded, d_k, num_samples, seed):
 @pytest.mark.check(function="dot_product_variance", category="variance", exercises=(), picture=None)
 def test_variance_close(loaded, draw, settings):
     """The empirical variance of q . k is close to d_k, for several d_k."""
-    rtol = settings["tolerance"]["variance_rtol"]
+    rtol = settings.tolerance.variance_rtol
     for d_k in (8, 64, 256):
         value = _variance(loaded, d_k, 10000, draw.integer(0, 2**31))
         if not math.isfinite(value) or abs(value - d_k) > rtol * d_k:

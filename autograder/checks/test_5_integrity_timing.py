@@ -55,12 +55,12 @@ def test_integrity_mha(request, source):
 
 def _decide(loaded, reference, draw, settings, shapes, repeat, device="cpu", where=""):
     """Fail unless every shape's ratios stay within the budget; a failing shape is measured again first."""
-    timing = settings["timing"]
-    budget, dtype = timing["budget"], torch.float32
+    timing = settings.timing
+    budget, dtype = timing.budget, torch.float32
     for shape in shapes:
-        for _ in range(1 + timing["retries"]):
+        for _ in range(1 + timing.retries):
             try:
-                found = measure(loaded, reference, draw, shape, rounds=timing["rounds"], repeat=repeat,
+                found = measure(loaded, reference, draw, shape, rounds=timing.rounds, repeat=repeat,
                                 tolerance=settings.tolerance(dtype_name(dtype)), device=device)
             except StudentFault as error:
                 fail(f"{error} (in a timed call{where}, on (B, H, T_q, T_k, d) = {shape})")

@@ -23,6 +23,8 @@ import signal
 import time
 from pathlib import Path
 
+from autograder.sandbox.processes import stat_fields
+
 _ROOT = Path("/sys/fs/cgroup")
 _PREFIX = "sdpa-owner-"
 
@@ -59,11 +61,8 @@ def _start_time(pid: int) -> str | None:
 
     With the PID it names one process for the machine's whole uptime: a PID reused later has another start time.
     """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = stat_fields(pid)
+    return None if fields is None else fields[19]
 
 
 def _pid_namespace() -> str:

@@ -112,14 +112,14 @@ def _read_only_host() -> None:
             continue  # hidden under another mount, or out of this user's reach
 
 
-def _mounts(scratch: str, keep: list[str], tmp_bytes: int) -> str:
+def _mounts(scratch: str, keep: list[str], tmp_bytes: int, tmp_inodes: int) -> str:
     """The host read-only; a private tmpfs on /tmp and /dev/shm (``keep`` bound back in, read-only), and a
     fresh scratch folder."""
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
     _read_only_host()
     kept = [(path, os.open(path, os.O_PATH | os.O_CLOEXEC)) for path in keep if path.startswith("/tmp/")]
     submission = os.open(os.path.join(scratch, "attention.py"), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    size = f"size={tmp_bytes},nr_inodes=65536,mode=1777"
+    size = f"size={tmp_bytes},nr_inodes={tmp_inodes},mode=1777"
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, size)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, size)
@@ -177,7 +177,7 @@ def _build(scratch: str, read: list[str], limits: dict, uid: int, gid: int) -> s
         pass
     os.close(alive_read)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote ignores its children; the student may wait for its own
-    scratch = _mounts(scratch, read, limits.get("tmp_bytes", 64 << 20))
+    scratch = _mounts(scratch, read, limits["tmp_bytes"], limits["tmp_inodes"])
     _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     socket.sethostname("sandbox")
     return scratch
@@ -229,6 +229,7 @@ def enter(scratch: str, read: list[str], write: list[str], limits: dict, cgroups
 
 
 def _limit(limits: dict) -> None:
+    """The per-process limits (the grader's settings, [limits] in autograder/defaults.toml, as plain values)."""
     memory = limits["memory_bytes"]
     # CUDA reserves far more address space than it uses: cap the data segment there instead
     cap = resource.RLIMIT_DATA if limits.get("cuda") else resource.RLIMIT_AS
@@ -236,6 +237,4 @@ def _limit(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["output_bytes"], limits["output_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
-    if limits.get("cpu_seconds"):
-        resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"]))
 

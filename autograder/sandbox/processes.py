@@ -41,20 +41,28 @@ def die_with_parent(parent: int) -> None:
         os._exit(3)
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (which may hold spaces and parentheses): [0] is
+    the state, [1] the parent's PID, [19] the start time; None where there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
 def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (the kernel's list, read now)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            fields = stat_fields(entry.name)
+            if fields is not None and int(fields[1]) == pid:
                 found.append(int(entry.name))
     return found
 
 
-NOBODY = 65534
+NOBODY = 65534  # the user a worker runs as where the grader can drop privileges
 
 
 def readable_by_others(path: Path) -> bool:

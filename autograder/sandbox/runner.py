@@ -19,89 +19,23 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 
 from autograder.sandbox import wire
+from autograder.sandbox.arena import Arena, cpu_seconds, place
 from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
-from autograder.sandbox.arena import Arena, cpu_seconds, place
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
+from autograder.sandbox.protocol import Reply, Runner, reply_from
 from autograder.sandbox.readable import readable, writable
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 
-# the most one answer may carry: the largest real one (the lesson's shapes, gradients included) is under 4 MiB
-REPLY_LIMIT = 64 << 20
-MAX_ENTERED = 1000  # names of functions one call entered (a submission's module-level functions)
+# seconds the zygote may take to import torch, and to fork a child: the grader's own work, never the student's time
+START_TIMEOUT = 120.0
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
-
-
-@dataclass
-class Reply:
-    """What one call produced: a value, or the reason there is none."""
-
-    ok: bool
-    value: object = None
-    grads: list | None = None
-    ops: list[str] = field(default_factory=list)
-    entered: list[str] = field(default_factory=list)  # the submission's functions the call entered (a hint's evidence)
-    mutated: list[bool] = field(default_factory=list)
-    after: list = field(default_factory=list)
-    error: str = ""
-    message: str = ""
-    seconds: float = 0.0
-
-    cpu_seconds: float = 0.0  # timed calls: the kernel's count of the submission's CPU time (Sandbox._cpu_seconds)
-    outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
-
-    @classmethod
-    def skipped_after_hang(cls, target: str) -> Reply:
-        return cls(False, error="Timeout", message=f"{target} did not finish in an earlier call, so it was not run again")
-
-    def describe(self) -> str:
-        return f"{self.error}: {self.message}" if self.message else self.error
-
-
-def reply_from(answer, elapsed: float) -> Reply:
-    """A Reply from the worker's answer, trusting nothing in it but plain values of the expected kinds."""
-    if not isinstance(answer, dict):
-        return Reply(False, error="WireError", message="the answer was not a message")
-    if not answer.get("ok"):
-        return Reply(False, error=str(answer.get("error", "Error"))[:100], message=str(answer.get("message", ""))[:2000])
-    ops, grads, after = answer.get("ops", []), answer.get("grads"), answer.get("after", [])
-    if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
-        return Reply(False, error="WireError", message="the answer's list of ops was not a list of names")
-    if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
-        return Reply(False, error="WireError", message="the answer's gradients were not a list of tensors")
-    entered = answer.get("entered", [])
-    if not (isinstance(entered, list) and len(entered) <= MAX_ENTERED
-            and all(isinstance(name, str) and len(name) <= 200 for name in entered)):
-        return Reply(False, error="WireError", message="the answer's list of functions entered was not a short list of names")
-    return Reply(
-        True,
-        value=answer.get("value"),
-        grads=grads,
-        ops=ops,
-        entered=entered,
-        after=after if isinstance(after, list) else [],
-        # timed by our own clock: the worker cannot claim to be faster than it was
-        seconds=elapsed,
-    )
-
-
-def mutated(sent: tuple, after: list) -> list[bool]:
-    """For each argument: did the call change it? Compared here, with our own torch.equal."""
-    changed = []
-    for index, before in enumerate(sent):
-        now = after[index] if index < len(after) else None
-        if not isinstance(before, torch.Tensor):
-            changed.append(False)
-        else:
-            same = isinstance(now, torch.Tensor) and now.shape == before.shape and now.dtype == before.dtype
-            changed.append(not (same and torch.equal(now, before)))
-    return changed
 
 
 def _student_process(worker: int) -> int:
@@ -124,11 +58,6 @@ class GraderBusy(RuntimeError):
     machine kept it waiting for a CPU): the grader's failure, never the student's lost points."""
 
 
-# How long, by the wall clock, a call may wait for its limit of the student's own time on a busy machine
-# before that is the grader's failure: this many times the limit.
-BUSY_WALL_FACTOR = 6.0
-
-
 def _run_delay(pid: int) -> float:
     """Seconds process ``pid``'s main thread has spent ready to run but waiting for a CPU (the kernel's schedstat);
     0 where that is not known."""
@@ -147,7 +76,8 @@ def _same_bits(now: torch.Tensor, before: torch.Tensor) -> bool:
 
 
 def _library_folder(root: Path) -> Path:
-    """A folder of links to site-packages without this project's packages, plus wire.py."""
+    """A folder of links to site-packages without this project's packages, plus copies of the modules the worker
+    imports beside the student (wire.py, confine.py, landlock.py, seccomp.py)."""
     lib = root / "lib"
     lib.mkdir()
     site = Path(sysconfig.get_paths()["purelib"])
@@ -205,7 +135,7 @@ class Zygote:
     def wait_ready(self) -> None:
         """Wait until the zygote has imported torch (the grader gets ready meanwhile)."""
         if not self._ready:
-            self._control.settimeout(120)
+            self._control.settimeout(START_TIMEOUT)
             if self._control.recv(1) != b"R":
                 raise RuntimeError(f"the worker did not start: {self.process.stderr.read().decode()[-2000:]}")
             self._ready = True
@@ -216,6 +146,12 @@ class Zygote:
         socket.send_fds(self._control, [b"C"], [theirs.fileno()])
         theirs.close()
         return ours
+
+    def __enter__(self) -> Zygote:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         self._control.close()
@@ -228,29 +164,31 @@ class Zygote:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-class Sandbox:
-    """The student's module, loaded in a worker process, behind a request/answer interface."""
+class Sandbox(Runner):
+    """The student's module, loaded in a worker process, behind a request/answer interface (protocol.py).
 
-    def __init__(
-        self,
-        submission: Path,
-        *,
-        memory_mb: int,
-        output_kb: int,
-        load_timeout: float,
-        after_hang_timeout: float,
-        zygote: Zygote | None = None,
-        cuda: bool = False,
-        require_sandbox: bool = False,
-        block_fused: bool = True,
-    ) -> None:
+    Used as a context manager by whoever owns it (``grade.run_checks``): ``__enter__`` starts its worker (the
+    zygote's child, forked on the first request), ``__exit__`` closes it, once."""
+
+    def __init__(self, submission: Path, limits: Mapping, *, zygote: Zygote | None = None, device: str = "cpu",
+                 block_fused: bool = True) -> None:
+        """A sandbox for ``submission`` (its worker starts on ``__enter__``; ``load()`` when needed), forked from
+        ``zygote`` (a batch's, or the grading's); without one, the sandbox starts and closes a zygote of its own.
+
+        ``limits`` is the settings' [limits] as plain values (``dataclasses.asdict(settings.limits)``, declared in
+        autograder/config.py): the sandbox imports nothing of the grader's."""
         self.submission = submission
         self.block_fused = block_fused  # fused attention unreachable in the worker (worker._block_fused)
-        self.require_sandbox = require_sandbox
+        self.require_sandbox = bool(limits["require_sandbox"])
         self.confinement: dict[str, str] = {}
-        self.after_hang_timeout = after_hang_timeout
-        self.limits = {"memory_bytes": memory_mb << 20, "output_bytes": output_kb << 10, "cuda": cuda, "processes": 256}
-        self.load_timeout = load_timeout
+        self.after_hang_timeout = limits["after_hang_timeout"]
+        self.load_timeout = limits["load_timeout"]
+        self.busy_factor = limits["busy_factor"]
+        self.reply_bytes = limits["reply_mb"] << 20
+        # what the worker's child applies to itself (confine.py): plain values, across the socket
+        self.limits = {"memory_bytes": limits["memory_mb"] << 20, "output_bytes": limits["output_kb"] << 10,
+                       "cuda": device == "cuda", "processes": limits["processes"], "tmp_bytes": limits["tmp_mb"] << 20,
+                       "tmp_inodes": limits["tmp_inodes"]}
         self.hung: set[str] = set()
         self.restarts = 0
         self.load_reply: Reply | None = None
@@ -260,22 +198,6 @@ class Sandbox:
         self._zygote = zygote
         self._own_zygote: Zygote | None = None
         self._client: socket.socket | None = None
-
-    @classmethod
-    def starting(cls, submission: Path, limits: dict, zygote: Zygote | None = None, device: str = "cpu",
-                 block_fused: bool = True) -> Sandbox:
-        """A sandbox whose worker is starting, limits as in the settings' [limits]; load() when needed."""
-        return cls(
-            submission,
-            cuda=device == "cuda",
-            memory_mb=limits["memory_mb"],
-            output_kb=limits["output_kb"],
-            load_timeout=limits["load_timeout"],
-            after_hang_timeout=limits["after_hang_timeout"],
-            zygote=zygote,
-            require_sandbox=bool(limits.get("require_sandbox", False)),
-            block_fused=block_fused,
-        ).__enter__()
 
     def __enter__(self) -> Sandbox:
         become_subreaper()
@@ -440,7 +362,7 @@ class Sandbox:
         The student's own time is what the wall clock gave its process, less the time the kernel kept it waiting
         for a CPU (schedstat's run delay: other processes' load), or, if more, the CPU time of its whole group.
         Only when that runs out is the call the student's timeout; a call that the machine's load stretches past
-        ``BUSY_WALL_FACTOR`` times its limit raises GraderBusy. Once the answer starts, all of it must arrive
+        ``limits.busy_factor`` times its limit raises GraderBusy. Once the answer starts, all of it must arrive
         within what is left of the limit (at least ``min(timeout, 2 s)``): a worker that trickles its bytes
         misses that deadline as a silent one misses the first."""
         pid = self._measured if self._child is not None else None
@@ -455,11 +377,11 @@ class Sandbox:
             own = max(own, self._own_cpu() - cpu)
             if own >= timeout:
                 raise _NoAnswer
-            if wall >= BUSY_WALL_FACTOR * timeout:
+            if wall >= self.busy_factor * timeout:
                 raise GraderBusy(f"a call had {own:.1f} s of the student's own time in {wall:.0f} s by the clock "
                                  f"(limit {timeout:g} s): the machine is too busy to grade fairly")
             wait = max(timeout - own, 0.05)  # the soonest the student's time could run out
-        return wire.receive(conn, REPLY_LIMIT, time.monotonic() + max(timeout - own, min(timeout, 2.0)))
+        return wire.receive(conn, self.reply_bytes, time.monotonic() + max(timeout - own, min(timeout, 2.0)))
 
     def _own_cpu(self) -> float:
         """The submission's CPU time so far (its cgroup's, else its process's); 0 before it has a child."""
@@ -478,7 +400,7 @@ class Sandbox:
                            **paths}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
-        self._client.settimeout(120)
+        self._client.settimeout(START_TIMEOUT)
         answer = self._client.recv(8)
         if len(answer) != 8:
             raise RuntimeError("the worker's zygote exited")

@@ -1,8 +1,10 @@
 """The worker: the only process that imports the student's code.
 
-Started by the grader as ``python -I -S worker.py LIBDIR FD`` with a minimal environment;
-LIBDIR holds torch and its dependencies and a copy of wire.py, nothing else. It imports torch once (the "zygote"), then, for every request on its control
-socket, forks a child that loads the submission and serves calls on a socket of its own.
+Started by the grader as ``python -I -S worker.py LIBDIR FD [USER]`` with a minimal environment;
+LIBDIR holds links to torch and its dependencies and copies of the sandbox's own modules (wire.py,
+confine.py, landlock.py, seccomp.py), nothing else. It imports torch once (the "zygote"), then, for
+every request on its control socket, forks a child that confines itself (confine.py), loads the
+submission and serves calls on a socket of its own.
 Children never see the grader's packages, the reference, the config or the results file:
 only plain tensors and plain data cross the sockets (see wire.py).
 """
@@ -18,7 +20,6 @@ import sys
 import traceback
 import types
 
-NOBODY = 65534  # the user a worker runs as where the grader can drop privileges (autograder/processes.py)
 FORBIDDEN = ("scaled_dot_product", "multi_head_attention", "flash_attention", "efficient_attention", "multiheadattention")
 
 
@@ -218,13 +219,9 @@ def _instantiate(module, request: dict):
     return model
 
 
-_DRAWN: dict = {}
-
-
 def _revive(value, arena=None):
     """Placeholders become objects: ``{"$generator": seed}`` a seeded torch.Generator;
-    ``{"$shm": offset, "dtype", "shape"}`` a view of the grader's shared memory (see arena.py);
-    ``{"$randn": shape, "dtype", "seed", "device"}`` a random tensor drawn here (kept for reuse)."""
+    ``{"$shm": offset, "dtype", "shape"}`` a view of the grader's shared memory (see arena.py)."""
     import torch
 
     if isinstance(value, dict) and set(value) == {"$generator"}:
@@ -235,13 +232,6 @@ def _revive(value, arena=None):
         if count == 0:
             return torch.empty(value["shape"], dtype=dtype)
         return torch.frombuffer(arena, dtype=dtype, count=count, offset=value["$shm"]).view(value["shape"])
-    if isinstance(value, dict) and "$randn" in value:
-        key = repr(sorted(value.items()))
-        if key not in _DRAWN:
-            generator = torch.Generator().manual_seed(int(value["seed"]))
-            drawn = torch.randn(*value["$randn"], generator=generator, dtype=getattr(torch, value["dtype"]))
-            _DRAWN[key] = drawn.to(value.get("device", "cpu"))
-        return _DRAWN[key]
     if isinstance(value, list):
         return [_revive(item, arena) for item in value]
     return value
@@ -251,7 +241,7 @@ def _attach(request: dict, conn):
     """The grader's shared memory named by the request, passed right after it on the socket."""
     import mmap
 
-    if not request.get("arena") or conn is None:
+    if not request.get("arena"):
         return None
     _, fds, _, _ = socket.recv_fds(conn, 1, 1)
     if not fds:
@@ -280,7 +270,6 @@ def _timed(module, request: dict, conn) -> dict:
     """Timing: every repetition gets inputs the grader writes into its shared memory only after it
     has read its clocks, and leaves its results there before the answer; the grader times the
     whole exchange from outside, with its own clock and the kernel's count of this process's CPU time."""
-    import torch
     import wire
 
     arena = _attach(request, conn)
@@ -332,8 +321,6 @@ def _call(module, request: dict, conn=None) -> dict:
             grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
     reply = {"ok": True, "value": value, "grads": grads, "ops": sorted(seen | _THREAD_OPS), "entered": sorted(entered)}
     _THREAD_OPS.clear()
-    if conn is None:  # in the caller's own process (the nbgrader path): the arguments as they are now
-        reply["after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in args]
     return reply
 
 

@@ -1,0 +1,113 @@
+"""The one seam between the checks and whatever runs the student's code: the ``Runner`` protocol and its ``Reply``.
+
+Three runners follow it: ``runner.Sandbox`` (the worker's kernel sandbox: every grading),
+``grade.Unreadable`` (a submission that could not be read: every call fails as loading did) and
+the project's own tests' ``tests/in_process.InProcess`` (the student's functions in the test's process).
+The checks' proxy (``checks/student.py``) and the plugin talk to a ``Runner`` and read ``Reply``s;
+none of them needs to know which runner it has. Whoever makes a runner owns it: ``close`` is
+called once, by the ``with`` block that made it (``grade.run_checks``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+MAX_ENTERED = 1000  # names of functions one call entered (a submission's module-level functions)
+
+
+@dataclass
+class Reply:
+    """What one call produced: a value, or the reason there is none."""
+
+    ok: bool
+    value: object = None
+    grads: list | None = None
+    ops: list[str] = field(default_factory=list)
+    entered: list[str] = field(default_factory=list)  # the submission's functions the call entered (a hint's evidence)
+    mutated: list[bool] = field(default_factory=list)
+    error: str = ""
+    message: str = ""
+    seconds: float = 0.0
+
+    cpu_seconds: float = 0.0  # timed calls: the kernel's count of the submission's CPU time (Sandbox._cpu_seconds)
+    outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
+
+    @classmethod
+    def skipped_after_hang(cls, target: str) -> Reply:
+        message = f"{target} did not finish in an earlier call, so it was not run again"
+        return cls(False, error="Timeout", message=message)
+
+    def describe(self) -> str:
+        return f"{self.error}: {self.message}" if self.message else self.error
+
+
+class Runner(Protocol):
+    """What runs the student's code, as the checks see it. Never raises for the student's faults: a reply says."""
+
+    load_reply: Reply | None  # None until load()
+    source: str  # the submission's source, read in the trusted process, for the static integrity scan
+    confinement: dict[str, str]  # which sandbox held, by mechanism (sandbox/report.py); empty where none was needed
+
+    def load(self) -> Reply:
+        """Load the submission; the reply says whether it imported."""
+        ...
+
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
+        """Call ``target`` with plain tensors (``options``: ``grad``, ``grad_outputs``, ``init`` and ``state`` for
+        MultiHeadAttention); the reply holds its value, gradients, mutation flags and fused ops seen."""
+        ...
+
+    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
+              kwargs: dict | None = None) -> Reply:
+        """Call ``target`` once per entry of ``inputs``, timed from outside; ``outputs`` gives each result's
+        (shape, dtype). The reply's ``seconds``, ``cpu_seconds`` and ``outputs`` are the measurement."""
+        ...
+
+    def close(self) -> None:
+        """Stop everything it started; called once, by its owner."""
+        ...
+
+
+def reply_from(answer, elapsed: float) -> Reply:
+    """A Reply from the worker's answer, trusting nothing in it but plain values of the expected kinds."""
+    if not isinstance(answer, dict):
+        return Reply(False, error="WireError", message="the answer was not a message")
+    if not answer.get("ok"):
+        error, message = str(answer.get("error", "Error"))[:100], str(answer.get("message", ""))[:2000]
+        return Reply(False, error=error, message=message)
+    ops, grads = answer.get("ops", []), answer.get("grads")
+    if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
+        return Reply(False, error="WireError", message="the answer's list of ops was not a list of names")
+    if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
+        return Reply(False, error="WireError", message="the answer's gradients were not a list of tensors")
+    entered = answer.get("entered", [])
+    if not (isinstance(entered, list) and len(entered) <= MAX_ENTERED
+            and all(isinstance(name, str) and len(name) <= 200 for name in entered)):
+        message = "the answer's list of functions entered was not a short list of names"
+        return Reply(False, error="WireError", message=message)
+    return Reply(
+        True,
+        value=answer.get("value"),
+        grads=grads,
+        ops=ops,
+        entered=entered,
+        # timed by our own clock: the worker cannot claim to be faster than it was
+        seconds=elapsed,
+    )
+
+
+def mutated(sent: tuple, after: list) -> list[bool]:
+    """For each argument: did the call change it? Compared here, with our own torch.equal (an in-process runner's
+    arguments; a sandbox judges mutation from the shared memory it owns, runner.Sandbox.call)."""
+    changed = []
+    for index, before in enumerate(sent):
+        now = after[index] if index < len(after) else None
+        if not isinstance(before, torch.Tensor):
+            changed.append(False)
+        else:
+            same = isinstance(now, torch.Tensor) and now.shape == before.shape and now.dtype == before.dtype
+            changed.append(not (same and torch.equal(now, before)))
+    return changed
