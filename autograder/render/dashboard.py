@@ -1,24 +1,22 @@
 """``sdpa-grade --batch DIR --report class.html``: a class dashboard, and a feedback page per student.
 
-Everything is read from the results' structured fields, never from their wording: scores,
-``tests[].extra_data`` (``check``, ``outcome``, ``mistake``, ``seconds``, ``flag``, ``picture``), and ``execution_time``, ``ungradable`` and
-``grader_error`` at the top. The dashboard is one HTML file with its plots embedded; the
-feedback pages sit in a folder beside it, named after it.
+Everything is read from the class's results (class_results.py), which come from the results' structured
+fields, never from their wording: the same numbers as the batch's text summary and CSV. The dashboard is
+one HTML file with its plots embedded; the feedback pages sit in a folder beside it, named after it,
+each student's page named by roster.py.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from autograder.checks.mistakes import SENTENCES
+from autograder.class_results import GRADED, ClassResults, describe
 from autograder.render import images
-from autograder.render.html import feedback_text, image_tag, page, write_student_page
-from autograder.roster import page_names
+from autograder.render.html import image_tag, page, write_student_page
 
 SORT_SCRIPT = """
 document.querySelectorAll("table.sortable").forEach(function (table) {
@@ -39,100 +37,26 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 """
 
 
-@dataclass
-class Flag:
-    """Something an instructor should look at: a failed integrity check, an ungradable submission, a grader error."""
-
-    student: str
-    kind: str
-    detail: str
-
-
-@dataclass
-class Student:
-    name: str
-    score: float
-    max_score: float
-    seconds: float
-    status: str  # graded, ungradable or grader-error
-    mistakes: list[str] = field(default_factory=list)
-    flags: list[Flag] = field(default_factory=list)
-
-
-@dataclass
-class ClassStats:
-    students: list[Student]
-    passed: Counter  # check name -> submissions that earned its points
-    seen: Counter  # check name -> submissions it was scored on
-    mistakes: Counter  # mistake key -> submissions that showed it
-    flags: list[Flag]
-    checks: list[str] = field(default_factory=list)  # every check's name, in the results' order, scored or not
-    check_seconds: dict[str, list[float]] = field(default_factory=dict)  # check name -> its seconds, per submission
-
-
-def describe(mistake: str) -> str:
-    """A named mistake's short description: the first clause of its sentence."""
-    return SENTENCES.get(mistake, mistake).split(";")[0]
-
-
-def flags_of(name: str, result: dict) -> list[Flag]:
-    found = []
-    if result.get("grader_error"):
-        found.append(Flag(name, "grader error", result["grader_error"].strip().splitlines()[-1][:300]))
-    if result.get("ungradable"):
-        found.append(Flag(name, "ungradable", result["ungradable"]))
-    for test in result.get("tests", []):
-        flag = (test.get("extra_data") or {}).get("flag")
-        if flag:
-            found.append(Flag(name, flag, f"{test['name']}: {feedback_text(test)}"))
-    return found
-
-
-def class_stats(results: dict[str, dict]) -> ClassStats:
-    passed: Counter = Counter()
-    seen: Counter = Counter()
-    mistakes: Counter = Counter()
-    students, flags, checks = [], [], {}
-    for name, result in results.items():
-        shown = set()
-        for test in result.get("tests", []):
-            checks.setdefault(test["name"], []).append(float((test.get("extra_data") or {}).get("seconds", 0)))
-            mistake = (test.get("extra_data") or {}).get("mistake")
-            if mistake:
-                shown.add(mistake)
-            if test.get("max_score", 0) == 0:
-                continue
-            seen[test["name"]] += 1
-            passed[test["name"]] += test["score"] == test["max_score"]
-        mistakes.update(shown)
-        status = "grader-error" if result.get("grader_error") else "ungradable" if result.get("ungradable") else "graded"
-        student = Student(name, float(result.get("score", 0)), float(result.get("max_score", 0)),
-                          float(result.get("execution_time", 0)), status, sorted(shown), flags_of(name, result))
-        students.append(student)
-        flags += student.flags
-    return ClassStats(students, passed, seen, mistakes, flags, list(checks), checks)
-
-
 def _section(title: str, content: str, anchor: str) -> str:
     return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{content}\n</section>'
 
 
-def _score_plot(stats: ClassStats) -> str:
-    graded = [s for s in stats.students if s.status == "graded"]
+def _score_plot(stats: ClassResults) -> str:
+    graded = [s for s in stats.present if s.status == GRADED]
     # the usual maximum (an ungradable submission may be scored out of a little more: checks that could not run)
-    top = Counter(s.max_score for s in stats.students).most_common(1)[0][0] if stats.students else 1
+    top = Counter(s.max_score for s in stats.present).most_common(1)[0][0] if stats.present else 1
     top = top or 1
     step = max(1, math.ceil(top / 20))
     bins = [step * i for i in range(int(top // step) + 2)]
-    scores = [s.score for s in stats.students]
+    scores = [s.score for s in stats.present]
     mean = sum(scores) / len(scores) if scores else 0
-    text = (f"<p>{len(stats.students)} submissions, {len(graded)} graded; mean {mean:.1f} of {top:g}; "
-            f"full marks: {sum(s.score == s.max_score > 0 for s in stats.students)}.</p>")
+    text = (f"<p>{len(stats.present)} submissions, {len(graded)} graded; mean {mean:.1f} of {top:g}; "
+            f"full marks: {sum(s.score == s.max_score > 0 for s in stats.present)}.</p>")
     figure = images.histogram_png(scores, bins=bins, xlabel=f"score (of {top:g})", title="Scores")
     return text + image_tag(figure, "histogram of the scores")
 
 
-def _pass_plot(stats: ClassStats) -> str:
+def _pass_plot(stats: ClassResults) -> str:
     if not stats.seen:
         return "<p>No check was scored.</p>"
     names = list(stats.seen)
@@ -152,7 +76,7 @@ def _pass_plot(stats: ClassStats) -> str:
     return image_tag(figure, "pass rate of each check") + table
 
 
-def _mistake_plot(stats: ClassStats) -> str:
+def _mistake_plot(stats: ClassResults) -> str:
     if not stats.mistakes:
         return "<p>No named mistake was recognised.</p>"
     common = stats.mistakes.most_common()
@@ -165,7 +89,7 @@ def _mistake_plot(stats: ClassStats) -> str:
             f"<tbody>{rows}</tbody></table>")
 
 
-def _flag_table(stats: ClassStats, links: dict[str, str]) -> str:
+def _flag_table(stats: ClassResults, links: dict[str, str]) -> str:
     if not stats.flags:
         return "<p>Nothing to review: no integrity check flagged a submission, and every one was graded.</p>"
     rows = "".join(
@@ -176,8 +100,8 @@ def _flag_table(stats: ClassStats, links: dict[str, str]) -> str:
     return f"<table><thead><tr><th>student</th><th>flag</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
 
 
-def _time_plot(stats: ClassStats) -> str:
-    seconds = sorted(s.seconds for s in stats.students)
+def _time_plot(stats: ClassResults) -> str:
+    seconds = sorted(s.seconds for s in stats.present)
     if not seconds:
         return "<p>No submission was graded.</p>"
     top = max(seconds[-1], 1.0)
@@ -194,9 +118,9 @@ def _time_plot(stats: ClassStats) -> str:
                             "histogram of grading times") + table
 
 
-def _student_table(stats: ClassStats, links: dict[str, str]) -> str:
+def _student_table(stats: ClassResults, links: dict[str, str]) -> str:
     rows = []
-    for s in stats.students:
+    for s in stats.present:
         mistakes = ", ".join(s.mistakes)
         flags = ", ".join(sorted({f.kind for f in s.flags}))
         percent = 100 * s.score / s.max_score if s.max_score else 0.0
@@ -218,9 +142,8 @@ def _student_table(stats: ClassStats, links: dict[str, str]) -> str:
             f'<table class="sortable" id="student-table"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def dashboard(results: dict[str, dict], links: dict[str, str]) -> str:
+def dashboard(stats: ClassResults, links: dict[str, str]) -> str:
     """The class dashboard as one self-contained HTML document; ``links``: student -> their feedback page."""
-    stats = class_stats(results)
     body = "\n".join([
         "<h1>Class dashboard: scaled dot-product attention</h1>",
         '<p class="muted"><a href="#scores">scores</a> · <a href="#checks">checks</a> · <a href="#mistakes">mistakes</a>'
@@ -235,15 +158,16 @@ def dashboard(results: dict[str, dict], links: dict[str, str]) -> str:
     return page("Class dashboard", body, SORT_SCRIPT)
 
 
-def write_report(path: Path, results: dict[str, dict]) -> Path:
-    """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``; return that folder."""
+def write_report(path: Path, stats: ClassResults) -> Path:
+    """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``; return that folder.
+
+    Students with no result (a merge with some missing) get neither a page nor a row.
+    """
     folder = path.parent / f"{path.stem}-feedback"
     folder.mkdir(parents=True, exist_ok=True)
     links = {}
-    pages = page_names(list(results))
-    for name, result in results.items():
-        target = folder / pages[name]
-        write_student_page(target, name, result, back=f"../{quote(path.name)}")
-        links[name] = f"{quote(folder.name)}/{quote(target.name)}"
-    path.write_text(dashboard(results, links), encoding="utf-8")
+    for student in stats.present:
+        write_student_page(folder / student.page, student.name, student.result, back=f"../{quote(path.name)}")
+        links[student.name] = f"{quote(folder.name)}/{quote(student.page)}"
+    path.write_text(dashboard(stats, links), encoding="utf-8")
     return folder
