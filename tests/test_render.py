@@ -228,3 +228,16 @@ def test_dashboard_of_an_empty_or_broken_class_still_parses(results, tmp_path):
     text = "".join(checker.text)
     assert "No check was scored" in text
     assert ("grader error" in text) == bool(results)
+
+
+def test_markup_in_a_name_or_a_message_is_shown_not_run(tmp_path):
+    """A student named with a script tag, and feedback holding markup, appear as text on both pages (autoescape)."""
+    name = '<script>alert("x")</script>'
+    hostile = copy.deepcopy(a_class()["carol"])
+    hostile["tests"][1]["output"] = '<img src=x onerror="alert(1)"> & more'
+    folder = write_report(tmp_path / "class.html", class_results({name: hostile}))
+    for page in (tmp_path / "class.html", folder / page_names([name])[name]):
+        checker = parsed(page.read_text())
+        assert not any("onerror" in attrs for attrs in checker.attributes)
+        assert len(re.findall(r"<script>", page.read_text())) == (1 if page.name == "class.html" else 0)  # the sorting
+        assert name in "".join(checker.text) and '<img src=x onerror="alert(1)"> & more' in "".join(checker.text)
