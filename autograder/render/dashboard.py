@@ -96,7 +96,7 @@ def write_report(path: Path, stats: ClassResults) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     links = {}
     for student in stats.present:
-        write_student_page(folder / student.page, student.name, student.result, back=f"../{quote(path.name)}")
+        write_student_page(folder / student.page, student.shown, student.result, back=f"../{quote(path.name)}")
         links[student.name] = f"{quote(folder.name)}/{quote(student.page)}"
     path.write_text(dashboard(stats, links), encoding="utf-8")
     return folder

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from autograder.render import images
 from autograder.render.inert import inert
 from autograder.render.text import block_grid
+from autograder.roster import shown
 
 if TYPE_CHECKING:
     import jinja2
@@ -32,6 +33,7 @@ def templates() -> jinja2.Environment:
     )  # fmt: skip
     environment.filters["g"] = lambda number: f"{number:g}"
     environment.filters["inert"] = inert
+    environment.filters["shown"] = shown  # a name that is not UTF-8, with escapes: the page is written as UTF-8
     return environment
 
 
