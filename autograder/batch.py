@@ -16,9 +16,10 @@ import signal
 import sys
 import time
 import traceback
-from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.class_results import MISSING, ClassResults, class_results, describe, reason
 from autograder.config import Settings
 from autograder.render.inert import inert
 from autograder.report import grader_failure
@@ -28,11 +29,26 @@ from autograder.sandbox.processes import become_subreaper, die_with_parent, kill
 from autograder.sandbox.runner import Zygote
 from autograder.shard import select
 
-
-
 # Left in every folder a batch writes (results, feedback pages): a later batch over the folder above
 # takes it for the grader's output, not for a student.
 MARKER = ".sdpa-grade-output"
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """What ``sdpa-grade --batch`` was asked to do, typed; built once from the command line (cli.py)."""
+
+    folder: Path
+    jobs: int = 2  # submissions graded at once
+    device: str = "cpu"  # where the timing check runs
+    json_dir: Path | None = None  # one result per student (default: DIR-grades beside DIR)
+    csv: Path | None = None
+    report: Path | None = None  # the class dashboard, with a folder of feedback pages beside it
+    show: str | None = None  # a student whose checks and feedback are printed too
+    force: bool = False  # grade again students already graded
+    shard: tuple[int, int] | None = None  # (K, N): grade only shard K of N
+    summary_only: bool = False  # grade nothing: summarise the results already written (the merge of the shards)
+    partial: bool = False  # with --summary-only: summarise and write the CSV with students missing
 
 
 def mark_output(folder: Path) -> None:
@@ -88,8 +104,8 @@ def _grade_in_child(submission: Path, target: Path, settings: Settings, device: 
         os._exit(code)
 
 
-def run_batch(args, settings: Settings) -> int:
-    folder: Path = args.batch
+def run_batch(args: BatchOptions, settings: Settings) -> int:
+    folder = args.folder
     if not folder.is_dir():
         print(f"sdpa-grade: --batch {folder} is not a folder", file=sys.stderr)
         return 2
@@ -133,17 +149,18 @@ def run_batch(args, settings: Settings) -> int:
     results = {name: _read(targets[name]) for name in roster}
     for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
+    stats = class_results(results)
     if args.csv:
-        _write_csv(args.csv, results)
+        _write_csv(args.csv, stats)
     if args.show is not None:
         from autograder.report import table
 
         print(f"{args.show}'s feedback:\n{table(results[args.show])}\n")
-    print(inert(summary(results)))
+    print(inert(summary(stats)))
     if args.report:
         from autograder.render.dashboard import write_report
 
-        pages = write_report(args.report, results)
+        pages = write_report(args.report, stats)
         mark_output(pages)
         print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
     if failures:
@@ -152,7 +169,7 @@ def run_batch(args, settings: Settings) -> int:
     return 0
 
 
-def _summarise_only(roster: dict, targets: dict, args) -> int:
+def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
     """--summary-only: summary and CSV of the results already written, by any machine (the merge of the shards).
 
     A merge that is not whole says so and writes nothing: a CSV with students left out would be
@@ -161,7 +178,6 @@ def _summarise_only(roster: dict, targets: dict, args) -> int:
     same, the missing students' rows marked ``missing``.
     """
     missing = [name for name in roster if not targets[name].is_file()]
-    results = {name: _read(targets[name]) for name in roster if name not in missing}
     if missing:
         print(f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: "
               f"{', '.join(shown(name) for name in missing)}", file=sys.stderr)
@@ -170,13 +186,14 @@ def _summarise_only(roster: dict, targets: dict, args) -> int:
         print(f"sdpa-grade: {wrote}grade them (run their shard again), then merge; --partial merges what there is",
               file=sys.stderr)
         return 1
+    stats = class_results({name: None if name in missing else _read(targets[name]) for name in roster})
     if args.csv:
-        _write_csv(args.csv, {name: results.get(name) for name in roster})
-    print(inert(summary(results)))
+        _write_csv(args.csv, stats)
+    print(inert(summary(stats)))
     return 1 if missing else 0
 
 
-def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, args) -> int:
+def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, args: BatchOptions) -> int:
     """Grade ``todo``, ``args.jobs`` at a time, sharing one worker zygote; return how many failed the grader."""
     if not todo:
         return 0
@@ -252,18 +269,18 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
           file=sys.stderr)
 
 
-def _write_csv(path: Path, results: dict[str, dict | None]) -> None:
-    """The grades, one row per student (``None``: no result, a row that says missing), written whole or not at all."""
+def _write_csv(path: Path, stats: ClassResults) -> None:
+    """The grades, one row per student (no result yet: a row that says missing), written whole or not at all."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temporary, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student", "score", "max_score", "status"])
-        for name, result in results.items():
-            if result is None:
-                writer.writerow([_cell(shown(name)), "", "", "missing"])
+        for student in stats.students:
+            if student.result is None:
+                writer.writerow([_cell(student.shown), "", "", MISSING])
                 continue
-            status = "grader-error" if result.get("grader_error") else "ungradable" if result.get("ungradable") else "graded"
-            writer.writerow([_cell(shown(name)), result.get("score", 0), result.get("max_score", 0), status])
+            writer.writerow([_cell(student.shown), student.result.get("score", 0), student.result.get("max_score", 0),
+                             student.status])
     os.replace(temporary, path)
 
 
@@ -273,58 +290,29 @@ def _cell(text: str) -> str:
     return inert(quoted, keep_newlines=False)
 
 
-def _describe(mistake: str) -> str:
-    """A named mistake's short description: the first clause of its sentence."""
-    from autograder.checks.mistakes import SENTENCES
-
-    return SENTENCES.get(mistake, mistake).split(";")[0]
+# the summary's words for a student's own flags (the dashboard writes the flags' kinds)
+OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error"}
 
 
-def _reason(flag: str) -> str:
-    """An integrity flag's short description."""
-    from autograder.checks.flags import REASONS
-
-    return REASONS.get(flag, flag)
-
-
-def summary(results: dict[str, dict]) -> str:
-    """Per check, how many passed; per named mistake, how many submissions showed it."""
-    passed: Counter = Counter()
-    seen: Counter = Counter()
-    mistakes: Counter = Counter()
-    for result in results.values():
-        causes = set()
-        for test in result.get("tests", []):
-            if test.get("max_score", 0) == 0:
-                continue
-            seen[test["name"]] += 1
-            passed[test["name"]] += test["score"] == test["max_score"]
-            mistake = (test.get("extra_data") or {}).get("mistake")
-            if mistake:
-                causes.add(mistake)
-        mistakes.update(causes)
-    lines = [f"Class summary: {len(results)} submissions", "", f"{'check':<62} passed"]
-    lines += [f"{name:<62} {passed[name]}/{count}" for name, count in seen.items()]
+def summary(stats: ClassResults) -> str:
+    """Per check, how many passed; per named mistake, how many submissions showed it; what to review; grading times."""
+    lines = [f"Class summary: {len(stats.present)} submissions", "", f"{'check':<62} passed"]
+    lines += [f"{name:<62} {stats.passed[name]}/{count}" for name, count in stats.seen.items()]
     lines += ["", "Named mistakes (submissions showing each):"]
-    lines += [f"{count:4d}  {_describe(key)}" for key, count in mistakes.most_common()] or ["   none"]
-    lines += ["", *_review_and_times(results)]
+    lines += [f"{count:4d}  {describe(key)}" for key, count in stats.mistakes.most_common()] or ["   none"]
+    lines += ["", *_review_and_times(stats)]
     return "\n".join(lines)
 
 
-def _review_and_times(results: dict[str, dict]) -> list[str]:
-    """Submissions to look at (integrity flags with their reasons, ungradable, grader errors) and grading times,
-    from the results' fields."""
+def _review_and_times(stats: ClassResults) -> list[str]:
+    """Submissions to look at (integrity flags with their reasons, ungradable, grader errors) and grading times."""
     review = []
-    for name, result in results.items():
-        reasons = []
-        for test in result.get("tests", []):
-            extra = test.get("extra_data") or {}
-            if extra.get("flag"):
-                reasons.append(f"{extra.get('check', test.get('name'))}: {_reason(extra['flag'])}")
-        reasons += [kind for kind in ("ungradable", "grader_error") if result.get(kind)]
+    for student in stats.present:
+        reasons = [f"{flag.check}: {reason(flag.kind)}" for flag in student.flags if flag.kind not in OWN_FLAGS]
+        reasons += [word for kind, word in OWN_FLAGS.items() if any(flag.kind == kind for flag in student.flags)]
         if reasons:
-            review.append(f"   {name}: {'; '.join(reasons)}")
-    seconds = sorted(float(result.get("execution_time", 0)) for result in results.values())
+            review.append(f"   {student.name}: {'; '.join(reasons)}")
+    seconds = sorted(student.seconds for student in stats.present)
     times = f"median {seconds[len(seconds) // 2]:.1f} s, slowest {seconds[-1]:.1f} s" if seconds else "none"
     header = "Flagged for review (integrity flags, ungradable, grader errors; see each student's feedback):"
     return [header, *(review or ["   none"]), "", f"Grading time per submission: {times}"]

@@ -87,9 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.require_sandbox:
         settings = settings.replace("limits", require_sandbox=True)
     if args.batch is not None:
-        from autograder.batch import run_batch
+        from autograder.batch import BatchOptions, run_batch
 
-        return run_batch(args, settings)
+        options = BatchOptions(
+            folder=args.batch, jobs=args.jobs, device=args.device, json_dir=args.json_dir, csv=args.csv,
+            report=args.report, show=args.show, force=args.force, shard=args.shard, summary_only=args.summary_only,
+            partial=args.partial,
+        )  # fmt: skip
+        return run_batch(options, settings)
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
     from autograder.report import grader_failure, table

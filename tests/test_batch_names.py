@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -66,7 +67,7 @@ def odd_batch(tmp_path_factory):
     root = tmp_path_factory.mktemp("odd")
     folder = root / "class"
     folder.mkdir()
-    names = ["a b", "a_b", '=HYPERLINK("x","y")', "x" * 245, NOT_UTF8]
+    names = ["a b", "a_b", '=HYPERLINK("x","y")', "x" * 245, NOT_UTF8, "Jos\u00e9", "Jose\u0301"]
     for name in names:
         shutil.copytree(TEMPLATE_DIR, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "alice").mkdir()
@@ -78,9 +79,11 @@ def odd_batch(tmp_path_factory):
     out.mkdir()  # alice's earlier result was the grader's own failure: a resumed batch grades her again
     failed = {"score": 0, "max_score": 0, "tests": [], "grader_error": "zygote died"}
     (out / "alice.json").write_text(json.dumps(failed))
-    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--csv", str(table)]
+    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--csv", str(table),
+               "--report", str(root / "class.html")]
     result = run(command, timeout=600)
-    return {"result": result, "out": out, "csv": table, "names": [*names, "alice", "linked", "cheat"]}
+    return {"result": result, "out": out, "csv": table, "names": [*names, "alice", "linked", "cheat"],
+            "report": root / "class.html"}
 
 
 def test_odd_names_are_all_graded_and_reported(odd_batch):
@@ -109,3 +112,17 @@ def test_every_result_names_the_sandbox(odd_batch):
     result = json.loads((odd_batch["out"] / "alice.json").read_text())
     assert result["extra_data"]["sandbox"].startswith(("full sandbox", "WEAKER SANDBOX"))
     assert "sandbox" in odd_batch["result"].stderr
+
+
+def test_odd_names_get_one_distinct_page_each_on_the_dashboard(odd_batch):
+    """'a b' and 'a_b', 'José' in two spellings, a 245-character name: each student's own page, linked, titled."""
+    from urllib.parse import unquote
+
+    pages = odd_batch["report"].parent / "class-feedback"
+    html = odd_batch["report"].read_text(encoding="utf-8")
+    links = [unquote(link) for link in re.findall(r'<a href="(class-feedback/[^"]+)"', html)]
+    written = sorted(page.name for page in pages.glob("*.html"))
+    assert len(written) == len(set(links) & {f"class-feedback/{name}" for name in written}) == len(odd_batch["names"])
+    for name in ("Jos\u00e9", "Jose\u0301", "a b", "a_b"):
+        titled = [page for page in written if f"<title>Feedback: {name}</title>" in (pages / page).read_text()]
+        assert len(titled) == 1, (name, titled)

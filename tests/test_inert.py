@@ -6,7 +6,8 @@ import csv
 import json
 
 from autograder.batch import _write_csv
-from autograder.render.html import student_body
+from autograder.class_results import class_results
+from autograder.render.html import student_page
 from autograder.render.inert import inert
 from autograder.report import table
 
@@ -34,10 +35,10 @@ def test_the_terminal_table_runs_no_escape_sequence():
 
 def test_the_html_page_and_the_csv_hold_no_control_character(tmp_path):
     """The feedback page and the grades CSV carry no control character from a student's text or name."""
-    page = student_body("x", RESULT)
+    page = student_page("x", RESULT)
     assert not any(c in page for c in CONTROLS if c != "\n")
     path = tmp_path / "grades.csv"
-    _write_csv(path, {"eve\x1b[2J": RESULT})
+    _write_csv(path, class_results({"eve\x1b[2J": RESULT}))
     rows = list(csv.reader(path.open()))
     assert rows[1][0] == "eve\\x1b[2J"
 

@@ -11,7 +11,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from autograder.render.dashboard import class_stats, dashboard, write_report
+from autograder.class_results import class_results
+from autograder.render.dashboard import dashboard, write_report
 from autograder.render.html import feedback_text, student_page
 from autograder.render.text import block_grid
 from autograder.roster import page_names
@@ -138,7 +139,7 @@ def test_dashboard_parses_embeds_its_plots_and_names_everyone(tmp_path):
     """One self-contained page: four plots that decode, every student linked to a page that exists, every check listed."""
     results = a_class()
     report = tmp_path / "class.html"
-    folder = write_report(report, results)
+    folder = write_report(report, class_results(results))
     checker = parsed(report.read_text())
     assert len(checker.images) == 4  # scores, pass rates, mistakes, times
     for src in checker.images:
@@ -163,7 +164,7 @@ def test_students_whose_names_look_alike_get_a_page_each(tmp_path):
     template = a_class()["alice"]
     names = ["a b", "a_b", "Jos\u00e9", "Jose\u0301", "x" * 240]
     results = {name: copy.deepcopy(template) for name in names}
-    folder = write_report(tmp_path / "class.html", results)
+    folder = write_report(tmp_path / "class.html", class_results(results))
     pages = page_names(names)
     assert len(set(pages.values())) == len(names) == len(list(folder.iterdir()))
     checker = parsed((tmp_path / "class.html").read_text())
@@ -173,7 +174,7 @@ def test_students_whose_names_look_alike_get_a_page_each(tmp_path):
 
 def test_sorting_is_inline():
     """The student table sorts by a script in the page itself, on every column."""
-    page = dashboard(a_class(), {name: f"{name}.html" for name in a_class()})
+    page = dashboard(class_results(a_class()), {name: f"{name}.html" for name in a_class()})
     assert "<script>" in page and "addEventListener" in page
     assert len(re.findall(r'<th data-sort="(?:text|number)"', page)) >= 4
 
@@ -185,7 +186,7 @@ def test_statistics_come_from_fields_not_wording():
     for each in reworded.values():
         for t in each["tests"]:
             t["output"] = "Likely cause: the mask's polarity is inverted. integrity fused attention"
-    before, after = class_stats(results), class_stats(reworded)
+    before, after = class_results(results), class_results(reworded)
     assert before.mistakes == after.mistakes == {"causal_flipped": 1}
     assert [(f.student, f.kind) for f in before.flags] == [(f.student, f.kind) for f in after.flags]
     assert [(f.student, f.kind) for f in before.flags] == [("carol", "integrity"), ("dave", "ungradable")]
@@ -195,7 +196,7 @@ def test_statistics_come_from_fields_not_wording():
 
 def test_integrity_check_that_could_not_run_is_no_flag():
     """bob's integrity check failed only because his function fails its other checks: nothing to review there."""
-    assert "bob <b>" not in {f.student for f in class_stats(a_class()).flags}
+    assert "bob <b>" not in {f.student for f in class_results(a_class()).flags}
 
 
 def test_render_draws_from_results_only():
@@ -220,10 +221,23 @@ def test_image_labels_never_round_a_leak_to_zero():
                                                 "grader_error": "Traceback\nboom"}}], ids=["empty", "grader-failure"])
 def test_dashboard_of_an_empty_or_broken_class_still_parses(results, tmp_path):
     """No students, or only a grader failure: the pages are still written, parse, and say so."""
-    write_report(tmp_path / "class.html", results)
+    write_report(tmp_path / "class.html", class_results(results))
     checker = parsed((tmp_path / "class.html").read_text())
     for src in checker.images:
         decoded(src)
     text = "".join(checker.text)
     assert "No check was scored" in text
     assert ("grader error" in text) == bool(results)
+
+
+def test_markup_in_a_name_or_a_message_is_shown_not_run(tmp_path):
+    """A student named with a script tag, and feedback holding markup, appear as text on both pages (autoescape)."""
+    name = '<script>alert("x")</script>'
+    hostile = copy.deepcopy(a_class()["carol"])
+    hostile["tests"][1]["output"] = '<img src=x onerror="alert(1)"> & more'
+    folder = write_report(tmp_path / "class.html", class_results({name: hostile}))
+    for page in (tmp_path / "class.html", folder / page_names([name])[name]):
+        checker = parsed(page.read_text())
+        assert not any("onerror" in attrs for attrs in checker.attributes)
+        assert len(re.findall(r"<script>", page.read_text())) == (1 if page.name == "class.html" else 0)  # the sorting
+        assert name in "".join(checker.text) and '<img src=x onerror="alert(1)"> & more' in "".join(checker.text)

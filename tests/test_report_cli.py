@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from autograder.batch import summary
+from autograder.class_results import class_results
 from autograder.roster import page_names
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
 from tests.test_render import a_class, decoded, parsed
@@ -99,7 +100,7 @@ def test_report_needs_a_batch():
 
 def test_class_summary_lists_flags_and_times_from_fields():
     """The text summary's review list and times come from extra_data.flag, ungradable and execution_time."""
-    text = summary(a_class())
+    text = summary(class_results(a_class()))
     review = text.split("Flagged for review", 1)[1]
     assert "carol: integrity" in review and "dave: ungradable" in review and "bob" not in review
     assert "median 3.0 s, slowest 9.5 s" in text

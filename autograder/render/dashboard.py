@@ -1,249 +1,102 @@
 """``sdpa-grade --batch DIR --report class.html``: a class dashboard, and a feedback page per student.
 
-Everything is read from the results' structured fields, never from their wording: scores,
-``tests[].extra_data`` (``check``, ``outcome``, ``mistake``, ``seconds``, ``flag``, ``picture``), and ``execution_time``, ``ungradable`` and
-``grader_error`` at the top. The dashboard is one HTML file with its plots embedded; the
-feedback pages sit in a folder beside it, named after it.
+Everything is read from the class's results (class_results.py), which come from the results' structured
+fields, never from their wording: the same numbers as the batch's text summary and CSV. The dashboard is
+one HTML file with its plots embedded; the feedback pages sit in a folder beside it, named after it,
+each student's page named by roster.py. This module computes what the pages show (the plots, the rates,
+the rows); templates/dashboard.html lays it out, autoescaped.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from autograder.checks.mistakes import SENTENCES
+from autograder.class_results import GRADED, ClassResults, describe
 from autograder.render import images
-from autograder.render.html import feedback_text, image_tag, page, write_student_page
-from autograder.roster import page_names
-
-SORT_SCRIPT = """
-document.querySelectorAll("table.sortable").forEach(function (table) {
-  table.querySelectorAll("th[data-sort]").forEach(function (header, column) {
-    header.addEventListener("click", function () {
-      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-      var numeric = header.dataset.sort === "number", down = header.dataset.dir !== "down";
-      header.dataset.dir = down ? "down" : "up";
-      rows.sort(function (a, b) {
-        var x = a.cells[column].dataset.value, y = b.cells[column].dataset.value;
-        var order = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
-        return down ? -order : order;
-      });
-      rows.forEach(function (row) { body.appendChild(row); });
-    });
-  });
-});
-"""
+from autograder.render.html import templates, write_student_page
 
 
-@dataclass
-class Flag:
-    """Something an instructor should look at: a failed integrity check, an ungradable submission, a grader error."""
-
-    student: str
-    kind: str
-    detail: str
-
-
-@dataclass
-class Student:
-    name: str
-    score: float
-    max_score: float
-    seconds: float
-    status: str  # graded, ungradable or grader-error
-    mistakes: list[str] = field(default_factory=list)
-    flags: list[Flag] = field(default_factory=list)
-
-
-@dataclass
-class ClassStats:
-    students: list[Student]
-    passed: Counter  # check name -> submissions that earned its points
-    seen: Counter  # check name -> submissions it was scored on
-    mistakes: Counter  # mistake key -> submissions that showed it
-    flags: list[Flag]
-    checks: list[str] = field(default_factory=list)  # every check's name, in the results' order, scored or not
-    check_seconds: dict[str, list[float]] = field(default_factory=dict)  # check name -> its seconds, per submission
-
-
-def describe(mistake: str) -> str:
-    """A named mistake's short description: the first clause of its sentence."""
-    return SENTENCES.get(mistake, mistake).split(";")[0]
-
-
-def flags_of(name: str, result: dict) -> list[Flag]:
-    found = []
-    if result.get("grader_error"):
-        found.append(Flag(name, "grader error", result["grader_error"].strip().splitlines()[-1][:300]))
-    if result.get("ungradable"):
-        found.append(Flag(name, "ungradable", result["ungradable"]))
-    for test in result.get("tests", []):
-        flag = (test.get("extra_data") or {}).get("flag")
-        if flag:
-            found.append(Flag(name, flag, f"{test['name']}: {feedback_text(test)}"))
-    return found
-
-
-def class_stats(results: dict[str, dict]) -> ClassStats:
-    passed: Counter = Counter()
-    seen: Counter = Counter()
-    mistakes: Counter = Counter()
-    students, flags, checks = [], [], {}
-    for name, result in results.items():
-        shown = set()
-        for test in result.get("tests", []):
-            checks.setdefault(test["name"], []).append(float((test.get("extra_data") or {}).get("seconds", 0)))
-            mistake = (test.get("extra_data") or {}).get("mistake")
-            if mistake:
-                shown.add(mistake)
-            if test.get("max_score", 0) == 0:
-                continue
-            seen[test["name"]] += 1
-            passed[test["name"]] += test["score"] == test["max_score"]
-        mistakes.update(shown)
-        status = "grader-error" if result.get("grader_error") else "ungradable" if result.get("ungradable") else "graded"
-        student = Student(name, float(result.get("score", 0)), float(result.get("max_score", 0)),
-                          float(result.get("execution_time", 0)), status, sorted(shown), flags_of(name, result))
-        students.append(student)
-        flags += student.flags
-    return ClassStats(students, passed, seen, mistakes, flags, list(checks), checks)
-
-
-def _section(title: str, content: str, anchor: str) -> str:
-    return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{content}\n</section>'
-
-
-def _score_plot(stats: ClassStats) -> str:
-    graded = [s for s in stats.students if s.status == "graded"]
+def _scores(stats: ClassResults) -> dict:
+    students = stats.present
     # the usual maximum (an ungradable submission may be scored out of a little more: checks that could not run)
-    top = Counter(s.max_score for s in stats.students).most_common(1)[0][0] if stats.students else 1
+    top = Counter(s.max_score for s in students).most_common(1)[0][0] if students else 1
     top = top or 1
     step = max(1, math.ceil(top / 20))
     bins = [step * i for i in range(int(top // step) + 2)]
-    scores = [s.score for s in stats.students]
-    mean = sum(scores) / len(scores) if scores else 0
-    text = (f"<p>{len(stats.students)} submissions, {len(graded)} graded; mean {mean:.1f} of {top:g}; "
-            f"full marks: {sum(s.score == s.max_score > 0 for s in stats.students)}.</p>")
+    scores = [s.score for s in students]
     figure = images.histogram_png(scores, bins=bins, xlabel=f"score (of {top:g})", title="Scores")
-    return text + image_tag(figure, "histogram of the scores")
+    return {"count": len(students), "graded": sum(s.status == GRADED for s in students), "top": top,
+            "mean": sum(scores) / len(scores) if scores else 0,
+            "full": sum(s.score == s.max_score > 0 for s in students), "plot": images.data_uri(figure)}  # fmt: skip
 
 
-def _pass_plot(stats: ClassStats) -> str:
+def _checks(stats: ClassResults) -> tuple[list[dict], str]:
+    """Every check with its pass rate (``None``: never scored), and the plot of the scored ones' rates."""
     if not stats.seen:
-        return "<p>No check was scored.</p>"
+        return [], ""
     names = list(stats.seen)
     rates = [100 * stats.passed[n] / stats.seen[n] for n in names]
     colors = [images.GREEN if r >= 80 else "#e69a28" if r >= 50 else images.RED for r in rates]
-    figure = images.bars_png(names, rates, xlabel="% of submissions that passed", title="Pass rate per check", limit=100,
-                             colors=colors)
+    figure = images.bars_png(names, rates, xlabel="% of submissions that passed", title="Pass rate per check",
+                             limit=100, colors=colors)
     rate = dict(zip(names, rates))
-    rows = "".join(
-        f'<tr><td data-value="{escape(n)}">{escape(n)}</td><td class="number" data-value="{rate[n]:.3f}">'
-        f"{stats.passed[n]}/{stats.seen[n]} ({rate[n]:.0f}%)</td></tr>"
-        if n in rate else f'<tr><td data-value="{escape(n)}">{escape(n)}</td><td class="number" data-value="-1">not scored</td></tr>'
-        for n in stats.checks
-    )
-    table = ('<details><summary>as a table</summary><table class="sortable"><thead><tr><th data-sort="text">check</th>'
-             f'<th class="number" data-sort="number">passed</th></tr></thead><tbody>{rows}</tbody></table></details>')
-    return image_tag(figure, "pass rate of each check") + table
+    rows = [{"name": n, "rate": rate.get(n), "passed": stats.passed[n], "seen": stats.seen[n]} for n in stats.checks]
+    return rows, images.data_uri(figure)
 
 
-def _mistake_plot(stats: ClassStats) -> str:
+def _mistakes(stats: ClassResults) -> tuple[list[tuple[str, int, str]], str]:
+    """Each named mistake, most frequent first, with its count and meaning; and their plot."""
     if not stats.mistakes:
-        return "<p>No named mistake was recognised.</p>"
+        return [], ""
     common = stats.mistakes.most_common()
     figure = images.bars_png([k for k, _ in common], [c for _, c in common], xlabel="submissions showing it",
                              title="Named mistakes, most frequent first", integers=True)
-    rows = "".join(f'<tr data-mistake="{escape(k)}"><td class="number">{c}</td><td><code>{escape(k)}</code></td>'
-                   f"<td>{escape(describe(k))}</td></tr>" for k, c in common)
-    return (image_tag(figure, "named mistakes by frequency")
-            + '<table><thead><tr><th class="number">submissions</th><th>mistake</th><th>what it means</th></tr></thead>'
-            f"<tbody>{rows}</tbody></table>")
+    return [(k, c, describe(k)) for k, c in common], images.data_uri(figure)
 
 
-def _flag_table(stats: ClassStats, links: dict[str, str]) -> str:
-    if not stats.flags:
-        return "<p>Nothing to review: no integrity check flagged a submission, and every one was graded.</p>"
-    rows = "".join(
-        f'<tr><td><a href="{links[f.student]}">{escape(f.student)}</a></td><td>{escape(f.kind)}</td>'
-        f'<td><pre class="feedback">{escape(f.detail)}</pre></td></tr>'
-        for f in stats.flags
-    )
-    return f"<table><thead><tr><th>student</th><th>flag</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
-
-
-def _time_plot(stats: ClassStats) -> str:
-    seconds = sorted(s.seconds for s in stats.students)
+def _times(stats: ClassResults) -> dict | None:
+    seconds = sorted(s.seconds for s in stats.present)
     if not seconds:
-        return "<p>No submission was graded.</p>"
+        return None
     top = max(seconds[-1], 1.0)
     step = top / 15
     bins = [step * i for i in range(17)]
-    middle = seconds[len(seconds) // 2]
-    text = f"<p>Median {middle:.1f} s, slowest {seconds[-1]:.1f} s, {sum(seconds):.0f} s in all (one grading each).</p>"
     slowest = sorted(stats.check_seconds.items(), key=lambda item: -sum(item[1]) / len(item[1]))[:5]
-    rows = "".join(f'<tr><td>{escape(name)}</td><td class="number">{sum(t) / len(t):.2f}</td><td class="number">{max(t):.2f}</td></tr>'
-                   for name, t in slowest)
-    table = ('<table><thead><tr><th>slowest checks</th><th class="number">mean seconds</th><th class="number">longest</th></tr>'
-             f"</thead><tbody>{rows}</tbody></table>")
-    return text + image_tag(images.histogram_png(seconds, bins=bins, xlabel="seconds", title="Grading time per submission"),
-                            "histogram of grading times") + table
+    figure = images.histogram_png(seconds, bins=bins, xlabel="seconds", title="Grading time per submission")
+    return {"median": seconds[len(seconds) // 2], "slowest": seconds[-1], "total": sum(seconds),
+            "slowest_checks": [(name, sum(t) / len(t), max(t)) for name, t in slowest], "plot": images.data_uri(figure)}
 
 
-def _student_table(stats: ClassStats, links: dict[str, str]) -> str:
-    rows = []
-    for s in stats.students:
-        mistakes = ", ".join(s.mistakes)
-        flags = ", ".join(sorted({f.kind for f in s.flags}))
-        percent = 100 * s.score / s.max_score if s.max_score else 0.0
-        rows.append(
-            f'<tr data-student="{escape(s.name)}"><td data-value="{escape(s.name)}"><a href="{links[s.name]}">{escape(s.name)}</a></td>'
-            f'<td class="number" data-value="{s.score:g}">{s.score:g}/{s.max_score:g}</td>'
-            f'<td class="number" data-value="{percent:.3f}">{percent:.0f}%</td>'
-            f'<td class="number" data-value="{s.seconds:.3f}">{s.seconds:.1f}</td>'
-            f'<td data-value="{escape(s.status)}">{escape(s.status)}</td>'
-            f'<td data-value="{escape(flags)}">{escape(flags)}</td>'
-            f'<td data-value="{escape(mistakes)}">{escape(mistakes)}</td></tr>'
-        )
-    header = "".join(
-        f'<th data-sort="{kind}"{" class=number" if kind == "number" else ""}>{label}</th>'
-        for label, kind in (("student", "text"), ("score", "number"), ("%", "number"), ("seconds", "number"),
-                            ("status", "text"), ("flags", "text"), ("named mistakes", "text"))
-    )  # fmt: skip
-    return (f'<p class="muted">Click a column to sort; click a name for that student\'s feedback page.</p>'
-            f'<table class="sortable" id="student-table"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+def _students(stats: ClassResults) -> list[dict]:
+    return [{"name": s.name, "score": s.score, "max_score": s.max_score, "seconds": s.seconds, "status": s.status,
+             "percent": 100 * s.score / s.max_score if s.max_score else 0.0,
+             "flags": ", ".join(sorted({f.kind for f in s.flags})), "mistakes": ", ".join(s.mistakes)}
+            for s in stats.present]  # fmt: skip
 
 
-def dashboard(results: dict[str, dict], links: dict[str, str]) -> str:
+def dashboard(stats: ClassResults, links: dict[str, str]) -> str:
     """The class dashboard as one self-contained HTML document; ``links``: student -> their feedback page."""
-    stats = class_stats(results)
-    body = "\n".join([
-        "<h1>Class dashboard: scaled dot-product attention</h1>",
-        '<p class="muted"><a href="#scores">scores</a> · <a href="#checks">checks</a> · <a href="#mistakes">mistakes</a>'
-        ' · <a href="#flags">to review</a> · <a href="#times">grading times</a> · <a href="#students">students</a></p>',
-        _section("Scores", _score_plot(stats), "scores"),
-        _section("Pass rate of each check", _pass_plot(stats), "checks"),
-        _section("Named mistakes", _mistake_plot(stats), "mistakes"),
-        _section(f"To review ({len(stats.flags)})", _flag_table(stats, links), "flags"),
-        _section("Grading times", _time_plot(stats), "times"),
-        _section("Students", _student_table(stats, links), "students"),
-    ])  # fmt: skip
-    return page("Class dashboard", body, SORT_SCRIPT)
+    checks, checks_plot = _checks(stats)
+    mistakes, mistakes_plot = _mistakes(stats)
+    return templates().get_template("dashboard.html").render(
+        scores=_scores(stats), checks=checks, checks_plot=checks_plot, mistakes=mistakes, mistakes_plot=mistakes_plot,
+        flags=stats.flags, times=_times(stats), students=_students(stats), links=links,
+    )  # fmt: skip
 
 
-def write_report(path: Path, results: dict[str, dict]) -> Path:
-    """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``; return that folder."""
+def write_report(path: Path, stats: ClassResults) -> Path:
+    """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``; return that folder.
+
+    Students with no result (a merge with some missing) get neither a page nor a row.
+    """
     folder = path.parent / f"{path.stem}-feedback"
     folder.mkdir(parents=True, exist_ok=True)
     links = {}
-    pages = page_names(list(results))
-    for name, result in results.items():
-        target = folder / pages[name]
-        write_student_page(target, name, result, back=f"../{quote(path.name)}")
-        links[name] = f"{quote(folder.name)}/{quote(target.name)}"
-    path.write_text(dashboard(results, links), encoding="utf-8")
+    for student in stats.present:
+        write_student_page(folder / student.page, student.shown, student.result, back=f"../{quote(path.name)}")
+        links[student.name] = f"{quote(folder.name)}/{quote(student.page)}"
+    path.write_text(dashboard(stats, links), encoding="utf-8")
     return folder

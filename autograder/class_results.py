@@ -1,0 +1,135 @@
+"""A class's results in one place: each student's status, flags and named mistakes, and the class's statistics.
+
+The text summary and the CSV (batch.py), the dashboard and the feedback pages (render/dashboard.py) all
+read one ``ClassResults``, built once from the results' structured fields (scores, ``tests[].extra_data``,
+``execution_time``, ``ungradable``, ``grader_error``), never from their wording. Nothing is counted twice,
+so the summary and the dashboard cannot drift apart, and each student's file names come from roster.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from autograder.render.html import feedback_text
+from autograder.roster import page_names, result_names, shown
+
+# A student's status, as the CSV and the dashboard write it
+GRADED, UNGRADABLE, GRADER_ERROR, MISSING = "graded", "ungradable", "grader-error", "missing"
+
+
+def status_of(result: dict | None) -> str:
+    """graded, ungradable, grader-error, or missing (no result yet: a merge of shards that is not whole)."""
+    if result is None:
+        return MISSING
+    return GRADER_ERROR if result.get("grader_error") else UNGRADABLE if result.get("ungradable") else GRADED
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Something an instructor should look at: a failed integrity check, an ungradable submission, a grader error."""
+
+    student: str
+    kind: str  # the integrity check's flag (extra_data.flag), "ungradable" or "grader error"
+    detail: str  # the check's name and feedback, the reason it was ungradable, or the error's last line
+    check: str | None = None  # for an integrity flag: the check that raised it (extra_data.check); else None
+
+
+@dataclass(frozen=True)
+class Student:
+    """One student's line of the class: their numbers, and their result as written (``None``: missing)."""
+
+    name: str
+    result: dict | None
+    file: str  # the result file's name (roster.result_names)
+    page: str  # the feedback page's name (roster.page_names)
+    score: float
+    max_score: float
+    seconds: float
+    status: str  # graded, ungradable, grader-error or missing
+    mistakes: list[str] = field(default_factory=list)  # named mistakes shown by any of their checks, sorted
+    flags: list[Flag] = field(default_factory=list)  # grader error, ungradable, then integrity flags in check order
+
+    @property
+    def shown(self) -> str:
+        """The name as printed and written to the CSV (roster.shown)."""
+        return shown(self.name)
+
+
+@dataclass(frozen=True)
+class ClassResults:
+    """Every student, in the roster's order, and what the class's checks counted over those with a result."""
+
+    students: list[Student]
+    passed: Counter  # check name -> submissions that earned its points
+    seen: Counter  # check name -> submissions it was scored on (worth more than 0), in order of first appearance
+    mistakes: Counter  # mistake key -> submissions that showed it (in any check), in order of first appearance
+    checks: list[str]  # every check's name, in the results' order, scored or not
+    check_seconds: dict[str, list[float]]  # check name -> its seconds, one per submission that ran it
+
+    @property
+    def present(self) -> list[Student]:
+        """The students with a result (those missing from a merge left out)."""
+        return [s for s in self.students if s.result is not None]
+
+    @property
+    def flags(self) -> list[Flag]:
+        return [flag for student in self.students for flag in student.flags]
+
+
+def describe(mistake: str) -> str:
+    """A named mistake's short description: the first clause of its sentence."""
+    from autograder.checks.mistakes import SENTENCES
+
+    return SENTENCES.get(mistake, mistake).split(";")[0]
+
+
+def reason(flag: str) -> str:
+    """An integrity flag's short description."""
+    from autograder.checks.flags import REASONS
+
+    return REASONS.get(flag, flag)
+
+
+def flags_of(name: str, result: dict) -> list[Flag]:
+    """A result's flags, from its fields: a grader error, ungradable, and each test's ``extra_data.flag``."""
+    found = []
+    if result.get("grader_error"):
+        found.append(Flag(name, "grader error", result["grader_error"].strip().splitlines()[-1][:300]))
+    if result.get("ungradable"):
+        found.append(Flag(name, "ungradable", result["ungradable"]))
+    for test in result.get("tests", []):
+        extra = test.get("extra_data") or {}
+        if extra.get("flag"):
+            found.append(Flag(name, extra["flag"], f"{test['name']}: {feedback_text(test)}",
+                              extra.get("check", test.get("name"))))
+    return found
+
+
+def class_results(results: dict[str, dict | None]) -> ClassResults:
+    """Student name -> their result (``None``: none yet) -> the class, each number counted here and only here."""
+    passed: Counter = Counter()
+    seen: Counter = Counter()
+    mistakes: Counter = Counter()
+    check_seconds: dict[str, list[float]] = {}
+    files, pages = result_names(list(results)), page_names(list(results))
+    students = []
+    for name, result in results.items():
+        shown_here: dict[str, None] = {}  # a set in order of appearance: ties in mistakes keep the results' order
+        for test in (result or {}).get("tests", []):
+            extra = test.get("extra_data") or {}
+            check_seconds.setdefault(test["name"], []).append(float(extra.get("seconds", 0)))
+            if extra.get("mistake"):
+                shown_here[extra["mistake"]] = None
+            if test.get("max_score", 0) == 0:
+                continue
+            seen[test["name"]] += 1
+            passed[test["name"]] += test["score"] == test["max_score"]
+        mistakes.update(list(shown_here))
+        given = result or {}
+        students.append(Student(
+            name, result, files[name], pages[name], float(given.get("score", 0)), float(given.get("max_score", 0)),
+            float(given.get("execution_time", 0)), status_of(result), sorted(shown_here),
+            flags_of(name, result) if result is not None else [],
+        ))  # fmt: skip
+    return ClassResults(students, passed, seen, mistakes, list(check_seconds), check_seconds)
