@@ -1,6 +1,6 @@
 """Print where one grading's time goes, as a batch's forked grading spends it.
 
-    .venv/bin/python bench/grading_profile.py [--gradings 5] [--tree PATH] [--top 25] [--submission FILE]
+    .venv/bin/python bench/grading_profile.py [--gradings 5] [--tree PATH] [--top 25] [--submission FILE] [--no-profile]
 
 Like a batch: one zygote, ``grade.warm_up`` first, then ``--gradings`` gradings of the reference one
 after another with that zygote (the first is not counted: a batch's children fork from a warm parent).
@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=ROOT, help="grade with the code of this checkout")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--submission", type=Path, default=ROOT / "reference" / "attention.py")
+    parser.add_argument("--no-profile", action="store_true", help="CPU seconds only (cProfile slows the last grading)")
     args = parser.parse_args()
     sys.path.insert(0, str(args.tree.resolve()))
     group = _join_cpu_group()  # before the zygote starts: it and all it forks are counted too
@@ -83,7 +84,7 @@ def main() -> None:
     profile = cProfile.Profile(time.process_time)  # CPU time: a loaded machine's waits are not this process's cost
     try:
         for index in range(args.gradings):
-            last = index == args.gradings - 1
+            last = index == args.gradings - 1 and not args.no_profile
             wall, own, total = time.perf_counter(), _own_cpu(), _charged(group)
             if last:
                 profile.enable()
@@ -113,7 +114,7 @@ def main() -> None:
         print("checks (median seconds):")
         for check, seconds in sorted(checks.items(), key=lambda item: -statistics.median(item[1]))[:12]:
             print(f"  {check:28s} {statistics.median(seconds):6.3f}")
-    for order in ("tottime", "cumulative"):
+    for order in () if args.no_profile else ("tottime", "cumulative"):
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats(order).print_stats(args.top)
         print(f"\nthe last grading, in this process, by {order}:")
