@@ -159,3 +159,22 @@ def test_strings_that_cannot_be_encoded_are_replaced():
         got = wire.receive(b)
     assert got["message"].encode("utf-8") and all(key.encode("utf-8") for key in got)
     assert "bad" in got["message"] and "text" in got["message"]
+
+
+class _Row(list):
+    pass
+
+
+def test_every_kind_of_value_encodes_as_it_always_has():
+    """Exact types and subclasses alike (torch.Size a tuple, a list or dict subclass, bools beside ints), byte for
+    byte: the header of a mixed value, then the same value back."""
+    value = {"op": "time", 1: [True, 0, -(1 << 63), None, "é"], "shape": torch.Size([2, 3]), "row": _Row([1.5, 2]),
+             "inf": float("-inf"), "nested": {"$shm": 64, "dtype": "float32", "shape": [128, 1, 8, 8]}}
+    header, blobs = wire.encode(value)
+    assert json.loads(header) == {"body": {
+        "op": "time", "1": [True, 0, -(1 << 63), None, "é"], "shape": {"$tuple": [2, 3]}, "row": [1.5, 2],
+        "inf": {"$float": "-inf"}, "nested": {"$shm": 64, "dtype": "float32", "shape": [128, 1, 8, 8]}}, "sizes": []}
+    assert blobs == []
+    back = roundtrip(value)
+    assert back["1"] == [True, 0, -(1 << 63), None, "é"] and type(back["1"][0]) is bool
+    assert back["shape"] == (2, 3) and back["inf"] == float("-inf") and back["nested"] == value["nested"]

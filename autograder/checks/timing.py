@@ -28,6 +28,10 @@ TARGET = "scaled_dot_product_attention"
 # Shapes are (B, H, T_q, T_k, d): few keys keep the honest work small while a loop over queries runs T_q times.
 CPU_SHAPES = ((128, 1, 8, 8, 8), (1, 128, 8, 8, 8), (1, 1, 512, 8, 8))
 CPU_REPEAT = 10  # calls per round, each with inputs of its own
+# calls in a form's warm-up round (never measured, its answers checked like every round's): enough for the first
+# call's costs (allocations for the shape, the form's own code path) to be paid before a measured round, and no more:
+# with the full 10 each warm-up round cost about as much as a measured one, a fifth of the check's time and CPU
+WARM_UP_REPEAT = 2
 # On CUDA inputs and results cross to the device inside the timed round, on both sides alike.
 GPU_SHAPES = ((4, 8, 512, 512, 64),)
 GPU_REPEAT = 5
@@ -114,8 +118,9 @@ def one_thread():
 
 def measure(student, reference, draw: Draw, shape: tuple, *, rounds: int, repeat: int, tolerance,
             sample: int = 2, device: str = "cpu") -> Measurement:
-    """Interleaved rounds (student, reference, ...) of every call form, after one warm-up round each; per form, the
-    median of its per-round ratios (``rounds`` in all, shared among the forms); the slowest form is the result."""
+    """Interleaved rounds (student, reference, ...) of every call form, after one warm-up round each (of
+    ``WARM_UP_REPEAT`` calls); per form, the median of its per-round ratios (``rounds`` in all, shared among the
+    forms); the slowest form is the result."""
     with one_thread():
         return _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device)
 
@@ -127,16 +132,17 @@ def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample,
     cpu: dict[str, list[float]] = {form: [] for form in forms}
     wall: dict[str, list[float]] = {form: [] for form in forms}
     for index in range(-(-rounds // len(forms)) + 1):
+        calls = repeat if index else min(repeat, WARM_UP_REPEAT)  # the first round of each form warms up
         for form in forms:
-            inputs = timing_inputs(draw, shape, repeat, dtype, form)
+            inputs = timing_inputs(draw, shape, calls, dtype, form)
             mine = _round(student, inputs, shape, dtype, device, form)
-            theirs = _round(reference, timing_inputs(draw, shape, repeat, dtype, form), shape, dtype, device, form)
+            theirs = _round(reference, timing_inputs(draw, shape, calls, dtype, form), shape, dtype, device, form)
             # which repetitions are checked is chosen only now, after the answer, by the system's CSPRNG: no seed to recover
-            picks = _PICKER.sample(range(repeat), min(sample, repeat))
+            picks = _PICKER.sample(range(calls), min(sample, calls))
             result.wrong = check_outputs(mine, inputs, picks, tolerance, form)
             if result.wrong:
                 return result
-            if index:  # the first round of each form warms up
+            if index:
                 cpu[form].append(mine.cpu_seconds / max(theirs.cpu_seconds, 1e-9))
                 wall[form].append(mine.seconds / max(theirs.seconds, 1e-9))
     medians = {form: statistics.median(cpu[form]) for form in forms}

@@ -40,6 +40,13 @@ def encode(value) -> tuple[bytes, list[bytes]]:
     blobs: list[bytes] = []
 
     def plain(item):
+        kind = type(item)  # exact types first: a timed request is ~500 ints, strings, dicts and lists (its slots)
+        if kind in _LEAVES:
+            return item
+        if kind is dict:
+            return {str(key): plain(x) for key, x in item.items()}
+        if kind is list:
+            return [plain(x) for x in item]
         if isinstance(item, torch.Tensor):
             if type(item) is not torch.Tensor and not isinstance(item, torch.nn.Parameter):
                 raise WireError(f"a tensor subclass ({type(item).__name__}) cannot be sent")
@@ -54,8 +61,6 @@ def encode(value) -> tuple[bytes, list[bytes]]:
             return [plain(x) for x in item]
         if isinstance(item, dict):
             return {str(key): plain(x) for key, x in item.items()}
-        if item is None or type(item) in (bool, int, str):
-            return item
         if type(item) is float:
             return item if math.isfinite(item) else {"$float": repr(item)}
         raise WireError(f"a value of type {type(item).__name__} cannot be sent")
@@ -68,8 +73,11 @@ def nesting(header: bytes) -> int:
     """How deep lists and objects nest in a JSON text, counted without decoding it."""
     depth = deepest = 0
     for bracket in _BRACKET.findall(_STRING.sub(b'""', header)):
-        depth += 1 if bracket in b"[{" else -1
-        deepest = max(deepest, depth)
+        if bracket in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
     return deepest
 
 
@@ -92,14 +100,17 @@ def decode(header: bytes, read_blob, limit: int = MAX_MESSAGE):
         raise WireError(f"blobs of {sum(sizes)} bytes (at most {limit})")
     blobs = [read_blob(size) for size in sizes]
 
-    def rebuild(item):
-        if isinstance(item, list):
-            return [rebuild(x) for x in item]
-        if isinstance(item, str):
+    def rebuild(item):  # json.loads makes exact lists, dicts, strs, ints, floats, bools and None only
+        kind = type(item)
+        if kind is str:
             return _text(item)
-        if type(item) is int and not -(1 << 63) <= item < 1 << 63:
-            raise WireError("an integer too large for int64")
-        if not isinstance(item, dict):
+        if kind is int:
+            if not _INT64[0] <= item < _INT64[1]:
+                raise WireError("an integer too large for int64")
+            return item
+        if kind is list:
+            return [rebuild(x) for x in item]
+        if kind is not dict:
             return item
         if "$tuple" in item:
             if not isinstance(item["$tuple"], list):
@@ -117,10 +128,14 @@ def decode(header: bytes, read_blob, limit: int = MAX_MESSAGE):
 
 
 _SPECIAL_FLOATS = ("nan", "inf", "-inf")  # what encode writes for a float JSON cannot hold
+_INT64 = (-(1 << 63), 1 << 63)
+_LEAVES = (str, int, bool, type(None))  # sent as they are
 
 
 def _text(value: str) -> str:
     """A string every later encode accepts: a lone surrogate (which JSON may carry) becomes U+FFFD."""
+    if value.isascii():  # nearly every string: nothing to check
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -1,0 +1,68 @@
+"""What the timing check spends: short warm-up rounds, whole measured rounds, every round's answers checked."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from types import SimpleNamespace
+
+import torch
+
+from autograder.checks.cases import Draw
+from autograder.checks.timing import CPU_REPEAT, FORMS, WARM_UP_REPEAT, keywords, measure
+from reference import attention as ref
+
+SHAPE = (2, 1, 4, 4, 4)
+
+
+class _Counting:
+    """An honest attention, in this process, that notes how many calls each of its rounds had, per form; in ``wrong``
+    rounds (by their number in the form, 0 the first) its first call answers zeros."""
+
+    takes_keywords = True
+
+    def __init__(self, wrong: tuple[int, ...] = ()) -> None:
+        self.calls: dict[str, list[int]] = defaultdict(list)
+        self.wrong = wrong
+
+    def timed(self, target, inputs, outputs, device="cpu", kwargs=None):
+        form = FORMS[2] if kwargs else FORMS[1] if len(inputs[0]) == 4 else FORMS[0]
+        answers = []
+        for index, (Q, K, V, *mask) in enumerate(inputs):
+            right = ref.scaled_dot_product_attention(Q, K, V, *mask, **(kwargs or {}))
+            wrong = index == 0 and len(self.calls[form]) in self.wrong
+            answers.append([torch.zeros_like(t) for t in right] if wrong else list(right))
+        self.calls[form].append(len(inputs))
+        return SimpleNamespace(ok=True, outputs=answers, cpu_seconds=1.0, seconds=1.0)
+
+
+def test_a_warm_up_round_is_short_and_every_measured_round_whole():
+    """Each form's first round (never measured) has WARM_UP_REPEAT calls; each of the 3 measured rounds CPU_REPEAT."""
+    student, reference = _Counting(), _Counting()
+    found = measure(student, reference, Draw(3), SHAPE, rounds=9, repeat=CPU_REPEAT, tolerance=(1e-5, 1e-5))
+    assert found.wrong == "" and found.cpu_ratio == 1.0
+    for counted in (student, reference):
+        assert dict(counted.calls) == {form: [WARM_UP_REPEAT, CPU_REPEAT, CPU_REPEAT, CPU_REPEAT] for form in FORMS}
+    assert WARM_UP_REPEAT < CPU_REPEAT
+
+
+def test_a_wrong_answer_in_a_warm_up_round_is_caught_every_time():
+    """A warm-up round's answers are checked like a measured round's, and all of them, since it is short: one wrong
+    call among them is always caught (among 10 calls with 2 checked, it was caught one time in five)."""
+    for seed in range(10):
+        found = measure(_Counting(wrong=(0,)), _Counting(), Draw(seed), SHAPE, rounds=9, repeat=CPU_REPEAT,
+                        tolerance=(1e-5, 1e-5))
+        assert "differs from the expected one" in found.wrong
+        assert f"({FORMS[0]})" in found.wrong  # the first form's warm-up: nothing after it ran
+
+
+def test_every_form_is_still_timed_with_its_own_inputs():
+    """The warm-up change leaves the forms alone: a bool mask only in its form, is_causal=True only in its own."""
+    seen: dict[str, set] = defaultdict(set)
+
+    class _Recording(_Counting):
+        def timed(self, target, inputs, outputs, device="cpu", kwargs=None):
+            seen[repr(kwargs or {})].add(len(inputs[0]))
+            return super().timed(target, inputs, outputs, device, kwargs)
+
+    measure(_Recording(), _Counting(), Draw(5), SHAPE, rounds=9, repeat=CPU_REPEAT, tolerance=(1e-5, 1e-5))
+    assert seen == {"{}": {3, 4}, repr(keywords(FORMS[2])): {3}}
