@@ -66,8 +66,11 @@ def students(folder: Path) -> dict[str, Path]:
     that neither is dropped. Symbolic links are kept here and refused when read (submission.py).
     Folders that an earlier batch wrote (they hold ``MARKER``) are not students.
     """
-    entries = [e for e in sorted(folder.iterdir())
-               if not e.name.startswith(".") and not (e.is_dir() and (e / MARKER).is_file())]
+    entries = [
+        e
+        for e in sorted(folder.iterdir())
+        if not e.name.startswith(".") and not (e.is_dir() and (e / MARKER).is_file())
+    ]
     folders = {e.name for e in entries if e.is_dir()}
     found = {}
     for entry in entries:
@@ -85,7 +88,9 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def _grade_in_child(submission: Path, target: Path, settings: Settings, device: str, zygote: Zygote, batch: int) -> None:
+def _grade_in_child(
+    submission: Path, target: Path, settings: Settings, device: str, zygote: Zygote, batch: int
+) -> None:
     """In a forked child: grade, write the result, exit. Never returns."""
     die_with_parent(batch)  # the batch killed, by SIGKILL too: no grading of it runs on
     code = 0
@@ -113,11 +118,16 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         print(f"sdpa-grade: Invalid --jobs {args.jobs}: expected at least 1", file=sys.stderr)
         return 2
     if args.partial and not args.summary_only:
-        print("sdpa-grade: --partial goes with --summary-only (a merge that may have students missing)", file=sys.stderr)
+        print(
+            "sdpa-grade: --partial goes with --summary-only (a merge that may have students missing)", file=sys.stderr
+        )
         return 2
     roster = select(students(folder), args.shard)
     if args.show is not None and args.show not in roster:
-        print(f"sdpa-grade: Invalid --show {args.show}: no such student in {folder} (have: {', '.join(roster)})", file=sys.stderr)
+        print(
+            f"sdpa-grade: Invalid --show {args.show}: no such student in {folder} (have: {', '.join(roster)})",
+            file=sys.stderr,
+        )
         return 2
     out = args.json_dir or folder.parent / f"{folder.name}-grades"
     mark_output(out)
@@ -129,11 +139,14 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     if args.summary_only:
         return _summarise_only(roster, targets, args)
     # a result that was the grader's own failure is graded again
-    todo = [name for name in roster
-            if args.force or not targets[name].is_file() or _read(targets[name]).get("grader_error")]
+    todo = [
+        name for name in roster if args.force or not targets[name].is_file() or _read(targets[name]).get("grader_error")
+    ]
     shard = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
-    print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade",
-          file=sys.stderr)
+    print(
+        f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade",
+        file=sys.stderr,
+    )
 
     try:
         failures = _grade_all(todo, roster, targets, settings, args)
@@ -143,8 +156,11 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             failures = _grade_all(again, roster, targets, settings, args)
     except KeyboardInterrupt:
         saved = sum(1 for name in roster if targets[name].is_file() and not _read(targets[name]).get("grader_error"))
-        print(f"\nsdpa-grade: interrupted: {saved} of {len(roster)} results are saved in {out}; run the same command"
-              " again to grade the rest", file=sys.stderr)
+        print(
+            f"\nsdpa-grade: interrupted: {saved} of {len(roster)} results are saved in {out}; run the same command"
+            " again to grade the rest",
+            file=sys.stderr,
+        )
         return 130
     results = {name: _read(targets[name]) for name in roster}
     for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
@@ -164,7 +180,10 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         mark_output(pages)
         print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
     if failures:
-        print(f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results", file=sys.stderr)
+        print(
+            f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results",
+            file=sys.stderr,
+        )
         return 3
     return 0
 
@@ -179,12 +198,17 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
     """
     missing = [name for name in roster if not targets[name].is_file()]
     if missing:
-        print(f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: "
-              f"{', '.join(shown(name) for name in missing)}", file=sys.stderr)
+        print(
+            f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: "
+            f"{', '.join(shown(name) for name in missing)}",
+            file=sys.stderr,
+        )
     if missing and not args.partial:
         wrote = f"no CSV written ({args.csv}); " if args.csv else ""
-        print(f"sdpa-grade: {wrote}grade them (run their shard again), then merge; --partial merges what there is",
-              file=sys.stderr)
+        print(
+            f"sdpa-grade: {wrote}grade them (run their shard again), then merge; --partial merges what there is",
+            file=sys.stderr,
+        )
         return 1
     stats = class_results({name: None if name in missing else _read(targets[name]) for name in roster})
     if args.csv:
@@ -265,8 +289,10 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
     width = 30
     filled = int(width * done / max(total, 1))
     bar = "#" * filled + "-" * (width - filled)
-    print(f"[{bar}] {done}/{total} {time.perf_counter() - started:5.0f}s  {shown(name)}: {result.get('score', 0):g}/{result.get('max_score', 0):g}",
-          file=sys.stderr)
+    print(
+        f"[{bar}] {done}/{total} {time.perf_counter() - started:5.0f}s  {shown(name)}: {result.get('score', 0):g}/{result.get('max_score', 0):g}",
+        file=sys.stderr,
+    )
 
 
 def _write_csv(path: Path, stats: ClassResults) -> None:
@@ -279,8 +305,14 @@ def _write_csv(path: Path, stats: ClassResults) -> None:
             if student.result is None:
                 writer.writerow([_cell(student.shown), "", "", MISSING])
                 continue
-            writer.writerow([_cell(student.shown), student.result.get("score", 0), student.result.get("max_score", 0),
-                             student.status])
+            writer.writerow(
+                [
+                    _cell(student.shown),
+                    student.result.get("score", 0),
+                    student.result.get("max_score", 0),
+                    student.status,
+                ]
+            )
     os.replace(temporary, path)
 
 

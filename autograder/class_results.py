@@ -101,8 +101,11 @@ def flags_of(name: str, result: dict) -> list[Flag]:
     for test in result.get("tests", []):
         extra = test.get("extra_data") or {}
         if extra.get("flag"):
-            found.append(Flag(name, extra["flag"], f"{test['name']}: {feedback_text(test)}",
-                              extra.get("check", test.get("name"))))
+            found.append(
+                Flag(
+                    name, extra["flag"], f"{test['name']}: {feedback_text(test)}", extra.get("check", test.get("name"))
+                )
+            )
     return found
 
 

@@ -16,27 +16,50 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sdpa-grade", description="Grade scaled dot-product attention submissions.")
     p.add_argument("submission", nargs="?", type=Path, help="an attention.py, a notebook, or a student's folder")
     p.add_argument("--json", type=Path, metavar="FILE", help="write Gradescope's results.json here")
-    p.add_argument("--html", type=Path, metavar="FILE", help="also write the feedback as a self-contained HTML page, with pictures")
+    p.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write the feedback as a self-contained HTML page, with pictures"
+    )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the timing check runs")
     p.add_argument("--config", type=Path, metavar="FILE", help="settings that override the defaults")
     p.add_argument("--batch", type=Path, metavar="DIR", help="grade every student folder in DIR")
     p.add_argument("--jobs", type=int, help=f"submissions graded at once in --batch (default {JOBS})")
     p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
-    p.add_argument("--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)")
-    p.add_argument("--report", type=Path, metavar="FILE",
-                   help="--batch: write a class dashboard (self-contained HTML), with a feedback page per student beside it")
+    p.add_argument(
+        "--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)"
+    )
+    p.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="--batch: write a class dashboard (self-contained HTML), with a feedback page per student beside it",
+    )
     p.add_argument("--force", action="store_true", help="--batch: grade again students already graded")
-    p.add_argument("--shard", type=parse_shard, metavar="K/N",
-                   help="--batch: grade only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)")
-    p.add_argument("--summary-only", action="store_true",
-                   help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir (merges shards);"
-                        " with students missing, name them, write nothing and exit 1")
-    p.add_argument("--partial", action="store_true",
-                   help="--summary-only: with students missing, summarise and write the CSV all the same (their rows"
-                        " say missing); still exit 1")
-    p.add_argument("--show", metavar="STUDENT", help="--batch: also print STUDENT's checks and feedback, as one grading does")
-    p.add_argument("--require-sandbox", action="store_true",
-                   help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing")
+    p.add_argument(
+        "--shard",
+        type=parse_shard,
+        metavar="K/N",
+        help="--batch: grade only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)",
+    )
+    p.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir (merges shards);"
+        " with students missing, name them, write nothing and exit 1",
+    )
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="--summary-only: with students missing, summarise and write the CSV all the same (their rows"
+        " say missing); still exit 1",
+    )
+    p.add_argument(
+        "--show", metavar="STUDENT", help="--batch: also print STUDENT's checks and feedback, as one grading does"
+    )
+    p.add_argument(
+        "--require-sandbox",
+        action="store_true",
+        help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing",
+    )
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
@@ -44,7 +67,10 @@ def parser() -> argparse.ArgumentParser:
 JOBS = 2
 # options that mean something for one mode only: given in the other, they would be ignored, so they are refused
 BATCH_ONLY = ("csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs")
-ONE_ONLY = {"json": "--json-dir DIR (one results.json per student)", "html": "--report FILE (a dashboard and a page per student)"}
+ONE_ONLY = {
+    "json": "--json-dir DIR (one results.json per student)",
+    "html": "--report FILE (a dashboard and a page per student)",
+}
 
 
 def refused(args: argparse.Namespace) -> str:
@@ -81,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             require()
         except MissingMatplotlib as error:
-            print(f"sdpa-grade: {'--html' if args.html else '--report'} draws with matplotlib, which is not installed: {error}",
-                  file=sys.stderr)
+            print(
+                f"sdpa-grade: {'--html' if args.html else '--report'} draws with matplotlib, which is not installed: {error}",
+                file=sys.stderr,
+            )
             return 2
     if args.require_sandbox:
         settings = settings.replace("limits", require_sandbox=True)
@@ -121,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     if error:
         print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
         return 3
-    if result.get("ungradable"):  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
+    if result.get(
+        "ungradable"
+    ):  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
         print(f"sdpa-grade: nothing to grade: {result['ungradable']}", file=sys.stderr)
         return 2
     return 0

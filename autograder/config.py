@@ -79,8 +79,9 @@ class Tolerance:
 class Timing:
     """[timing]: the timing checks' budget and how they measure it (docs/performance.md)."""
 
-    budget: float = setting("the student's attention may take at most this many times the reference's time",
-                            minimum=1.0)
+    budget: float = setting(
+        "the student's attention may take at most this many times the reference's time", minimum=1.0
+    )
     rounds: int = setting("interleaved measurements, shared among the three call forms")
     retries: int = setting("times a failing measurement is repeated before the check fails", zero=True)
     when_no_gpu: str = setting("the GPU timing check without a CUDA device", choices=("exclude", "award", "fail"))
@@ -103,8 +104,9 @@ class Limits:
     tmp_mb: int = setting("size of each of the sandbox's private /tmp and /dev/shm, MiB")
     tmp_inodes: int = setting("files each of the sandbox's private /tmp and /dev/shm may hold")
     reply_mb: int = setting("the most one answer from the worker may carry, MiB")
-    busy_factor: float = setting("a call the machine's load stretches past this many times its limit is the "
-                                 "grader's error", minimum=1.0)
+    busy_factor: float = setting(
+        "a call the machine's load stretches past this many times its limit is the grader's error", minimum=1.0
+    )
     require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
 
 
@@ -190,8 +192,10 @@ def _build(values: dict, source: str) -> Settings:
     """The typed settings from checked values (a float setting given as 7 becomes 7.0)."""
     sections = {}
     for name, section in SECTIONS.items():
-        table = {key: float(values[name][key]) if kind is float else values[name][key]
-                 for key, (kind, _) in _declared(section).items()}
+        table = {
+            key: float(values[name][key]) if kind is float else values[name][key]
+            for key, (kind, _) in _declared(section).items()
+        }
         sections[name] = section(**table)
     return Settings(MappingProxyType(dict(values["points"])), **sections, source=source)
 

@@ -117,8 +117,16 @@ class Unreadable(Runner):
     def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
         return self.load_reply
 
-    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
-              kwargs: dict | None = None) -> Reply:
+    def timed(
+        self,
+        target: str,
+        inputs: list[list],
+        outputs: list[tuple],
+        *,
+        timeout: float,
+        device: str = "cpu",
+        kwargs: dict | None = None,
+    ) -> Reply:
         return self.load_reply
 
     def close(self) -> None:
@@ -147,13 +155,20 @@ def run_checks(grading: Grading) -> Grading:
             imported once), timed the same way and never seen by the student's. Only the student's sandbox has
             fused attention blocked: the reference's is trusted code. Closed before the student's (last in, first out).
             """
-            reference = owned.enter_context(Sandbox(REFERENCE, limits, zygote=zygote, device=grading.device,
-                                                    block_fused=False))
+            reference = owned.enter_context(
+                Sandbox(REFERENCE, limits, zygote=zygote, device=grading.device, block_fused=False)
+            )
             reference.load()
             return reference
 
-        plugin = GradingPlugin(connect, grading.settings, grading.seed, grading.device,
-                               connect_reference=connect_reference, shown=shown_name(grading.submission))
+        plugin = GradingPlugin(
+            connect,
+            grading.settings,
+            grading.seed,
+            grading.device,
+            connect_reference=connect_reference,
+            shown=shown_name(grading.submission),
+        )
         code, grading.log = run_pytest(plugin, grading.settings)
     grading.sandbox = describe(student.confinement) if student.confinement else ""
     grading.outcomes = list(plugin.outcomes.values())
@@ -161,7 +176,9 @@ def run_checks(grading: Grading) -> Grading:
         grading.grader_error = f"the hidden checks could not run (pytest exit {int(code)}):\n{grading.log[-3000:]}"
     errors = [o for o in grading.outcomes if o.status == "grader-error"]
     if errors:
-        others = f"\n(and {len(errors) - 1} more checks: {', '.join(o.check for o in errors[1:])})" if errors[1:] else ""
+        others = (
+            f"\n(and {len(errors) - 1} more checks: {', '.join(o.check for o in errors[1:])})" if errors[1:] else ""
+        )
         grading.grader_error = f"{errors[0].check}: {errors[0].message}{others}"
     return grading
 

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import pytest
 
 from autograder.checks.cases import Draw
-from autograder.config import Settings
 from autograder.checks.examples import EXAMPLES
 from autograder.checks.expect import CheckFailure
 from autograder.checks.loading import explain
 from autograder.checks.mistakes import INPUTS
 from autograder.checks.pictures import picture
-from autograder.sandbox.protocol import Runner
 from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
+from autograder.config import Settings
+from autograder.sandbox.protocol import Runner
 from autograder.status import Category, Status
 
 FACTS = ("function", "category", "exercises", "picture")  # what every check's marker declares
@@ -58,8 +58,13 @@ class GradingPlugin:
     """
 
     def __init__(
-        self, connect: Callable[[], Runner], settings: Settings, seed: int, device: str,
-        connect_reference: Callable[[], Runner] | None = None, shown: str = "attention.py",
+        self,
+        connect: Callable[[], Runner],
+        settings: Settings,
+        seed: int,
+        device: str,
+        connect_reference: Callable[[], Runner] | None = None,
+        shown: str = "attention.py",
     ) -> None:
         # underscored: pytest would take public attributes named like fixtures for fixtures
         self._connect = connect
@@ -106,8 +111,18 @@ class GradingPlugin:
             failed_here = status == Status.FAILED and report.when == "call"
             shown = self._picture(item, function, facts["picture"]) if failed_here else None
             self.outcomes[check_id(item)] = Outcome(
-                check_id(item), function, Category(facts["category"]), status, message, report.duration, mistake or "",
-                cause or "", evidence or None, shown, flag or "", exercises=tuple(facts["exercises"]),
+                check_id(item),
+                function,
+                Category(facts["category"]),
+                status,
+                message,
+                report.duration,
+                mistake or "",
+                cause or "",
+                evidence or None,
+                shown,
+                flag or "",
+                exercises=tuple(facts["exercises"]),
             )
 
     def _picture(self, item: pytest.Item, function: str, example: str | None) -> dict | None:

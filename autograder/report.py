@@ -10,7 +10,9 @@ from autograder.status import Status
 
 # What happens after the grader's own failure, as it really is on every path: nothing reaches the
 # instructor by itself (on Gradescope the run only exits 3), so the student is told to ask.
-GRADER_FAILED_NEXT = "What it could not check counts 0 until it is graded again: ask your instructor to regrade this submission."
+GRADER_FAILED_NEXT = (
+    "What it could not check counts 0 until it is graded again: ask your instructor to regrade this submission."
+)
 
 
 def results_json(grading) -> dict:
@@ -69,8 +71,14 @@ def _visibility(item) -> str:
 
 def _extra_data(outcome) -> dict:
     """What summaries and dashboards read: the check, its outcome, the named mistake, its time, a flag, a picture."""
-    data = {"check": outcome.check, "outcome": outcome.status, "mistake": outcome.mistake, "seconds": round(outcome.seconds, 3),
-            "flag": outcome.flag, "evidence": outcome.evidence}
+    data = {
+        "check": outcome.check,
+        "outcome": outcome.status,
+        "mistake": outcome.mistake,
+        "seconds": round(outcome.seconds, 3),
+        "flag": outcome.flag,
+        "evidence": outcome.evidence,
+    }
     if outcome.picture:
         data["picture"] = outcome.picture
     return data

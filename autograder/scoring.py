@@ -54,7 +54,11 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
                 earned = 0.0
             scored.append(Scored(outcome, earned, ceiling, f"not run: {outcome.message}"))
         elif outcome.status == Status.GRADER_ERROR:
-            scored.append(Scored(outcome, 0.0, worth, f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"))
+            scored.append(
+                Scored(
+                    outcome, 0.0, worth, f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"
+                )
+            )
         else:
             scored.append(Scored(outcome, 0.0, worth, outcome.message))
     return _point_to_causes(scored)

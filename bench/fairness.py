@@ -43,7 +43,11 @@ def main() -> None:
             for seed in seeds:
                 grading = grade(path, settings, zygote=zygote, seed=seed)
                 graded += 1
-                wrong = [t.outcome.check for t in grading.scored if t.max_score and (t.score == 0) != (t.outcome.check in failing)]
+                wrong = [
+                    t.outcome.check
+                    for t in grading.scored
+                    if t.max_score and (t.score == 0) != (t.outcome.check in failing)
+                ]
                 if wrong:
                     unfair += 1
                     print(f"{name}, seed {seed}: unexpected outcome for {', '.join(wrong)}")

@@ -29,8 +29,11 @@ def graded(path: Path) -> tuple[dict, float]:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "results.json"
         start = time.perf_counter()
-        subprocess.run([str(BIN / "sdpa-grade"), str(path), "--device", "cuda", "--json", str(out)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [str(BIN / "sdpa-grade"), str(path), "--device", "cuda", "--json", str(out)],
+            check=True,
+            capture_output=True,
+        )
         wall = time.perf_counter() - start
         tests = {t["name"].split(": ")[1]: t for t in json.loads(out.read_text())["tests"]}
     return tests, wall
@@ -47,14 +50,24 @@ def ratios(path: Path) -> dict[str, float]:
     settings = load_settings()
     found = {}
     limits = dataclasses.asdict(settings.limits)
-    with Sandbox(path, limits, device="cuda") as student_box, \
-            Sandbox(ROOT / "reference" / "attention.py", limits, device="cuda") as reference_box:
+    with (
+        Sandbox(path, limits, device="cuda") as student_box,
+        Sandbox(ROOT / "reference" / "attention.py", limits, device="cuda") as reference_box,
+    ):
         student_box.load()
         reference_box.load()
         student, reference = Student(student_box, timeout=120), Reference(reference_box, timeout=120)
         for shape in GPU_SHAPES:
-            result = measure(student, reference, Draw(1), shape, rounds=7, repeat=GPU_REPEAT,
-                             tolerance=settings.tolerance("float32"), device="cuda")
+            result = measure(
+                student,
+                reference,
+                Draw(1),
+                shape,
+                rounds=7,
+                repeat=GPU_REPEAT,
+                tolerance=settings.tolerance("float32"),
+                device="cuda",
+            )
             found["x".join(map(str, shape))] = result.wall_ratio
     return found
 
@@ -71,10 +84,14 @@ def main() -> int:
         for label, path in (("reference", reference), ("loop over queries", loop)):
             tests, wall = graded(path)
             check = tests["timing_gpu"]
-            print(f"{label}: timing_gpu {check['score']:g}/{check['max_score']:g} ({check['output'][:120]}); "
-                  f"total {sum(t['score'] for t in tests.values()):g}; graded in {wall:.1f} s")
-            print(f"  student/reference time ratio: "
-                  + ", ".join(f"{shape} {ratio:.2f}" for shape, ratio in ratios(path).items()))
+            print(
+                f"{label}: timing_gpu {check['score']:g}/{check['max_score']:g} ({check['output'][:120]}); "
+                f"total {sum(t['score'] for t in tests.values()):g}; graded in {wall:.1f} s"
+            )
+            print(
+                "  student/reference time ratio: "
+                + ", ".join(f"{shape} {ratio:.2f}" for shape, ratio in ratios(path).items())
+            )
     return 0
 
 

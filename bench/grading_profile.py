@@ -97,8 +97,11 @@ def main() -> None:
                 rows.append((wall, own, total - own))
                 for outcome in grading.outcomes:
                     checks.setdefault(outcome.check, []).append(outcome.seconds)
-            print(f"grading {index + 1}: {wall:.2f} s wall, trusted {own:.2f} CPU-s, workers {total - own:.2f} CPU-s,"
-                  f" {score:g} points{' (not counted)' if not index else ''}", flush=True)
+            print(
+                f"grading {index + 1}: {wall:.2f} s wall, trusted {own:.2f} CPU-s, workers {total - own:.2f} CPU-s,"
+                f" {score:g} points{' (not counted)' if not index else ''}",
+                flush=True,
+            )
     finally:
         zygote.close()
         if group is not None:
@@ -109,8 +112,10 @@ def main() -> None:
                 pass
     if rows:
         wall, own, workers = (statistics.median(column) for column in zip(*rows))
-        print(f"median of {len(rows)}: {wall:.2f} s wall, trusted process {own:.2f} CPU-s, workers {workers:.2f} CPU-s"
-              f" (load average {os.getloadavg()[0]:.1f}; tree {args.tree})")
+        print(
+            f"median of {len(rows)}: {wall:.2f} s wall, trusted process {own:.2f} CPU-s, workers {workers:.2f} CPU-s"
+            f" (load average {os.getloadavg()[0]:.1f}; tree {args.tree})"
+        )
         print("checks (median seconds):")
         for check, seconds in sorted(checks.items(), key=lambda item: -statistics.median(item[1]))[:12]:
             print(f"  {check:28s} {statistics.median(seconds):6.3f}")

@@ -90,8 +90,20 @@ def batch(tree: Path, folder: Path, jobs: int) -> tuple[float, float | None]:
     out = folder.parent / f"{folder.name}-out"
     shutil.rmtree(out, ignore_errors=True)
     try:
-        return timed([sys.executable, "-c", FROM_TREE, str(tree), "--batch", str(folder), "--jobs", str(jobs),
-                      "--json-dir", str(out)])
+        return timed(
+            [
+                sys.executable,
+                "-c",
+                FROM_TREE,
+                str(tree),
+                "--batch",
+                str(folder),
+                "--jobs",
+                str(jobs),
+                "--json-dir",
+                str(out),
+            ]
+        )
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -119,8 +131,10 @@ def against(revisions: list[str], folder: Path, jobs: int, repeat: int) -> None:
         new_wall, new_cpu = medians["this tree"]
         for revision in revisions:
             old_wall, old_cpu = medians[revision]
-            print(f"this tree / {revision}: wall {new_wall / old_wall:.2f}"
-                  + (f", CPU {new_cpu / old_cpu:.2f}" if old_cpu and new_cpu else ""))
+            print(
+                f"this tree / {revision}: wall {new_wall / old_wall:.2f}"
+                + (f", CPU {new_cpu / old_cpu:.2f}" if old_cpu and new_cpu else "")
+            )
     finally:
         for revision in revisions:
             shutil.rmtree(trees.get(revision, "/nonexistent"), ignore_errors=True)
@@ -130,8 +144,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--against", metavar="REV[,REV...]",
-                        help="also time the batch with the code of these git revisions, interleaved")
+    parser.add_argument(
+        "--against",
+        metavar="REV[,REV...]",
+        help="also time the batch with the code of these git revisions, interleaved",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="batches per tree with --against")
     parser.add_argument("--batch-only", action="store_true", help="skip the single submission and the one grading")
     args = parser.parse_args()
@@ -144,8 +161,10 @@ def main() -> None:
             shutil.copy(reference, folder / f"student{index:03d}.py")
         if not args.against:
             wall, cpu = batch(ROOT, folder, args.jobs)
-            print(f"batch of {args.students} correct submissions, --jobs {args.jobs}: {wall:.1f} s"
-                  f" ({wall / args.students:.2f} s per submission){_cpu(cpu)}")
+            print(
+                f"batch of {args.students} correct submissions, --jobs {args.jobs}: {wall:.1f} s"
+                f" ({wall / args.students:.2f} s per submission){_cpu(cpu)}"
+            )
         else:
             against(args.against.split(","), folder, args.jobs, args.repeat)
     finally:
@@ -155,7 +174,9 @@ def main() -> None:
 def single(reference: Path) -> None:
     """One submission by sdpa-grade, and where one grading in this process spends its time."""
     singles = [timed([str(BIN / "sdpa-grade"), str(reference)])[0] for _ in range(3)]
-    print(f"one submission (sdpa-grade, whole process): median {statistics.median(singles):.2f} s of {len(singles)} runs")
+    print(
+        f"one submission (sdpa-grade, whole process): median {statistics.median(singles):.2f} s of {len(singles)} runs"
+    )
 
     from autograder.config import load_settings
     from autograder.grade import grade
@@ -163,7 +184,9 @@ def single(reference: Path) -> None:
     grading = grade(reference, load_settings())
     checks = sorted(grading.outcomes, key=lambda o: -o.seconds)
     total = sum(o.seconds for o in checks)
-    print(f"inside one grading: {time.perf_counter() - grading.started:.2f} s, of which checks {total:.2f} s; slowest checks:")
+    print(
+        f"inside one grading: {time.perf_counter() - grading.started:.2f} s, of which checks {total:.2f} s; slowest checks:"
+    )
     for outcome in checks[:6]:
         print(f"  {outcome.check:28s} {outcome.seconds:6.2f} s")
 

@@ -45,8 +45,19 @@ def main() -> None:
             shutil.copy(solved, target / "sdpa.ipynb")
         timed([str(BIN / "nbgrader"), "generate_assignment", "sdpa", "--force"], course, env)
         nbgrader = timed([str(BIN / "nbgrader"), "autograde", "sdpa", "--force"], course, env)
-        batch = timed([str(BIN / "sdpa-grade"), "--batch", str(course / "submitted"), "--jobs", "2",
-                       "--json-dir", str(Path(folder) / "grades")], course, env)
+        batch = timed(
+            [
+                str(BIN / "sdpa-grade"),
+                "--batch",
+                str(course / "submitted"),
+                "--jobs",
+                "2",
+                "--json-dir",
+                str(Path(folder) / "grades"),
+            ],
+            course,
+            env,
+        )
     print(f"{students} solved notebooks:")
     print(f"  nbgrader autograde:             {nbgrader:6.1f} s ({nbgrader / students:.2f} s per notebook)")
     print(f"  sdpa-grade --batch --jobs 2:    {batch:6.1f} s ({batch / students:.2f} s per notebook)")

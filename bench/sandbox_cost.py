@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "autograder" / "sandbox"))  # confine.py imports its neighbours as the worker does
 
+import confine  # noqa: E402
 import torch  # noqa: E402,F401 - the warm parent, as the zygote
 
-import confine  # noqa: E402
 from autograder.sandbox.readable import readable, writable  # noqa: E402
 
 LIMITS = {"memory_bytes": 4 << 30, "output_bytes": 256 << 10, "processes": 256}
@@ -68,9 +68,11 @@ def main() -> None:
             confined.append(elapsed)
             inside.append(took)
     ms = lambda values: 1000 * statistics.median(values)  # noqa: E731
-    print(f"{args.starts} starts each, median round trip: plain fork {ms(plain):.1f} ms, "
-          f"confined {ms(confined):.1f} ms; confine.enter itself {ms(inside):.1f} ms "
-          f"(the sandbox costs {ms(confined) - ms(plain):.1f} ms per start)")
+    print(
+        f"{args.starts} starts each, median round trip: plain fork {ms(plain):.1f} ms, "
+        f"confined {ms(confined):.1f} ms; confine.enter itself {ms(inside):.1f} ms "
+        f"(the sandbox costs {ms(confined) - ms(plain):.1f} ms per start)"
+    )
 
 
 if __name__ == "__main__":

@@ -36,11 +36,28 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
 # a class: half correct in various ways, 40% with a known mistake, 10% hostile or ungradable
-MIX = ["correct", "correct_einsum", "correct_stable_softmax", "correct", "correct_scale_q_first",
-       "mistake_divide_by_dk", "mistake_no_scale", "mistake_mask_inverted", "mistake_nan_rows",
-       "hang_in_softmax", "correct", "correct_finfo_fill", "correct_float64_inside", "correct",
-       "mistake_transpose_12", "mistake_zero_fill", "mistake_loop_over_queries", "mistake_uniform_rows",
-       "syntax_error", "correct"]
+MIX = [
+    "correct",
+    "correct_einsum",
+    "correct_stable_softmax",
+    "correct",
+    "correct_scale_q_first",
+    "mistake_divide_by_dk",
+    "mistake_no_scale",
+    "mistake_mask_inverted",
+    "mistake_nan_rows",
+    "hang_in_softmax",
+    "correct",
+    "correct_finfo_fill",
+    "correct_float64_inside",
+    "correct",
+    "mistake_transpose_12",
+    "mistake_zero_fill",
+    "mistake_loop_over_queries",
+    "mistake_uniform_rows",
+    "syntax_error",
+    "correct",
+]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -80,13 +97,18 @@ def main() -> None:
         env = clean_env(AUTOGRADER_ROOT=str(root))
         if args.root is None:
             (root / "source").mkdir(parents=True)
-            subprocess.run([str(BIN / "sdpa-build"), "--gradescope", str(work / "autograder.zip")], cwd=ROOT,
-                           check=True, capture_output=True)
+            subprocess.run(
+                [str(BIN / "sdpa-build"), "--gradescope", str(work / "autograder.zip")],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+            )
             with zipfile.ZipFile(work / "autograder.zip") as bundle:
                 bundle.extractall(root / "source")
             start = time.perf_counter()
-            setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True,
-                                   text=True, check=True)
+            setup = subprocess.run(
+                ["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True, check=True
+            )
             print(f"setup.sh (once per autograder image): {time.perf_counter() - start:.0f} s")
             print("  " + "\n  ".join(line for line in setup.stdout.splitlines() if line.startswith("setup.sh")))
 
@@ -100,8 +122,10 @@ def main() -> None:
             cpus.append(children_cpu() - cpu)
             assert json.loads((root / "results" / "results.json").read_text())["score"] == 55
         cold = statistics.median(waits)
-        print(f"run_autograder, correct submission, cold start: median {cold:.2f} s wall of {args.runs}"
-              f" (min {min(waits):.2f}, max {max(waits):.2f}); CPU {statistics.median(cpus):.2f} core-s")
+        print(
+            f"run_autograder, correct submission, cold start: median {cold:.2f} s wall of {args.runs}"
+            f" (min {min(waits):.2f}, max {max(waits):.2f}); CPU {statistics.median(cpus):.2f} core-s"
+        )
 
         if not args.students:
             return
@@ -114,15 +138,29 @@ def main() -> None:
             out = work / "grades"
             shutil.rmtree(out, ignore_errors=True)
             cpu, start = children_cpu(), time.perf_counter()
-            subprocess.run([str(root / "venv" / "bin" / "sdpa-grade"), "--batch", str(klass), "--json-dir", str(out),
-                            "--jobs", str(args.jobs)], env=env, capture_output=True, check=True)
+            subprocess.run(
+                [
+                    str(root / "venv" / "bin" / "sdpa-grade"),
+                    "--batch",
+                    str(klass),
+                    "--json-dir",
+                    str(out),
+                    "--jobs",
+                    str(args.jobs),
+                ],
+                env=env,
+                capture_output=True,
+                check=True,
+            )
             walls.append(time.perf_counter() - start)
             core_s.append((children_cpu() - cpu) / args.students)
         per = statistics.median(core_s)
         wall = statistics.median(walls)
-        print(f"batch of {args.students} mixed submissions, --jobs {args.jobs} on {os.cpu_count()} cores: median wall"
-              f" {wall:.1f} s ({wall / args.students:.2f} s each); CPU {per:.2f} core-s per submission"
-              f" (median of {args.repeats}: {', '.join(f'{c:.2f}' for c in core_s)})")
+        print(
+            f"batch of {args.students} mixed submissions, --jobs {args.jobs} on {os.cpu_count()} cores: median wall"
+            f" {wall:.1f} s ({wall / args.students:.2f} s each); CPU {per:.2f} core-s per submission"
+            f" (median of {args.repeats}: {', '.join(f'{c:.2f}' for c in core_s)})"
+        )
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"largest process of any run: {peak:.0f} MiB resident")
 

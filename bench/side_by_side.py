@@ -31,8 +31,13 @@ BIN = Path(sys.executable).parent
 REFERENCE = ROOT / "reference" / "attention.py"
 OVERLAYS = ROOT / "tests" / "submissions" / "overlays"
 # correct (two ways), wrong (a named mistake), and Python loops (one in every branch, one only without a mask)
-SUBMISSIONS = ["reference", "correct_einsum", "mistake_no_scale", "mistake_loop_over_queries",
-               "mistake_loop_only_without_mask"]
+SUBMISSIONS = [
+    "reference",
+    "correct_einsum",
+    "mistake_no_scale",
+    "mistake_loop_over_queries",
+    "mistake_loop_only_without_mask",
+]
 CGROUPS = Path("/sys/fs/cgroup")
 
 
@@ -56,8 +61,13 @@ def start(path: Path, folder: Path, user: int | None) -> tuple[subprocess.Popen,
     results = tmp / "results.json"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(tmp), "HOME": str(tmp), "LANG": "C.UTF-8"}
     who = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
-    process = subprocess.Popen([str(BIN / "sdpa-grade"), str(path), "--json", str(results)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **who)
+    process = subprocess.Popen(
+        [str(BIN / "sdpa-grade"), str(path), "--json", str(results)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        **who,
+    )
     return process, results
 
 
@@ -91,7 +101,7 @@ def groups_left(pids: list[int]) -> list[str]:
     found = []
     for parent in CGROUPS.glob("**/"):
         if parent.name.startswith("sdpa-owner-"):
-            owner = parent.name[len("sdpa-owner-"):].split("-", 1)[0].split(".")
+            owner = parent.name[len("sdpa-owner-") :].split("-", 1)[0].split(".")
             if len(owner) >= 2 and int(owner[-2]) in pids:
                 found.append(str(parent))
     return found
@@ -100,14 +110,24 @@ def groups_left(pids: list[int]) -> list[str]:
 def grade_round(paths: dict[str, Path], order: list[str], folder: Path, users: list[int | None]) -> list[dict]:
     """Start one grader per name in ``order`` at once, the k-th as ``users[k % len(users)]``; wait for all; what
     each gave."""
-    started = [(name, users[k % len(users)], *start(paths[name], folder, users[k % len(users)]))
-               for k, name in enumerate(order)]
+    started = [
+        (name, users[k % len(users)], *start(paths[name], folder, users[k % len(users)]))
+        for k, name in enumerate(order)
+    ]
     done = []
     for name, user, process, results in started:
         _, errors = process.communicate(timeout=900)
-        done.append({"name": name, "user": os.geteuid() if user is None else user, "pid": process.pid,
-                     "code": process.returncode, "checks": checks(results), "tmp": str(results.parent),
-                     "stderr": errors.decode(errors="replace")[-500:]})
+        done.append(
+            {
+                "name": name,
+                "user": os.geteuid() if user is None else user,
+                "pid": process.pid,
+                "code": process.returncode,
+                "checks": checks(results),
+                "tmp": str(results.parent),
+                "stderr": errors.decode(errors="replace")[-500:],
+            }
+        )
     return done
 
 
@@ -117,8 +137,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--busy", type=int, default=2, help="busy processes competing for the CPUs")
     parser.add_argument("--only", default="", help="comma-separated submissions (default: all of SUBMISSIONS)")
-    parser.add_argument("--user", default=None,
-                        help="run every grader as this user ID; several, comma-separated, take turns in each round")
+    parser.add_argument(
+        "--user",
+        default=None,
+        help="run every grader as this user ID; several, comma-separated, take turns in each round",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
     options = parser.parse_args()
     names = [n for n in SUBMISSIONS if not options.only or n in options.only.split(",")]
@@ -146,10 +169,14 @@ def main() -> None:
                 grading["round"] = index + 1
                 grading["same"] = grading["checks"] == quiet[grading["name"]]["checks"] and bool(grading["checks"])
             gradings += found
-            print(f"  round {index + 1}: {time.perf_counter() - begun:.0f} s; "
-                  + ", ".join(f"{g['name']} as {g['user']} {'same' if g['same'] else 'DIFFERENT'} (exit {g['code']})"
-                              for g in found),
-                  file=sys.stderr)
+            print(
+                f"  round {index + 1}: {time.perf_counter() - begun:.0f} s; "
+                + ", ".join(
+                    f"{g['name']} as {g['user']} {'same' if g['same'] else 'DIFFERENT'} (exit {g['code']})"
+                    for g in found
+                ),
+                file=sys.stderr,
+            )
         loaded_seconds = time.perf_counter() - loaded_start
     finally:
         for process in busy:
@@ -161,28 +188,43 @@ def main() -> None:
     groups = groups_left([g["pid"] for g in everyone])
     differing = [g for g in gradings if not g["same"]]
     figures = {
-        "graders": options.graders, "rounds": options.rounds, "busy": options.busy,
+        "graders": options.graders,
+        "rounds": options.rounds,
+        "busy": options.busy,
         "user": users[0] if len(users) == 1 else users,
-        "gradings": len(gradings), "same_as_alone": len(gradings) - len(differing),
+        "gradings": len(gradings),
+        "same_as_alone": len(gradings) - len(differing),
         "grader_errors": sum(g["code"] == 3 for g in gradings),
         "other_exits": sum(g["code"] not in (0, 3) for g in gradings),
         "quiet_grader_errors": sum(g["code"] != 0 for g in quiet.values()),
-        "leftover_processes": len(left), "leftover_cgroups": len(groups),
-        "seconds_alone": round(quiet_seconds, 1), "seconds_side_by_side": round(loaded_seconds, 1),
+        "leftover_processes": len(left),
+        "leftover_cgroups": len(groups),
+        "seconds_alone": round(quiet_seconds, 1),
+        "seconds_side_by_side": round(loaded_seconds, 1),
     }
-    print(f"{options.graders} graders at once x {options.rounds} rounds, {options.busy} busy processes,"
-          f" user {','.join(str(os.geteuid() if u is None else u) for u in users)}:")
-    print(f"  gradings equal to the submission's grade alone, check by check: {figures['same_as_alone']} of {len(gradings)}")
-    print(f"  grader errors (exit 3): {figures['grader_errors']}; other exits: {figures['other_exits']};"
-          f" alone: {figures['quiet_grader_errors']} of {len(quiet)} not exit 0")
+    print(
+        f"{options.graders} graders at once x {options.rounds} rounds, {options.busy} busy processes,"
+        f" user {','.join(str(os.geteuid() if u is None else u) for u in users)}:"
+    )
+    print(
+        f"  gradings equal to the submission's grade alone, check by check: {figures['same_as_alone']} of {len(gradings)}"
+    )
+    print(
+        f"  grader errors (exit 3): {figures['grader_errors']}; other exits: {figures['other_exits']};"
+        f" alone: {figures['quiet_grader_errors']} of {len(quiet)} not exit 0"
+    )
     print(f"  processes left running: {len(left)}; cgroups left: {len(groups)}")
-    print(f"  time: {quiet_seconds:.0f} s alone ({len(quiet)} gradings, one at a time), {loaded_seconds:.0f} s side by side")
+    print(
+        f"  time: {quiet_seconds:.0f} s alone ({len(quiet)} gradings, one at a time), {loaded_seconds:.0f} s side by side"
+    )
     for grading in differing:
         alone = quiet[grading["name"]]["checks"]
         changed = sorted(k for k in set(alone) | set(grading["checks"]) if alone.get(k) != grading["checks"].get(k))
-        print(f"  DIFFERENT: round {grading['round']} {grading['name']} as {grading['user']} (exit {grading['code']}):"
-              f" {changed[:6]}"
-              f" {grading['stderr'][-200:]!r}")
+        print(
+            f"  DIFFERENT: round {grading['round']} {grading['name']} as {grading['user']} (exit {grading['code']}):"
+            f" {changed[:6]}"
+            f" {grading['stderr'][-200:]!r}"
+        )
     for line in left + groups:
         print(f"  LEFT: {line}")
     if options.json:

@@ -36,11 +36,28 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "attention.py"
 OVERLAYS = ROOT / "tests" / "submissions" / "overlays"
 VARIANTS = Path(__file__).resolve().parent / "variants"
-HONEST = ["reference", "correct_einsum", "correct_float64_inside", "correct_stable_softmax", "correct_finfo_fill",
-          "correct_scale_q_first", "correct_where_mask"]
-LOOPS = ["mistake_loop_over_batches", "mistake_loop_over_heads", "mistake_loop_over_queries", "loop_scores_rows",
-         "loop_softmax_rows", "mistake_loop_output_product", "loop_unbind_output", "cheat_memoised_loop",
-         "cheat_work_in_helpers", "mistake_loop_only_without_mask", "mistake_loop_only_when_causal"]
+HONEST = [
+    "reference",
+    "correct_einsum",
+    "correct_float64_inside",
+    "correct_stable_softmax",
+    "correct_finfo_fill",
+    "correct_scale_q_first",
+    "correct_where_mask",
+]
+LOOPS = [
+    "mistake_loop_over_batches",
+    "mistake_loop_over_heads",
+    "mistake_loop_over_queries",
+    "loop_scores_rows",
+    "loop_softmax_rows",
+    "mistake_loop_output_product",
+    "loop_unbind_output",
+    "cheat_memoised_loop",
+    "cheat_work_in_helpers",
+    "mistake_loop_only_without_mask",
+    "mistake_loop_only_when_causal",
+]
 
 
 # another grader beside the bench: sdpa-grade on the reference, again and again, with a TMPDIR of its own
@@ -67,8 +84,10 @@ def one_run(path: Path, settings, zygote: Zygote) -> tuple[list, bool, str]:
     """Every shape measured as the check measures it: (first measurement per shape, failed?, why)."""
     timing, limits = settings.timing, dataclasses.asdict(settings.limits)
     draw = Draw(secrets.randbits(62))
-    with Sandbox(path, limits, zygote=zygote) as student_box, \
-            Sandbox(REFERENCE, limits, zygote=zygote) as reference_box:
+    with (
+        Sandbox(path, limits, zygote=zygote) as student_box,
+        Sandbox(REFERENCE, limits, zygote=zygote) as reference_box,
+    ):
         if not (student_box.load().ok and reference_box.load().ok):
             return [], True, "did not load"
         student = Student(student_box, limits["call_timeout"])
@@ -77,8 +96,15 @@ def one_run(path: Path, settings, zygote: Zygote) -> tuple[list, bool, str]:
         for shape in CPU_SHAPES:
             for attempt in range(1 + timing.retries):
                 try:
-                    found = measure(student, reference, draw, shape, rounds=timing.rounds, repeat=CPU_REPEAT,
-                                    tolerance=settings.tolerance("float32"))
+                    found = measure(
+                        student,
+                        reference,
+                        draw,
+                        shape,
+                        rounds=timing.rounds,
+                        repeat=CPU_REPEAT,
+                        tolerance=settings.tolerance("float32"),
+                    )
                 except Exception as error:  # noqa: BLE001 - a timed call that failed fails the check
                     return firsts, True, f"error: {str(error)[:60]}"
                 if attempt == 0:
@@ -107,8 +133,13 @@ def main() -> None:
     settings = load_settings()
     budget = settings.timing.budget
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(options.busy)]
-    busy += [subprocess.Popen([sys.executable, "-c", GRADER_LOOP, str(Path(sys.executable).with_name("sdpa-grade")),
-                               str(REFERENCE)], start_new_session=True) for _ in range(options.graders)]
+    busy += [
+        subprocess.Popen(
+            [sys.executable, "-c", GRADER_LOOP, str(Path(sys.executable).with_name("sdpa-grade")), str(REFERENCE)],
+            start_new_session=True,
+        )
+        for _ in range(options.graders)
+    ]
     zygote = Zygote()
     rows = {}
     try:
@@ -119,9 +150,12 @@ def main() -> None:
                 start = time.perf_counter()
                 runs = [one_run(path, settings, zygote) for _ in range(options.runs)]
                 rows[name] = (runs, time.perf_counter() - start)
-                print(f"  ... {name}: {sum(r[1] for r in runs)} of {len(runs)} failed ({rows[name][1]:.0f} s); CPU ratios"
-                      f" per run and shape: {[[round(m.cpu_ratio, 1) for m in r[0]] for r in runs]}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  ... {name}: {sum(r[1] for r in runs)} of {len(runs)} failed ({rows[name][1]:.0f} s); CPU ratios"
+                    f" per run and shape: {[[round(m.cpu_ratio, 1) for m in r[0]] for r in runs]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         for process in busy:
             if process.args[2] == GRADER_LOOP:  # its session: the loop and the grader it runs now
@@ -131,8 +165,10 @@ def main() -> None:
             process.wait()
         zygote.close()
     shapes = "  ".join(f"{'x'.join(map(str, s)):>17}" for s in CPU_SHAPES)
-    print(f"{options.runs} runs per variant, {options.busy} busy processes and {options.graders} other graders competing; budget {budget:g} (CPU ratio),"
-          f" {WALL_SLACK * budget:g} (wall ratio); each cell: CPU ratio min median max over runs")
+    print(
+        f"{options.runs} runs per variant, {options.busy} busy processes and {options.graders} other graders competing; budget {budget:g} (CPU ratio),"
+        f" {WALL_SLACK * budget:g} (wall ratio); each cell: CPU ratio min median max over runs"
+    )
     print(f"{'variant':<30} {shapes}  {'max wall':>9}  failed")
     worst_honest, best_loop = 0.0, float("inf")
     for name, (runs, _) in rows.items():
@@ -147,10 +183,16 @@ def main() -> None:
             worst_honest = max([worst_honest, *per_run])
         elif per_run and all(not m.wrong for r in runs for m in r[0]):
             best_loop = min([best_loop, *per_run])
-        print(f"{name:<30} {'  '.join(f'{c:>17}' for c in cells)}  {max(walls, default=0):9.1f}  {fails}/{len(runs)}"
-              f" {'; '.join(reasons)[:60]}")
-    print(f"worst honest run (CPU ratio, worst shape): {worst_honest:.2f} = budget / {budget / max(worst_honest, 1e-9):.1f}")
-    print(f"best loop run (CPU ratio, worst shape, timed answers right): {best_loop:.2f} = budget x {best_loop / budget:.1f}")
+        print(
+            f"{name:<30} {'  '.join(f'{c:>17}' for c in cells)}  {max(walls, default=0):9.1f}  {fails}/{len(runs)}"
+            f" {'; '.join(reasons)[:60]}"
+        )
+    print(
+        f"worst honest run (CPU ratio, worst shape): {worst_honest:.2f} = budget / {budget / max(worst_honest, 1e-9):.1f}"
+    )
+    print(
+        f"best loop run (CPU ratio, worst shape, timed answers right): {best_loop:.2f} = budget x {best_loop / budget:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,12 @@ VALUE_CHECKS = (
     "softmax_fully_masked", "softmax_stability", "sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked",
     "sdpa_dtypes", "sdpa_gradients", "mha_matches_torch", "mha_masks",
 )  # fmt: skip
-PRECISION = {"float32_softmax_inside": True, "float32_logsumexp_inside": True, "float16_softmax_inside": False,
-             "bfloat16_softmax_inside": False}  # name -> must pass softmax_stability on every seed
+PRECISION = {
+    "float32_softmax_inside": True,
+    "float32_logsumexp_inside": True,
+    "float16_softmax_inside": False,
+    "bfloat16_softmax_inside": False,
+}  # name -> must pass softmax_stability on every seed
 HONEST_AT_MOST, WRONG_AT_LEAST = 0.1, 10.0
 
 
@@ -104,20 +108,28 @@ def checks(only) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20, help="seeds per check and variant (default 20)")
-    parser.add_argument("--stability-seeds", type=int, default=1000, help="extra seeds of softmax_stability (default 1000)")
+    parser.add_argument(
+        "--stability-seeds", type=int, default=1000, help="extra seeds of softmax_stability (default 1000)"
+    )
     parser.add_argument("--only", nargs="*", help="only these checks")
     options = parser.parse_args()
     torch.set_num_threads(1)
     settings = load_settings()
     reference = (ROOT / "reference" / "attention.py").read_text()
-    variants = {name: (code, True) for name, code in CORRECT.items()} | {name: (code, False) for name, code in WRONG.items()}
+    variants = {name: (code, True) for name, code in CORRECT.items()} | {
+        name: (code, False) for name, code in WRONG.items()
+    }
     loaded = {name: load_variant(reference, code) for name, (code, _) in variants.items()}
     selected = checks(options.only)
     start = time.perf_counter()
     problems = 0
-    print(f"{len(selected)} value checks x {len(variants)} variants x {options.seeds} seeds;"
-          f" x tol = largest error / what the check allows there (<= {HONEST_AT_MOST} honest, >= {WRONG_AT_LEAST:g} wrong)")
-    print(f"\n{'check':22s} {'worst honest (variant)':34s} {'x tol':>8s}   {'best wrong (variant)':30s} {'x tol':>8s} {'margin':>8s}")
+    print(
+        f"{len(selected)} value checks x {len(variants)} variants x {options.seeds} seeds;"
+        f" x tol = largest error / what the check allows there (<= {HONEST_AT_MOST} honest, >= {WRONG_AT_LEAST:g} wrong)"
+    )
+    print(
+        f"\n{'check':22s} {'worst honest (variant)':34s} {'x tol':>8s}   {'best wrong (variant)':30s} {'x tol':>8s} {'margin':>8s}"
+    )
     for check_name, check in selected.items():
         honest, wrong = (-1.0, "-"), (math.inf, "-")
         for name, (_, correct) in variants.items():
@@ -129,18 +141,26 @@ def main() -> int:
         margin = wrong[0] / honest[0] if honest[0] else math.inf
         bad = honest[0] > HONEST_AT_MOST or wrong[0] < WRONG_AT_LEAST
         problems += bad
-        print(f"{check_name:22s} {honest[1]:34s} {honest[0]:8.2g}   {wrong[1]:30s} {wrong[0]:8.3g} {margin:8.3g}"
-              f"{'   <- PROBLEM' if bad else ''}", flush=True)
+        print(
+            f"{check_name:22s} {honest[1]:34s} {honest[0]:8.2g}   {wrong[1]:30s} {wrong[0]:8.3g} {margin:8.3g}"
+            f"{'   <- PROBLEM' if bad else ''}",
+            flush=True,
+        )
     if options.stability_seeds and (not options.only or "softmax_stability" in options.only):
         print(f"\nsoftmax_stability on seeds 1..{options.stability_seeds}, precision variants:")
         for name, must_pass in PRECISION.items():
-            figures = [measure(test_2_softmax.test_softmax_stability, loaded[name], seed, settings)
-                       for seed in range(1, options.stability_seeds + 1)]
+            figures = [
+                measure(test_2_softmax.test_softmax_stability, loaded[name], seed, settings)
+                for seed in range(1, options.stability_seeds + 1)
+            ]
             passed = sum(figure <= 1 for figure in figures)
             bad = passed != (len(figures) if must_pass else 0)
             problems += bad
-            print(f"  {name:28s} passes {passed:5d} of {len(figures)}; x tol from {min(figures):.3g} to {max(figures):.3g}"
-                  f"{'   <- PROBLEM' if bad else ''}", flush=True)
+            print(
+                f"  {name:28s} passes {passed:5d} of {len(figures)}; x tol from {min(figures):.3g} to {max(figures):.3g}"
+                f"{'   <- PROBLEM' if bad else ''}",
+                flush=True,
+            )
     print(f"\n{time.perf_counter() - start:.0f} s; {problems} problem(s)")
     return 1 if problems else 0
 

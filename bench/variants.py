@@ -211,7 +211,9 @@ def main() -> int:
     options = parser.parse_args()
     seeds = [1000 + index for index in range(options.seeds)]
     reference = (ROOT / "reference" / "attention.py").read_text()
-    variants = [(name, code, True) for name, code in CORRECT.items()] + [(name, code, False) for name, code in WRONG.items()]
+    variants = [(name, code, True) for name, code in CORRECT.items()] + [
+        (name, code, False) for name, code in WRONG.items()
+    ]
     if options.only:
         variants = [v for v in variants if v[0] in options.only]
     zygote = Zygote()
@@ -231,8 +233,11 @@ def main() -> int:
             for seed in seeds:
                 grading = grade(path, settings, zygote=zygote, seed=seed)
                 gradings += 1
-                failed = frozenset(t.outcome.check for t in grading.scored
-                                   if t.max_score and t.score < t.max_score and t.outcome.check not in TIMING)
+                failed = frozenset(
+                    t.outcome.check
+                    for t in grading.scored
+                    if t.max_score and t.score < t.max_score and t.outcome.check not in TIMING
+                )
                 failed_sets.add(failed)
                 scores.append(sum(t.score for t in grading.scored if t.outcome.check not in TIMING))
             verdict = "ok"
@@ -248,9 +253,11 @@ def main() -> int:
             print(f"{verdict:26s} {kind:7s} {name:32s} scores {sorted(set(scores))} failed: {shown}", flush=True)
     zygote.close()
     correct_count = sum(1 for v in variants if v[2])
-    print(f"\n{len(variants)} variants ({correct_count} correct, {len(variants) - correct_count} wrong) x {len(seeds)} seeds"
-          f" = {gradings} gradings in {time.perf_counter() - start:.0f} s; {problems} variant(s) with a problem"
-          " (seed-dependent, correct losing points, or wrong with full marks); timing checks left out")
+    print(
+        f"\n{len(variants)} variants ({correct_count} correct, {len(variants) - correct_count} wrong) x {len(seeds)} seeds"
+        f" = {gradings} gradings in {time.perf_counter() - start:.0f} s; {problems} variant(s) with a problem"
+        " (seed-dependent, correct losing points, or wrong with full marks); timing checks left out"
+    )
     return 1 if problems else 0
 
 

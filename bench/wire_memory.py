@@ -34,8 +34,10 @@ def main() -> None:
         honest = grade(REFERENCE, settings)
         print(f"after grading the reference ({honest.result['score']:g}/55): peak {peak_mib():.0f} MiB")
         hostile = grade(bomb, settings)
-        print(f"after grading wire_bomb_reply ({hostile.result['score']:g}/55, grader error: "
-              f"{bool(hostile.grader_error)}): peak {peak_mib():.0f} MiB")
+        print(
+            f"after grading wire_bomb_reply ({hostile.result['score']:g}/55, grader error: "
+            f"{bool(hostile.grader_error)}): peak {peak_mib():.0f} MiB"
+        )
         for test in hostile.result["tests"]:
             if test["name"].split(": ")[1] in ("output_values", "scale_values", "causal_square", "padding_lengths"):
                 print(f"  {test['name']}: {test['score']:g}/{test['max_score']:g}  {test['output'][:110]}")

@@ -22,13 +22,17 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # what is not allowed while grading, in the student's words, with their line (and no path of the grader's)
     "run_program_at_import": (
         {"*"},
-        {"scores_shape": 'line 6 (`subprocess.Popen([sys.executable, "-m", "pip", "--version"])`) runs a program,'
-                         " which is not allowed while grading"},
+        {
+            "scores_shape": 'line 6 (`subprocess.Popen([sys.executable, "-m", "pip", "--version"])`) runs a program,'
+            " which is not allowed while grading"
+        },
     ),
     "write_outside_at_import": (
         {"*"},
-        {"scores_shape": 'line 3 (`with open("../attention-log.txt", "w") as handle:`) uses a file outside its own folder',
-         "integrity_sdpa": "writes files (line 3: open())"},
+        {
+            "scores_shape": 'line 3 (`with open("../attention-log.txt", "w") as handle:`) uses a file outside its own folder',
+            "integrity_sdpa": "writes files (line 3: open())",
+        },
     ),
     "loop_at_import": ({"*"}, {"scores_shape": "could not be loaded: Timeout"}),
     "sys_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: SystemExit"}),
@@ -74,8 +78,13 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "wire_bomb_reply": (
         {"scale_values", "output_values", "causal_square", "causal_rectangular", "padding_lengths"}
         | EVERYTHING_ABOVE_SDPA,
-        {"output_values": "header of", "scale_values": "header of", "causal_square": "malformed tensor",
-         "padding_lengths": "not a list of names", "integrity_sdpa": "the grader's worker"},
+        {
+            "output_values": "header of",
+            "scale_values": "header of",
+            "causal_square": "malformed tensor",
+            "padding_lengths": "not a list of names",
+            "integrity_sdpa": "the grader's worker",
+        },
     ),
     # what crosses from the worker, bounded and validated (issue 22): each costs the attacking file its own points
     "shrink_shared_memory": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": ".modules"}),
@@ -85,10 +94,22 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"sdpa_gradients": "0 gradients for 3 inputs", "softmax_fully_masked": "0 gradients for 1 inputs"},
     ),
     "forged_markers": (
-        {"scores_shape", "scores_values", "scale_values", "causal_square", "causal_rectangular", "variance_close",
-         "variance_uses_generator"} | EVERYTHING_ABOVE_SDPA,
-        {"scores_values": "malformed float marker", "causal_square": "malformed tuple marker",
-         "variance_close": "too large for int64", "scale_values": "cannot scale"},
+        {
+            "scores_shape",
+            "scores_values",
+            "scale_values",
+            "causal_square",
+            "causal_rectangular",
+            "variance_close",
+            "variance_uses_generator",
+        }
+        | EVERYTHING_ABOVE_SDPA,
+        {
+            "scores_values": "malformed float marker",
+            "causal_square": "malformed tuple marker",
+            "variance_close": "too large for int64",
+            "scale_values": "cannot scale",
+        },
     ),
     "scan_bomb": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": "nested too deeply to scan"}),
     # a (N, 1, 1) mask for the feedback picture: sized before any work (the grader's peak was 4.2 GB, now 0.3)
@@ -109,7 +130,10 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"softmax_values": "over the query axis", "sdpa_matches_torch": "over the query axis"},
     ),
     "mistake_mask_inverted": (
-        {"softmax_masked", "softmax_fully_masked", "softmax_stability", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+        {"softmax_masked", "softmax_fully_masked", "softmax_stability", "mha_masks"}
+        | SDPA_VALUES
+        | GATED_SDPA
+        | GATED_MHA,
         {"softmax_masked": "polarity is inverted"},
     ),
     "mistake_zero_fill": (
@@ -147,7 +171,11 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # torch.equal patched on top: flagged, and the integrity points with it
     "mistake_mutation_hidden": (
         {"softmax_no_mutation", "softmax_fully_masked", "integrity_sdpa", "integrity_mha"},
-        {"softmax_no_mutation": "in place", "integrity_sdpa": "replaces torch's own functions", "integrity_mha": "torch.equal"},
+        {
+            "softmax_no_mutation": "in place",
+            "integrity_sdpa": "replaces torch's own functions",
+            "integrity_mha": "torch.equal",
+        },
     ),
     "mistake_loop_over_queries": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     # every loop lands far above the budget on a shape made for it (docs/performance.md)
@@ -156,13 +184,21 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "mistake_loop_output_product": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     # fused attention is unreachable in the worker (it raises), and the record and the scan flag the attempt
     "cheat_fused": (FUSED_BLOCKED, {"integrity_sdpa": "fused attention", "sdpa_matches_torch": NOT_AVAILABLE}),
-    "cheat_fused_getattr": (FUSED_BLOCKED, {"integrity_sdpa": "builds names at run time",
-                                            "sdpa_matches_torch": NOT_AVAILABLE}),
+    "cheat_fused_getattr": (
+        FUSED_BLOCKED,
+        {"integrity_sdpa": "builds names at run time", "sdpa_matches_torch": NOT_AVAILABLE},
+    ),
     # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it (55/55 before)
     "cheat_fused_raw_thread": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
     # a loop in one branch only: every call form is timed (it passed when only masked calls were)
-    "mistake_loop_only_without_mask": ({"timing_cpu"}, {"timing_cpu": "called without a mask. Likely cause: a Python loop"}),
-    "mistake_loop_only_when_causal": ({"timing_cpu"}, {"timing_cpu": "called with is_causal=True. Likely cause: a Python loop"}),
+    "mistake_loop_only_without_mask": (
+        {"timing_cpu"},
+        {"timing_cpu": "called without a mask. Likely cause: a Python loop"},
+    ),
+    "mistake_loop_only_when_causal": (
+        {"timing_cpu"},
+        {"timing_cpu": "called with is_causal=True. Likely cause: a Python loop"},
+    ),
     # memoising by identity: every timed call has fresh inputs, and stale answers are caught
     # (a stale answer is caught, or the loop itself is timed: both hints are true of it)
     "cheat_memoised_loop": ({"timing_cpu"}, {"timing_cpu": ("in a timed call", "Likely cause: a Python loop")}),
@@ -184,9 +220,14 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # fused attention in a thread of its own: the op record covers every thread the submission starts
     "cheat_fused_in_thread": (FUSED_BLOCKED, {"integrity_sdpa": "ran PyTorch's fused attention"}),
     # the op record switched off (torch._C), the fused function reached by a built name: the static scan flags it
-    "cheat_fused_record_off": (FUSED_BLOCKED, {"integrity_sdpa": "reaches into torch's internals",
-                                               "sdpa_matches_torch": NOT_AVAILABLE}),
-    "cheat_hardcoded_variance": ({"variance_uses_generator"}, {"variance_uses_generator": "same value for every generator"}),
+    "cheat_fused_record_off": (
+        FUSED_BLOCKED,
+        {"integrity_sdpa": "reaches into torch's internals", "sdpa_matches_torch": NOT_AVAILABLE},
+    ),
+    "cheat_hardcoded_variance": (
+        {"variance_uses_generator"},
+        {"variance_uses_generator": "same value for every generator"},
+    ),
     # correct solutions written differently: full marks
     "correct_einsum": (set(), {}),
     "correct_stable_softmax": (set(), {}),
@@ -200,21 +241,34 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # is not float16 rounding by size, so that check names no cause, only where it differs)
     "precision_float16_inside": (
         SOFTMAX_ALL - {"softmax_no_mutation"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
-        {"softmax_values": "precision loss: errors of this size", "sdpa_matches_torch": "first at index (",
-         "softmax_stability": "first at index ("},
+        {
+            "softmax_values": "precision loss: errors of this size",
+            "sdpa_matches_torch": "first at index (",
+            "softmax_stability": "first at index (",
+        },
     ),
     # edge shapes: each mistake shows on one edge shape only
     "edge_causal_skipped_for_one_query": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "is_causal=True, T_q=1"}),
     "edge_uniform_row_means_masked": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "it builds on masked_softmax"}),
     "edge_dk_from_squeeze": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "the output with d_k = 1"}),
-    "edge_squeeze_batch": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "the output with a batch of one"}),
+    "edge_squeeze_batch": (
+        {"sdpa_matches_torch"} | GATED_SDPA,
+        {"sdpa_matches_torch": "the output with a batch of one"},
+    ),
     "edge_einsum_needs_batch": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "einsum()"}),
     # a cause is claimed only with evidence from this submission (see ABSENT for the claims that must not appear)
     "misattr_builds_on_wrong_function": (
-        {"causal_square", "causal_rectangular"} | SOFTMAX_ALL - {"softmax_no_mutation"} | SDPA_VALUES | MHA
-        | GATED_SDPA | GATED_MHA,
-        {"sdpa_matches_torch": "it builds on masked_softmax, and on this input your own masked_softmax",
-         "sdpa_causal": "it builds on causal_mask", "mha_matches_torch": "it builds on scaled_dot_product_attention"},
+        {"causal_square", "causal_rectangular"}
+        | SOFTMAX_ALL - {"softmax_no_mutation"}
+        | SDPA_VALUES
+        | MHA
+        | GATED_SDPA
+        | GATED_MHA,
+        {
+            "sdpa_matches_torch": "it builds on masked_softmax, and on this input your own masked_softmax",
+            "sdpa_causal": "it builds on causal_mask",
+            "mha_matches_torch": "it builds on scaled_dot_product_attention",
+        },
     ),
     "misattr_causal_blamed_without_mask": (
         {"causal_rectangular", "sdpa_matches_torch", "sdpa_causal"} | GATED_SDPA,
@@ -245,11 +299,17 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # ... additive masks, named by what they do to a fully masked row ...
     "mistake_additive_mask_1e4": (
         {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
-        {"softmax_fully_masked": "softmax of their unmasked scores", "sdpa_fully_masked": "softmax of their unmasked scores"},
+        {
+            "softmax_fully_masked": "softmax of their unmasked scores",
+            "sdpa_fully_masked": "softmax of their unmasked scores",
+        },
     ),
     "mistake_additive_mask_1e9": (
         {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
-        {"softmax_fully_masked": "softmax of their unmasked scores", "sdpa_fully_masked": "softmax of their unmasked scores"},
+        {
+            "softmax_fully_masked": "softmax of their unmasked scores",
+            "sdpa_fully_masked": "softmax of their unmasked scores",
+        },
     ),
     "mistake_additive_finfo_min": (
         {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
@@ -269,8 +329,14 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         MHA | GATED_MHA,
         {"mha_matches_torch": "merged without moving the head axis back", "mha_masks": "merged without moving"},
     ),
-    "mistake_mha_merge_order": (MHA | GATED_MHA, {"mha_matches_torch": "merged in the wrong order", "mha_masks": "wrong order"}),
-    "mistake_mha_scale_d_model": (MHA | GATED_MHA, {"mha_matches_torch": "divided by sqrt(d_model)", "mha_masks": "sqrt(d_model)"}),
+    "mistake_mha_merge_order": (
+        MHA | GATED_MHA,
+        {"mha_matches_torch": "merged in the wrong order", "mha_masks": "wrong order"},
+    ),
+    "mistake_mha_scale_d_model": (
+        MHA | GATED_MHA,
+        {"mha_matches_torch": "divided by sqrt(d_model)", "mha_masks": "sqrt(d_model)"},
+    ),
     # xformers' reference: float32 inside and out, never calling masked_softmax (whose own rows are NaN)
     "misattr_xformers_float32": (
         {"softmax_fully_masked"} | (SDPA_VALUES - {"sdpa_gradients"}) | MHA | GATED_SDPA | GATED_MHA,
@@ -285,21 +351,32 @@ ABSENT: dict[str, dict[str, str]] = {
     "edge_uniform_row_means_masked": {"sdpa_causal": "polarity"},
     "misattr_builds_on_wrong_function": {"sdpa_matches_torch": "causal_mask", "sdpa_fully_masked": "causal_mask"},
     "misattr_causal_blamed_without_mask": {"sdpa_matches_torch": "Likely cause"},
-    "misattr_softmax_not_called": {check: "masked_softmax" for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked",
-                                                                         "sdpa_dtypes", "sdpa_gradients")},
-    "misattr_bmm_blamed_on_fill": {check: "uniform weights" for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_dtypes",
-                                                                          "sdpa_gradients", "timing_cpu")},
+    "misattr_softmax_not_called": {
+        check: "masked_softmax"
+        for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked", "sdpa_dtypes", "sdpa_gradients")
+    },
+    "misattr_bmm_blamed_on_fill": {
+        check: "uniform weights"
+        for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_dtypes", "sdpa_gradients", "timing_cpu")
+    },
     "misattr_mha_bias_blamed_on_sdpa": {"mha_matches_torch": "scaled_dot_product_attention"},
     "misattr_fill_float16": {"sdpa_dtypes": "uniform weights"},
     # issue 25: no "float16" for float32 rounding, no "builds on X" unless the failing function was seen calling X
     "correct_float32_softmax_inside": {"softmax_stability": "precision loss", "softmax_values": "float16"},
     "correct_float32_logsumexp": {"softmax_stability": "precision loss", "softmax_values": "float16"},
-    "misattr_xformers_float32": {check: "masked_softmax" for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked",
-                                                                       "sdpa_dtypes")},
+    "misattr_xformers_float32": {
+        check: "masked_softmax" for check in ("sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked", "sdpa_dtypes")
+    },
     "mistake_additive_mask_1e4": {"sdpa_fully_masked": "it builds on", "softmax_fully_masked": "uniform weights"},
     "mistake_additive_mask_1e9": {"sdpa_fully_masked": "it builds on", "softmax_fully_masked": "uniform weights"},
     "mistake_additive_finfo_min": {"sdpa_fully_masked": "it builds on"},
-    **{name: {"mha_matches_torch": "scaled_dot_product_attention", "mha_masks": "scaled_dot_product_attention"}
-       for name in ("mistake_mha_split_no_transpose", "mistake_mha_merge_no_transpose", "mistake_mha_merge_order",
-                    "mistake_mha_scale_d_model")},
+    **{
+        name: {"mha_matches_torch": "scaled_dot_product_attention", "mha_masks": "scaled_dot_product_attention"}
+        for name in (
+            "mistake_mha_split_no_transpose",
+            "mistake_mha_merge_no_transpose",
+            "mistake_mha_merge_order",
+            "mistake_mha_scale_d_model",
+        )
+    },
 }

@@ -44,8 +44,16 @@ class InProcess(Runner):
             reply.mutated = mutated(args, copies)
         return reply
 
-    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
-              kwargs: dict | None = None) -> Reply:
+    def timed(
+        self,
+        target: str,
+        inputs: list[list],
+        outputs: list[tuple],
+        *,
+        timeout: float,
+        device: str = "cpu",
+        kwargs: dict | None = None,
+    ) -> Reply:
         function = getattr(self.module, target)
         results = [[torch.empty(shape, dtype=dtype) for shape, dtype in outputs] for _ in inputs]
         started, cpu = time.perf_counter(), time.process_time()

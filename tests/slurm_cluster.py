@@ -18,8 +18,17 @@ import time
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
-FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-            "DEADLINE")
+FINISHED = (
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+)
 
 
 class ClusterError(RuntimeError):
@@ -105,11 +114,18 @@ class Cluster:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
         (self.folder / "slurm.conf").write_text(
-            slurm_conf(self.folder, self.host, os.cpu_count() or 1, _memory_mib(), _free_ports(2)))
+            slurm_conf(self.folder, self.host, os.cpu_count() or 1, _memory_mib(), _free_ports(2))
+        )
         socket_path = self.folder / "munge.socket"
-        self._daemon("munged", "--foreground", f"--socket={socket_path}", f"--key-file={key}",
-                     f"--log-file={self.folder}/munged.log", f"--pid-file={self.folder}/munged.pid",
-                     f"--seed-file={self.folder}/munged.seed")
+        self._daemon(
+            "munged",
+            "--foreground",
+            f"--socket={socket_path}",
+            f"--key-file={key}",
+            f"--log-file={self.folder}/munged.log",
+            f"--pid-file={self.folder}/munged.pid",
+            f"--seed-file={self.folder}/munged.seed",
+        )
         self.wait_for(lambda: socket_path.exists(), timeout, "munged made no socket")
         self._daemon("slurmctld", "-D")
         self._daemon("slurmd", "-D")
@@ -117,8 +133,15 @@ class Cluster:
 
     def _daemon(self, name: str, *args: str) -> None:
         with open(self.folder / f"{name}.out", "wb") as log:
-            self.daemons.append(subprocess.Popen([_program(name), *args], env=self.env, stdout=log,
-                                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+            self.daemons.append(
+                subprocess.Popen(
+                    [_program(name), *args],
+                    env=self.env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+            )
 
     def wait_for(self, ready, timeout: float, what: str) -> None:
         """Poll ``ready()`` until it holds; ClusterError (with the logs) after ``timeout`` or when a daemon died."""
@@ -140,10 +163,13 @@ class Cluster:
         found = self.command("sinfo", "--noheader", "--Node", "--format=%T", check=False)
         return found.stdout.strip()
 
-    def command(self, *args: str, cwd: Path | None = None, check: bool = True,
-                timeout: float = 60) -> subprocess.CompletedProcess:
+    def command(
+        self, *args: str, cwd: Path | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess:
         """Run a Slurm command (sbatch, squeue, ...) against this cluster."""
-        done = subprocess.run(list(args), check=False, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            list(args), check=False, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
         if check and done.returncode != 0:
             raise ClusterError(f"{' '.join(args)} exited {done.returncode}: {done.stderr}")
         return done
@@ -165,12 +191,16 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while True:
             found = {name: fields for job in jobs for name, fields in self.jobs(job).items()}
-            if found and all(fields["JobState"] in FINISHED or fields.get("Reason") == "DependencyNeverSatisfied"
-                             for fields in found.values()):
+            if found and all(
+                fields["JobState"] in FINISHED or fields.get("Reason") == "DependencyNeverSatisfied"
+                for fields in found.values()
+            ):
                 return found
             if time.monotonic() > deadline:
-                raise ClusterError(f"jobs {', '.join(jobs)} not done after {timeout:.0f} s: "
-                                   f"{ {n: f['JobState'] for n, f in found.items()} }\n{self.logs()}")
+                raise ClusterError(
+                    f"jobs {', '.join(jobs)} not done after {timeout:.0f} s: "
+                    f"{ {n: f['JobState'] for n, f in found.items()} }\n{self.logs()}"
+                )
             time.sleep(0.5)
 
     def stop(self, timeout: float = 30) -> None:

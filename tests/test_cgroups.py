@@ -26,8 +26,12 @@ def test_groups_carry_the_limits_and_stale_ones_are_swept():
         folders = [Path(p).parent for p in groups.procs]
         limits = {f.name: f for f in folders}
         assert len(limits) == 1 and all(f.is_dir() for f in folders)
-        values = [(f / name).read_text().strip() for f in folders
-                  for name in ("memory.limit_in_bytes", "memory.max", "pids.max") if (f / name).exists()]
+        values = [
+            (f / name).read_text().strip()
+            for f in folders
+            for name in ("memory.limit_in_bytes", "memory.max", "pids.max")
+            if (f / name).exists()
+        ]
         assert str(1 << 30) in values and "64" in values
         dead = subprocess.Popen(["true"])
         dead.wait()  # a grading that was killed: its PID is gone

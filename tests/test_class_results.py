@@ -126,6 +126,8 @@ def test_the_summary_and_the_dashboard_count_the_same(tmp_path):
     write_report(tmp_path / "class.html", stats)
     page = (tmp_path / "class.html").read_text()
     on_the_dashboard = dict(re.findall(r'<tr data-mistake="([^"]+)"><td class="number">(\d+)</td>', page))
-    in_the_summary = re.findall(r"^ +(\d+)  (.*)$", summary(stats).split("Named mistakes")[1].split("Flagged")[0], re.MULTILINE)
+    in_the_summary = re.findall(
+        r"^ +(\d+)  (.*)$", summary(stats).split("Named mistakes")[1].split("Flagged")[0], re.MULTILINE
+    )
     assert on_the_dashboard == {"causal_flipped": "2", "mask_inverted": "1"}
     assert in_the_summary == [("2", describe("causal_flipped")), ("1", describe("mask_inverted"))]

@@ -187,10 +187,14 @@ def written(path, data: bytes):
     [
         (lambda tmp: tmp / "nothing.py", "there is no file or folder at"),
         (lambda tmp: written(tmp / "empty.py", b""), "the file empty.py is empty"),
-        (lambda tmp: notebook_file(tmp, "words.ipynb", [new_markdown_cell("# only words")]),
-         "the notebook words.ipynb holds no code"),
-        (lambda tmp: notebook_file(tmp, "blank.ipynb", [new_code_cell(""), new_code_cell("%matplotlib inline")]),
-         "the notebook blank.ipynb holds no code"),
+        (
+            lambda tmp: notebook_file(tmp, "words.ipynb", [new_markdown_cell("# only words")]),
+            "the notebook words.ipynb holds no code",
+        ),
+        (
+            lambda tmp: notebook_file(tmp, "blank.ipynb", [new_code_cell(""), new_code_cell("%matplotlib inline")]),
+            "the notebook blank.ipynb holds no code",
+        ),
         (lambda tmp: written(tmp / "broken.ipynb", b"{not json"), "the notebook broken.ipynb is not valid .ipynb JSON"),
         (lambda tmp: written(tmp / "latin.py", b"x = '\xe9'\n"), "the file latin.py is not UTF-8"),
     ],

@@ -16,7 +16,10 @@ def test_defaults_cover_every_check():
     assert settings.source == "defaults"
     assert settings.points["sdpa_matches_torch"] > 0
     assert settings.tolerance("float16") == (3e-2, 3e-2)
-    assert settings.tolerance("float64") == (1e-5, 1e-5)  # float32-level rounding of correct math passes (docs/grading.md)
+    assert settings.tolerance("float64") == (
+        1e-5,
+        1e-5,
+    )  # float32-level rounding of correct math passes (docs/grading.md)
 
 
 def test_file_overrides_only_what_it_names(tmp_path):

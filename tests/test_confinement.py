@@ -242,7 +242,7 @@ def test_a_missing_mechanism_is_named_and_require_sandbox_refuses(tmp_path, monk
             box.load()
 
 
-HELPER_WORKS = '''
+HELPER_WORKS = """
 import os, time
 
 def attention_output(weights, V):
@@ -253,7 +253,7 @@ def attention_output(weights, V):
         os._exit(0)
     os.waitpid(helper, 0)
     return weights @ V
-'''
+"""
 
 
 def test_a_timed_call_is_charged_the_cpu_time_of_helper_processes(tmp_path, zygote):
@@ -265,8 +265,9 @@ def test_a_timed_call_is_charged_the_cpu_time_of_helper_processes(tmp_path, zygo
         if box.cgroups.cpu_seconds() is None:
             pytest.skip(f"no CPU-time cgroup for this grader here: {box.cgroups.describe()}")
         assert box.load().ok, box.load_reply
-        reply = box.timed("attention_output", [[torch.ones(2, 3), torch.ones(3, 4)]], [((2, 4), torch.float32)],
-                          timeout=20)
+        reply = box.timed(
+            "attention_output", [[torch.ones(2, 3), torch.ones(3, 4)]], [((2, 4), torch.float32)], timeout=20
+        )
     assert reply.ok, reply.describe()
     assert reply.cpu_seconds >= 0.25, f"{reply.cpu_seconds} s of CPU charged for 0.3 s of work in a helper"
     assert reply.outputs[0][0].tolist() == [[3.0] * 4] * 2

@@ -9,7 +9,6 @@ import torch
 from autograder.sandbox import worker
 from autograder.sandbox.protocol import reply_from
 
-
 SOURCE = """
 import torch
 
@@ -36,14 +35,19 @@ def test_a_call_reports_the_functions_it_entered(tmp_path):
     x = torch.randn(2, 3, 4)
     reply = worker._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
     assert reply["entered"] == ["masked_softmax"]
-    assert module.masked_softmax.__name__ == "masked_softmax" and module.masked_softmax.__code__.co_name == "masked_softmax"
+    assert (
+        module.masked_softmax.__name__ == "masked_softmax"
+        and module.masked_softmax.__code__.co_name == "masked_softmax"
+    )
 
 
 def test_a_notebook_namespace_is_recorded_too():
     """On the nbgrader path the functions live in the notebook's globals: calls between them are recorded there."""
     namespace: dict = {}
     exec(compile(SOURCE, "notebook", "exec"), namespace)  # noqa: S102 - our own source
-    module = types.SimpleNamespace(**{k: v for k, v in namespace.items() if k in ("masked_softmax", "scaled_dot_product_attention")})
+    module = types.SimpleNamespace(
+        **{k: v for k, v in namespace.items() if k in ("masked_softmax", "scaled_dot_product_attention")}
+    )
     x = torch.randn(2, 3, 4)
     reply = worker._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
     assert reply["entered"] == ["masked_softmax"]
@@ -75,12 +79,17 @@ def test_functions_look_like_themselves_while_recorded(tmp_path):
     """During a call the recorded functions keep their names and docstrings: code that lists its own functions by
     ``__name__`` (a notebook did) sees the same names as without the record."""
     path = tmp_path / "attention.py"
-    path.write_text(SOURCE.replace("    return weights @ V\n\n\ndef scaled", '    """Weights times values."""\n'
-                                   "    return weights @ V\n\n\ndef scaled") + """
+    path.write_text(
+        SOURCE.replace(
+            "    return weights @ V\n\n\ndef scaled",
+            '    """Weights times values."""\n    return weights @ V\n\n\ndef scaled',
+        )
+        + """
 
 def attention_scores(Q, K):
     return [masked_softmax.__name__, attention_output.__name__, attention_output.__doc__]
-""")
+"""
+    )
     module = worker._load(str(path))
     reply = worker._call(module, {"target": "attention_scores", "args": [torch.ones(1), torch.ones(1)]})
     assert reply["ok"] and reply["value"] == ["masked_softmax", "attention_output", "Weights times values."], reply

@@ -21,14 +21,23 @@ def readme_commands() -> list[str]:
 def test_ci_runs_exactly_the_readme_commands():
     """.ci/run runs the README's two commands, word for word, in order, after installing the browser tests' chromium
     and the Slurm test's slurm-wlm, and opening the clone's folders for the unprivileged sandbox tests."""
-    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith(("#", "set ", "cd "))]
+    ci = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.startswith(("#", "set ", "cd "))
+    ]
     assert ci == ["bash .ci/install-chromium", "bash .ci/install-slurm", "bash .ci/open-checkout", *readme_commands()]
 
 
 def test_first_command_installs_then_grades_the_example_class():
     """The first command installs, then grades examples/class in a temporary folder and shows one student's feedback."""
     first = readme_commands()[0]
-    assert "pip install" in first and "sdpa-grade --batch examples/class" in first and "mktemp -d" in first and "--show" in first
+    assert (
+        "pip install" in first
+        and "sdpa-grade --batch examples/class" in first
+        and "mktemp -d" in first
+        and "--show" in first
+    )
 
 
 @pytest.mark.slow
@@ -36,7 +45,11 @@ def test_example_class_grades_as_its_files_say(tmp_path):
     """Alice full marks, Bob and Carol each a named classic mistake, Mallory's attacks change nothing; nothing written in the repository."""
     before = sorted(p.name for p in ROOT.joinpath("examples").rglob("*"))
     out = tmp_path / "grades"
-    result = run([str(BIN / "sdpa-grade"), "--batch", str(EXAMPLES), "--json-dir", str(out), "--show", "bob"], cwd=ROOT, timeout=600)
+    result = run(
+        [str(BIN / "sdpa-grade"), "--batch", str(EXAMPLES), "--json-dir", str(out), "--show", "bob"],
+        cwd=ROOT,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     grades = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
     assert set(grades) == {"alice", "bob", "carol", "mallory"}
@@ -57,6 +70,8 @@ def test_example_class_grades_as_its_files_say(tmp_path):
 
 def test_show_names_a_student_of_the_class(tmp_path):
     """--show with a name not in the class is a usage error (exit 2) that lists the students, before grading anyone."""
-    result = run([str(BIN / "sdpa-grade"), "--batch", str(EXAMPLES), "--json-dir", str(tmp_path / "g"), "--show", "zoe"])
+    result = run(
+        [str(BIN / "sdpa-grade"), "--batch", str(EXAMPLES), "--json-dir", str(tmp_path / "g"), "--show", "zoe"]
+    )
     assert result.returncode == 2 and "alice" in result.stderr
     assert not (tmp_path / "g").exists()

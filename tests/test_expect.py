@@ -26,12 +26,21 @@ def test_where_the_output_first_differs():
     actual[1, 2], actual[0, 1] = 0.5, 0.25
     caught = failure(actual, expected)
     assert "first at index (0, 1) of shape (2, 3): expected 0, got 0.25 (error 0.25, allowed 1e-05)" in str(caught)
-    assert caught.evidence == {"shape": [2, 3], "index": [0, 1], "expected": 0.0, "got": 0.25, "error": 0.25, "allowed": 1e-5}
+    assert caught.evidence == {
+        "shape": [2, 3],
+        "index": [0, 1],
+        "expected": 0.0,
+        "got": 0.25,
+        "error": 0.25,
+        "allowed": 1e-5,
+    }
 
 
 def test_nan_evidence_stays_strict_json():
     """A NaN found where a number was expected travels as text, so results.json stays valid JSON."""
-    caught = failure(torch.tensor([1.0, float("nan")], dtype=torch.float64), torch.tensor([1.0, 2.0], dtype=torch.float64))
+    caught = failure(
+        torch.tensor([1.0, float("nan")], dtype=torch.float64), torch.tensor([1.0, 2.0], dtype=torch.float64)
+    )
     assert json.loads(json.dumps(caught.evidence, allow_nan=False))["got"] == "nan"
 
 

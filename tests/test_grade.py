@@ -73,9 +73,7 @@ def test_one_grading_starts_one_zygote():
 
 def test_a_pytest_plugin_installed_beside_the_grader_stays_out_of_the_checks(tmp_path):
     """A pytest plugin that any installed package declares (here one that drops every check) never runs the checks."""
-    (tmp_path / "drop_every_check.py").write_text(
-        "def pytest_collection_modifyitems(items):\n    items.clear()\n"
-    )
+    (tmp_path / "drop_every_check.py").write_text("def pytest_collection_modifyitems(items):\n    items.clear()\n")
     info = tmp_path / "drop_every_check-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: drop-every-check\nVersion: 1.0\n")

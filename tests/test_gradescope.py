@@ -30,8 +30,11 @@ SETUP_TIMEOUT = 900
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment a fresh machine would have: no project venv on PATH, no Python overrides."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH") and not key.startswith("SDPA_")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH") and not key.startswith("SDPA_")
+    }
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != BIN)
     return {**env, **extra}
 
@@ -84,8 +87,12 @@ def unpack(bundle: Path, folder: Path) -> Path:
 def setup(root: Path, **env: str) -> subprocess.CompletedProcess:
     """Run the bundle's setup.sh, with the machine's own pip configuration, as Gradescope runs it."""
     started = time.perf_counter()
-    result = run([shutil.which("bash"), str(root / "source" / "setup.sh")], cwd=root / "source", timeout=SETUP_TIMEOUT,
-                 env=clean_env(AUTOGRADER_ROOT=str(root), **env))
+    result = run(
+        [shutil.which("bash"), str(root / "source" / "setup.sh")],
+        cwd=root / "source",
+        timeout=SETUP_TIMEOUT,
+        env=clean_env(AUTOGRADER_ROOT=str(root), **env),
+    )
     print(f"setup.sh took {time.perf_counter() - started:.0f} s")
     return result
 
@@ -105,8 +112,11 @@ def run_autograder(root: Path, name: str) -> tuple[subprocess.CompletedProcess, 
         shutil.rmtree(root / folder, ignore_errors=True)
     (root / "submission").mkdir()
     (root / "submission" / "attention.py").write_text(submission_text(name))
-    result = run([shutil.which("bash"), str(root / "source" / "run_autograder")], cwd=root / "source",
-                 env=clean_env(AUTOGRADER_ROOT=str(root)))
+    result = run(
+        [shutil.which("bash"), str(root / "source" / "run_autograder")],
+        cwd=root / "source",
+        env=clean_env(AUTOGRADER_ROOT=str(root)),
+    )
     return result, json.loads((root / "results" / "results.json").read_text())
 
 
@@ -196,8 +206,10 @@ def test_plain_wheel_install_grades_outside_the_repository(wheel, tmp_path):
 def local_index(folder: Path) -> Path:
     """A CPU wheel index on disk (PEP 503): torch in the project's range and its dependencies, as pip gets them here."""
     files = folder / "files"
-    got = run([str(BIN / "python"), "-m", "pip", "download", "-q", "-d", str(files), torch_requirement(ROOT)],
-              timeout=SETUP_TIMEOUT)
+    got = run(
+        [str(BIN / "python"), "-m", "pip", "download", "-q", "-d", str(files), torch_requirement(ROOT)],
+        timeout=SETUP_TIMEOUT,
+    )
     assert got.returncode == 0, got.stderr
     projects: dict[str, list[str]] = {}
     for path in files.iterdir():

@@ -82,8 +82,16 @@ def test_integrity_flags_travel_as_fields(graded):
     tests = load(graded, "cheat_fused_record_off")["tests"]
     assert "dynamic_reach" in {test["extra_data"]["flag"] for test in tests}
     flagged = graded["result"].stdout.split("Flagged for review", 1)[1]
-    for name in ("cheat_fused_record_off", "cheat_fused_in_thread", "cheat_patch_handler", "cheat_fused", "patch_torch_compare",
-                 "fake_results", "mistake_mutation_hidden", "write_outside_at_import"):
+    for name in (
+        "cheat_fused_record_off",
+        "cheat_fused_in_thread",
+        "cheat_patch_handler",
+        "cheat_fused",
+        "patch_torch_compare",
+        "fake_results",
+        "mistake_mutation_hidden",
+        "write_outside_at_import",
+    ):
         assert f"  {name}: " in flagged
     for name in ("reference", "correct_einsum", "mistake_loop_over_queries", "mistake_divide_by_dk"):
         assert f"  {name}: " not in flagged  # a wrong function's wrong timed answers accuse nobody
@@ -104,8 +112,9 @@ def test_submission_scores_exactly(graded, name):
     assert result["score"] == sum(test["score"] for test in result["tests"])
     assert result["score"] == sum(p for check, p in GRADED.items() if check not in expected_zero)
     for check, phrase in phrases.items():  # a tuple: any one of these phrases
-        assert any(p in scores[check]["output"] for p in ((phrase,) if isinstance(phrase, str) else phrase)), \
-            scores[check]["output"]
+        assert any(p in scores[check]["output"] for p in ((phrase,) if isinstance(phrase, str) else phrase)), scores[
+            check
+        ]["output"]
 
 
 @pytest.mark.parametrize("name", sorted(ABSENT))
@@ -129,8 +138,10 @@ def test_template_scores_zero_with_a_reason(graded):
     """The untouched template earns nothing, integrity and timing included."""
     result = load(graded, "template")
     assert result["score"] == 0
-    assert all("not implemented yet" in t["output"] or "no points" in t["output"] or "not run" in t["output"]
-               for t in result["tests"])
+    assert all(
+        "not implemented yet" in t["output"] or "no points" in t["output"] or "not run" in t["output"]
+        for t in result["tests"]
+    )
 
 
 def test_empty_file_is_ungradable(graded):

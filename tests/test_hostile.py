@@ -25,8 +25,16 @@ from tests.helpers import REFERENCE, ROOT, SUBMISSIONS, run
 
 pytestmark = pytest.mark.slow  # two small classes, graded in full: a few minutes
 
-HOSTILE = ("shrink_shared_memory", "trickle_reply", "forged_empty_gradients", "forged_markers", "cheat_fused_raw_thread",
-           "scan_bomb", "picture_bomb", "terminal_escapes")
+HOSTILE = (
+    "shrink_shared_memory",
+    "trickle_reply",
+    "forged_empty_gradients",
+    "forged_markers",
+    "cheat_fused_raw_thread",
+    "scan_bomb",
+    "picture_bomb",
+    "terminal_escapes",
+)
 FAST_LIMITS = "[limits]\ncall_timeout = 5.0\nload_timeout = 5.0\nafter_hang_timeout = 1.0\nmemory_mb = 2048\n"
 POINTS = {name: points for name, points in load_settings().points.items() if name != "timing_gpu"}
 

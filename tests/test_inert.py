@@ -12,10 +12,14 @@ from autograder.render.inert import inert
 from autograder.report import table
 
 HOSTILE = "scale_scores failed: ValueError: \x1b[2J\x1b]0;graded\x07\x1b]52;c;cm0=\x07\x1b[5A\rtotal 55/55\n\u202eevil"
-RESULT = {"score": 2, "max_score": 4, "tests": [
-    {"name": "scale_scores: scale_values", "score": 0, "max_score": 2, "output": HOSTILE},
-    {"name": "attention_scores: scores_shape\x1b[8m", "score": 2, "max_score": 2, "output": "passed"},
-]}
+RESULT = {
+    "score": 2,
+    "max_score": 4,
+    "tests": [
+        {"name": "scale_scores: scale_values", "score": 0, "max_score": 2, "output": HOSTILE},
+        {"name": "attention_scores: scores_shape\x1b[8m", "score": 2, "max_score": 2, "output": "passed"},
+    ],
+}
 CONTROLS = [chr(c) for c in range(32) if c != 10] + ["\x7f", "\x9b", "\u202e", "\u2028"]
 
 

@@ -28,7 +28,7 @@ from tests.helpers import REFERENCE, ROOT, SUBMISSIONS
         "out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(Q, K, V)",
         "import sys\nhandler = sys.modules['__main__']._call",
         'exec("import torch" + ".nn")',
-        'exec("y = getattr(F, \'scaled_\' + \'dot_product_attention\')")',
+        "exec(\"y = getattr(F, 'scaled_' + 'dot_product_attention')\")",
     ],
 )
 def test_dynamic_reach_is_flagged(code):
@@ -38,10 +38,20 @@ def test_dynamic_reach_is_flagged(code):
 
 def test_honest_sources_are_not_flagged():
     """The reference and every honest or unrelated submission under tests/submissions pass the scan."""
-    flagged = {"cheat_fused_getattr", "cheat_patch_handler", "cheat_mutation_after_copies", "cheat_fused_record_off",
-               "wire_bomb_reply", "steal_reference",  # steal_reference exec()s a file it found at run time
-               "shrink_shared_memory", "trickle_reply", "forged_empty_gradients", "forged_markers", "scan_bomb",
-               "steal_everything"}  # the notebook attack reaches for the grader by every route it knows
+    flagged = {
+        "cheat_fused_getattr",
+        "cheat_patch_handler",
+        "cheat_mutation_after_copies",
+        "cheat_fused_record_off",
+        "wire_bomb_reply",
+        "steal_reference",  # steal_reference exec()s a file it found at run time
+        "shrink_shared_memory",
+        "trickle_reply",
+        "forged_empty_gradients",
+        "forged_markers",
+        "scan_bomb",
+        "steal_everything",
+    }  # the notebook attack reaches for the grader by every route it knows
     for path in [REFERENCE, *sorted(SUBMISSIONS.glob("*/*.py"))]:
         if path.stem not in flagged:
             assert dynamic_reach(path.read_text()) == [], path.name
@@ -102,7 +112,10 @@ def test_honest_sources_leave_no_tampering():
     """The reference and every correct, mistaken or edge-case submission under tests/submissions are not flagged."""
     attacks = {"mistake_mutation_hidden"}  # patches torch.equal besides its mistake: flagged (tests/grading_cases.py)
     for path in [REFERENCE, *sorted(SUBMISSIONS.glob("overlays/*.py"))]:
-        honest = path.stem.startswith(("correct_", "mistake_", "edge_", "misattr_", "precision_")) and path.stem not in attacks
+        honest = (
+            path.stem.startswith(("correct_", "mistake_", "edge_", "misattr_", "precision_"))
+            and path.stem not in attacks
+        )
         if honest or path == REFERENCE:
             assert tampering(path.read_text()) == {}, path.name
 
@@ -113,7 +126,9 @@ def test_mallory_leaves_all_three_kinds():
     assert set(found) == {"patches_torch", "imports_grader", "writes_files"}, found
 
 
-@pytest.mark.parametrize("inner", ["x = " + "-" * 5000 + "1", "x = a" + ".b" * 100000, "x = " + "lambda: " * 50000 + "1"])
+@pytest.mark.parametrize(
+    "inner", ["x = " + "-" * 5000 + "1", "x = a" + ".b" * 100000, "x = " + "lambda: " * 50000 + "1"]
+)
 def test_code_too_deep_to_scan_is_a_finding_not_a_crash(inner):
     """Python too deeply nested for the parser, inside a string constant, is flagged; the scan never raises."""
     source = f"NOTE = {inner!r}\n"
@@ -124,4 +139,6 @@ def test_code_too_deep_to_scan_is_a_finding_not_a_crash(inner):
 @pytest.mark.parametrize("inner", ["x = " + "-" * 5000 + "1", "x = " + "lambda: " * 50000 + "1"])
 def test_tampering_scan_of_code_too_deep_is_empty_not_a_crash(inner):
     """The attack-trace scan meets the same deep sources: it finds nothing there and never raises."""
-    assert tampering(f"import torch\ntorch.equal = None\nNOTE = {inner!r}\n") == {"patches_torch": ["line 2: torch.equal"]}
+    assert tampering(f"import torch\ntorch.equal = None\nNOTE = {inner!r}\n") == {
+        "patches_torch": ["line 2: torch.equal"]
+    }

@@ -21,7 +21,7 @@ from autograder.sandbox import cgroups
 from autograder.sandbox.processes import NOBODY, readable_by_others
 from tests.helpers import BIN, REFERENCE, ROOT
 
-BURNERS = '''
+BURNERS = """
 import ctypes as _ctypes
 import os as _os
 
@@ -41,7 +41,7 @@ for _ in range(4):  # CPU burners in sessions of their own, started as the submi
 def attention_scores(Q, K):
     while True:
         pass
-'''
+"""
 MODES = ["root", "unprivileged"]
 
 
@@ -62,7 +62,7 @@ def _processes() -> dict[int, tuple[int, str, str]]:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            name = stat[stat.index("(") + 1:stat.rindex(")")]
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
             fields = stat.rsplit(")", 1)[1].split()
             if fields[0] != "Z":
                 found[int(entry.name)] = (int(fields[1]), fields[19], name)
@@ -99,8 +99,11 @@ def _alive(tree: dict) -> list[str]:
 
 def _groups_of(pids) -> list[Path]:
     """The cgroups owned by any of ``pids``, wherever this machine puts them."""
-    parents = {p for p in (cgroups._own("memory"), cgroups._own("pids"), cgroups._own("cpuacct"), cgroups._own_v2())
-               if p is not None}
+    parents = {
+        p
+        for p in (cgroups._own("memory"), cgroups._own("pids"), cgroups._own("cpuacct"), cgroups._own_v2())
+        if p is not None
+    }
     return [g for parent in parents for pid in pids for g in parent.glob(f"sdpa-owner-*.{pid}.*")]
 
 
@@ -112,14 +115,26 @@ def _grader(mode: str, args: list[str]) -> subprocess.Popen:
     if mode == "unprivileged":
         if os.geteuid() != 0:
             user = {}
-        elif not all(readable_by_others(path) for path in (Path(sys.executable).resolve(), ROOT / "pyproject.toml",
-                                                            Path(sysconfig.get_paths()["purelib"]))):
+        elif not all(
+            readable_by_others(path)
+            for path in (
+                Path(sys.executable).resolve(),
+                ROOT / "pyproject.toml",
+                Path(sysconfig.get_paths()["purelib"]),
+            )
+        ):
             pytest.skip("an unprivileged user cannot run this Python or reach the install: a folder above it is closed")
         else:
             user = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": "/tmp", "HOME": "/tmp", "LANG": "C.UTF-8"}
-    return subprocess.Popen([str(BIN / "sdpa-grade"), *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, **user)
+    return subprocess.Popen(
+        [str(BIN / "sdpa-grade"), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        **user,
+    )
 
 
 def _shared_folder(tmp_path: Path) -> Path:
@@ -132,9 +147,11 @@ def _shared_folder(tmp_path: Path) -> Path:
 
 def _burning(grader: subprocess.Popen, marker: bytes, count: int):
     """Wait until ``count`` burners run under the grader; its whole process tree then."""
+
     def seen():
         tree = _tree(grader.pid)
         return tree if sum(name == marker.decode() for _, _, name in tree.values()) >= count else None
+
     tree = _wait_for(seen, 120)
     assert tree, f"the burners never started (grader exit {grader.poll()})"
     return tree
@@ -249,8 +266,13 @@ def test_a_grader_killed_beside_a_zygote_that_became_nobody_leaves_no_process(tm
     marker = f"burn{uuid.uuid4().hex[:8]}".encode()
     folder = _shared_folder(tmp_path)
     try:
-        grader = subprocess.Popen([sys.executable, "-c", HOLDER, str(_submission(folder, marker))], cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        grader = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(_submission(folder, marker))],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         tree = _burning(grader, marker, 4)
         assert any(os.stat(f"/proc/{pid}").st_uid == NOBODY for pid in tree if os.path.exists(f"/proc/{pid}"))
         grader.kill()

@@ -19,12 +19,22 @@ from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 pytestmark = pytest.mark.slow
 COURSE = ["--course", "sdpa-course"]
 SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$\n?", re.MULTILINE)
-LOOP = '''def dot_product_variance(d_k, num_samples=10000, generator=None):
+LOOP = """def dot_product_variance(d_k, num_samples=10000, generator=None):
     while True:
         pass
-'''
-ATTACKS = ("by_path", "resources", "getsource", "sys_modules", "gc_objects", "loader_get_data", "environ", "other_student",
-           "write_outside", "monkeypatch")  # the attacks of tests/submissions/notebook/steal_everything.py
+"""
+ATTACKS = (
+    "by_path",
+    "resources",
+    "getsource",
+    "sys_modules",
+    "gc_objects",
+    "loader_get_data",
+    "environ",
+    "other_student",
+    "write_outside",
+    "monkeypatch",
+)  # the attacks of tests/submissions/notebook/steal_everything.py
 SECRET = "do-not-show-9f1c2e"  # in nbgrader's environment: no student's code may read it
 # every check of a knowledge-check question answered wrongly (True for False, the example's placeholder otherwise)
 WRONG_ANSWERS = {q.name: f"{q.name} = {not q.answer if isinstance(q.answer, bool) else q.example}" for q in QUESTIONS}
@@ -32,13 +42,19 @@ WRONG_ANSWERS = {q.name: f"{q.name} = {not q.answer if isinstance(q.answer, bool
 
 def nbgrader(*args, cwd, env):
     result = run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, timeout=900)
-    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    assert result.returncode == 0, (
+        f"nbgrader {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    )
     return result
 
 
 def answered(release, source, overrides):
     """The released notebook with every solution cell filled in from the source, then ``overrides`` by grade id."""
-    solutions = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    solutions = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in source.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
     notebook = nbformat.from_dict(json.loads(json.dumps(release)))
     for cell in notebook.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -52,7 +68,11 @@ def course(tmp_path_factory):
     """Generate, release, fetch, submit (four students), collect, autograde, give feedback, export."""
     base = tmp_path_factory.mktemp("nbgrader")
     course = base / "course"
-    shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"))
+    shutil.copytree(
+        ROOT / "assignments",
+        course,
+        ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
+    )
     exchange = course / "exchange"
     # alembic must be on PATH
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "SDPA_NB_SECRET": SECRET}
@@ -61,13 +81,20 @@ def course(tmp_path_factory):
     source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
     students = {
         "alice": {},  # correct everywhere
-        "bob": {"scale_scores": "import math\n\n\ndef scale_scores(scores, d_k):\n    return scores / d_k\n",
-                "q_variance": "q_variance = 8"},  # a classic mistake, and one wrong answer
+        "bob": {
+            "scale_scores": "import math\n\n\ndef scale_scores(scores, d_k):\n    return scores / d_k\n",
+            "q_variance": "q_variance = 8",
+        },  # a classic mistake, and one wrong answer
         "carol": {"dot_product_variance": LOOP},  # loops forever in one function
         # attacks the grader from one function, answers every question wrongly, and patches the quiz's check
-        "mallory": {"dot_product_variance": (SUBMISSIONS / "notebook" / "steal_everything.py").read_text()
-                    .replace("@PROJECT@", str(ROOT)).replace("@COURSE@", str(course)).replace("@OUTSIDE@", str(base)),
-                    **WRONG_ANSWERS},
+        "mallory": {
+            "dot_product_variance": (SUBMISSIONS / "notebook" / "steal_everything.py")
+            .read_text()
+            .replace("@PROJECT@", str(ROOT))
+            .replace("@COURSE@", str(course))
+            .replace("@OUTSIDE@", str(base)),
+            **WRONG_ANSWERS,
+        },
     }
     for name, overrides in students.items():
         home = base / "students" / name
@@ -76,7 +103,9 @@ def course(tmp_path_factory):
         nbgrader("fetch_assignment", "sdpa", *COURSE, f"--Exchange.root={exchange}", cwd=home, env=student_env)
         path = home / "sdpa" / "sdpa.ipynb"
         nbformat.write(answered(nbformat.read(path, as_version=4), source, overrides), path)
-        nbgrader("submit", "sdpa", *COURSE, f"--student={name}", f"--Exchange.root={exchange}", cwd=home, env=student_env)
+        nbgrader(
+            "submit", "sdpa", *COURSE, f"--student={name}", f"--Exchange.root={exchange}", cwd=home, env=student_env
+        )
     logs = {"collect": nbgrader("collect", "sdpa", cwd=course, env=env)}
     logs["autograde"] = nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
     logs["generate_feedback"] = nbgrader("generate_feedback", "sdpa", "--force", cwd=course, env=env)
@@ -126,20 +155,30 @@ def _cell_scores(course) -> dict[str, dict[str, float]]:
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course['course'] / 'gradebook.db'}", "sdpa-course") as gradebook:
-        return {student: {grade.name: grade.score for grade in gradebook.find_submission_notebook("sdpa", "sdpa", student).grades}
-                for student in _scores(course)}
+        return {
+            student: {
+                grade.name: grade.score for grade in gradebook.find_submission_notebook("sdpa", "sdpa", student).grades
+            }
+            for student in _scores(course)
+        }
 
 
 def test_sdpa_grade_agrees_with_nbgrader_on_submitted(course, tmp_path):
     """sdpa-grade --batch on nbgrader's submitted/ folder gives each student the same points as nbgrader, check by check."""
     out = tmp_path / "grades"
-    result = run([str(BIN / "sdpa-grade"), "--batch", str(course["course"] / "submitted"), "--json-dir", str(out)], timeout=900)
+    result = run(
+        [str(BIN / "sdpa-grade"), "--batch", str(course["course"] / "submitted"), "--json-dir", str(out)], timeout=900
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     quiz = {f"check_{question.name}" for question in QUESTIONS}
     for student, cells in _cell_scores(course).items():
         graded = json.loads((out / f"{student}.json").read_text())
         by_check = {test["extra_data"]["check"]: test["score"] for test in graded["tests"]}
-        in_notebook = {name.removeprefix("check_"): score for name, score in cells.items() if name.startswith("check_") and name not in quiz}
+        in_notebook = {
+            name.removeprefix("check_"): score
+            for name, score in cells.items()
+            if name.startswith("check_") and name not in quiz
+        }
         assert in_notebook == {check: by_check[check] for check in in_notebook}, student
         assert set(by_check) - set(in_notebook) == {"timing_gpu"}  # not run without a GPU: worth 0 here
 
@@ -153,17 +192,27 @@ def test_attacks_from_the_notebook_get_nothing(course):
     own = nbformat.read(course["course"] / "submitted" / "mallory" / "sdpa" / "sdpa.ipynb", as_version=4)
     release = nbformat.read(course["course"] / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
     shown_anyway = {line.strip() for cell in own.cells + release.cells for line in cell.source.splitlines()}
-    grader = [REFERENCE, ROOT / "autograder" / "release" / "quiz.py", ROOT / "autograder" / "scoring.py",
-              *sorted((ROOT / "autograder" / "checks").glob("*.py"))]
+    grader = [
+        REFERENCE,
+        ROOT / "autograder" / "release" / "quiz.py",
+        ROOT / "autograder" / "scoring.py",
+        *sorted((ROOT / "autograder" / "checks").glob("*.py")),
+    ]
     lines = {line.strip() for path in grader for line in path.read_text().splitlines() if len(line.strip()) >= 30}
     assert sorted(line for line in lines - shown_anyway if line in page) == []
     assert SECRET not in page and "### BEGIN SOLUTION" not in page
-    assert [q.name for q in QUESTIONS if f"{q.name!r}, {q.answer!r}" in page or f'"{q.name}", {q.answer!r}' in page] == []
+    assert [
+        q.name for q in QUESTIONS if f"{q.name!r}, {q.answer!r}" in page or f'"{q.name}", {q.answer!r}' in page
+    ] == []
 
 
 def _hidden_cells(course, student):
     notebook = nbformat.read(course["course"] / "autograded" / student / "sdpa" / "sdpa.ipynb", as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("check_")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c
+        for c in notebook.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("check_")
+    }
 
 
 def test_failed_hidden_cells_show_the_message_not_a_traceback(course):

@@ -9,7 +9,7 @@ import pytest
 from autograder.checks.catalogue import catalogue
 from autograder.checks.pictures import picture, tiny_example
 from autograder.checks.student import Student
-from autograder.render.text import LEGEND, block_grid, cell, shade, with_picture
+from autograder.render.text import LEGEND, block_grid, cell, with_picture
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
 from tests.in_process import InProcess
 
@@ -76,7 +76,10 @@ def test_nan_weights_travel_as_null():
 def test_a_function_that_raises_gives_no_picture():
     """The template's stubs raise NotImplementedError: no picture, no error."""
     namespace: dict = {}
-    exec(compile((REFERENCE.parent.parent / "student_template" / "attention.py").read_text(), "attention.py", "exec"), namespace)
+    exec(
+        compile((REFERENCE.parent.parent / "student_template" / "attention.py").read_text(), "attention.py", "exec"),
+        namespace,
+    )
     assert picture(Student(InProcess(namespace), timeout=10), "masked_softmax", "padding") is None
 
 
@@ -110,7 +113,9 @@ def test_block_grid_shows_expected_beside_got_with_a_legend():
 def test_feedback_of_a_graded_mistake_holds_the_picture(tmp_path):
     """sdpa-grade on a flipped causal mask: the picture is a field of the failed check, and its grid is in the output."""
     submission = tmp_path / "attention.py"
-    submission.write_text(REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_causal_flipped.py").read_text())
+    submission.write_text(
+        REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_causal_flipped.py").read_text()
+    )
     out = tmp_path / "results.json"
     result = run([str(BIN / "sdpa-grade"), str(submission), "--json", str(out)])
     assert result.returncode == 0, result.stderr
@@ -132,8 +137,9 @@ def test_nbgrader_feedback_holds_the_block_grid():
 
     shown = picture(student_with("mistake_causal_flipped"), "causal_mask", "causal")
     long = "causal_mask(9): 72 of 81 entries differ; " + "first at index (0, 1) of shape (9, 9) " * 3
-    outcome = Outcome("causal_square", "causal_mask", "causal", "failed", f"{long}.", cause="the triangle is flipped",
-                      picture=shown)
+    outcome = Outcome(
+        "causal_square", "causal_mask", "causal", "failed", f"{long}.", cause="the triangle is flipped", picture=shown
+    )
     output = failure_output("causal_square", Scored(outcome, 0.0, 1.0, outcome.message))
     grid = block_grid(shown).splitlines()
     assert output.evalue == f"causal_square: {long}. Likely cause: the triangle is flipped.\n" + "\n".join(grid)
@@ -142,4 +148,4 @@ def test_nbgrader_feedback_holds_the_block_grid():
     assert lines[0] == "causal_square: failed" and lines[1].startswith("  causal_mask(9)") and len(lines[1]) <= WIDTH
     cause = lines.index("  Likely cause: the triangle is flipped.")
     assert all(line.startswith("    ") for line in lines[2:cause])  # the long message, wrapped
-    assert lines[cause + 1:] == [f"  {row}" for row in grid]  # the grid's rows, whole
+    assert lines[cause + 1 :] == [f"  {row}" for row in grid]  # the grid's rows, whole

@@ -30,8 +30,10 @@ def collect(tmp_path: Path, source: str) -> tuple[int, str, GradingPlugin]:
     plugin = GradingPlugin(lambda: None, load_settings(None), 0, "cpu")
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = pytest.main([str(folder), "-c", str(folder / "pytest.ini"), "--rootdir", str(folder), "-q",
-                            "-p", "no:cacheprovider"], plugins=[plugin])
+        code = pytest.main(
+            [str(folder), "-c", str(folder / "pytest.ini"), "--rootdir", str(folder), "-q", "-p", "no:cacheprovider"],
+            plugins=[plugin],
+        )
     return code, output.getvalue(), plugin
 
 
@@ -55,17 +57,26 @@ def test_declared_facts_travel_into_the_outcome(tmp_path):
 @pytest.mark.parametrize(
     ("marker", "said"),
     [
-        ('function="attention_scores", category="shape", exercises=()',
-         "lacks picture=: every check declares function, category, exercises, picture"),
+        (
+            'function="attention_scores", category="shape", exercises=()',
+            "lacks picture=: every check declares function, category, exercises, picture",
+        ),
         ('function="attention_scores", category="shape"', "lacks exercises=, picture="),
-        (FACTS + ', points=3', "has unknown points="),
+        (FACTS + ", points=3", "has unknown points="),
         (FACTS.replace("attention_scores", "attention_score"), "function='attention_score' is not one the reference"),
         (FACTS.replace('"shape"', '"shapes"'), "unknown category 'shapes'"),
         (FACTS.replace('("mask",)', '("masks",)'), "exercises=('masks',): a tuple of 'mask', 'fully-masked'"),
         (FACTS.replace("picture=None", 'picture="tiny"'), "picture='tiny': None or one of the tiny examples"),
     ],
-    ids=["no picture", "no exercises or picture", "unknown fact", "unknown function", "unknown category",
-         "unknown input", "unknown example"],
+    ids=[
+        "no picture",
+        "no exercises or picture",
+        "unknown fact",
+        "unknown function",
+        "unknown category",
+        "unknown input",
+        "unknown example",
+    ],
 )
 def test_a_check_lacking_a_fact_fails_collection(tmp_path, marker, said):
     """A marker that lacks a fact, or declares one unknown, stops the run before any check: pytest's usage error."""
@@ -102,8 +113,11 @@ def test_every_hidden_check_declares_valid_facts():
     """The real checks: every one names a function the reference defines, and every function is checked."""
     entries = catalogue()
     assert {entry.function for entry in entries} == set(FUNCTIONS)
-    assert all(entry.picture is None or entry.function in ("causal_mask", "padding_mask", "masked_softmax",
-                                                           "scaled_dot_product_attention") for entry in entries)
+    assert all(
+        entry.picture is None
+        or entry.function in ("causal_mask", "padding_mask", "masked_softmax", "scaled_dot_product_attention")
+        for entry in entries
+    )
 
 
 def test_the_student_functions_come_from_the_reference():

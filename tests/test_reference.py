@@ -88,5 +88,7 @@ def test_dot_product_variance_is_about_d_k():
 def test_keeps_dtype():
     """float16 and bfloat16 in, the same dtype out."""
     for dtype in (torch.float16, torch.bfloat16):
-        output, weights = ref.scaled_dot_product_attention(randn(2, 3, 4, dtype=dtype), randn(2, 5, 4, dtype=dtype), randn(2, 5, 6, dtype=dtype))
+        output, weights = ref.scaled_dot_product_attention(
+            randn(2, 3, 4, dtype=dtype), randn(2, 5, 4, dtype=dtype), randn(2, 5, 6, dtype=dtype)
+        )
         assert output.dtype == weights.dtype == dtype

@@ -17,7 +17,9 @@ from autograder.render.html import feedback_text, student_page
 from autograder.render.text import block_grid
 from autograder.roster import page_names
 
-matplotlib_image = pytest.importorskip("matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)")
+matplotlib_image = pytest.importorskip(
+    "matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)"
+)
 
 VOID = {"meta", "img", "br", "hr", "input", "link"}
 PICTURE = {
@@ -28,33 +30,67 @@ PICTURE = {
 }  # fmt: skip
 
 
-def check_result(check, function, category, score, worth, output="passed", mistake="", flag="", picture=None, seconds=0.01):
-    data = {"check": check, "outcome": "passed" if score == worth else "failed", "mistake": mistake, "seconds": seconds,
-            "flag": flag}
+def check_result(
+    check, function, category, score, worth, output="passed", mistake="", flag="", picture=None, seconds=0.01
+):
+    data = {
+        "check": check,
+        "outcome": "passed" if score == worth else "failed",
+        "mistake": mistake,
+        "seconds": seconds,
+        "flag": flag,
+    }
     if picture:
         data["picture"] = picture
         output = f"{output}\n{block_grid(picture)}"
-    return {"name": f"{function}: {check}", "score": score, "max_score": worth, "output": output, "visibility": "visible",
-            "tags": [function, category], "extra_data": data}
+    return {
+        "name": f"{function}: {check}",
+        "score": score,
+        "max_score": worth,
+        "output": output,
+        "visibility": "visible",
+        "tags": [function, category],
+        "extra_data": data,
+    }
 
 
 def result(tests, seconds=3.0, **extra):
-    return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
-            "execution_time": seconds, "output": "Graded by the hidden checks.", "tests": tests, **extra}
+    return {
+        "score": sum(t["score"] for t in tests),
+        "max_score": sum(t["max_score"] for t in tests),
+        "execution_time": seconds,
+        "output": "Graded by the hidden checks.",
+        "tests": tests,
+        **extra,
+    }
 
 
 def a_class() -> dict[str, dict]:
     flipped = "causal_mask(5): 10 of 25 entries differ. Likely cause: the causal triangle is flipped"
     return {
-        "alice": result([check_result("causal_square", "causal_mask", "causal", 1, 1), check_result("integrity_sdpa", "sdpa", "integrity", 2, 2)]),
-        "bob <b>": result([
-            check_result("causal_square", "causal_mask", "causal", 0, 1, flipped, "causal_flipped", picture=PICTURE),
-            check_result("integrity_sdpa", "sdpa", "integrity", 0, 2, "no points: fix those first"),
-        ], seconds=9.5),  # fmt: skip
-        "carol": result([
-            check_result("causal_square", "causal_mask", "causal", 1, 1),
-            check_result("integrity_sdpa", "sdpa", "integrity", 0, 2, "sdpa ran PyTorch's fused attention", flag="integrity"),
-        ]),  # fmt: skip
+        "alice": result(
+            [
+                check_result("causal_square", "causal_mask", "causal", 1, 1),
+                check_result("integrity_sdpa", "sdpa", "integrity", 2, 2),
+            ]
+        ),
+        "bob <b>": result(
+            [
+                check_result(
+                    "causal_square", "causal_mask", "causal", 0, 1, flipped, "causal_flipped", picture=PICTURE
+                ),
+                check_result("integrity_sdpa", "sdpa", "integrity", 0, 2, "no points: fix those first"),
+            ],
+            seconds=9.5,
+        ),  # fmt: skip
+        "carol": result(
+            [
+                check_result("causal_square", "causal_mask", "causal", 1, 1),
+                check_result(
+                    "integrity_sdpa", "sdpa", "integrity", 0, 2, "sdpa ran PyTorch's fused attention", flag="integrity"
+                ),
+            ]
+        ),  # fmt: skip
         "dave": result([], seconds=0.5, ungradable="attention.py is empty"),
     }
 
@@ -105,7 +141,7 @@ def decoded(src: str):
     """An embedded image's pixels: it must be a PNG data URI that decodes."""
     prefix = "data:image/png;base64,"
     assert src.startswith(prefix), src[:40]
-    data = base64.b64decode(src[len(prefix):], validate=True)
+    data = base64.b64decode(src[len(prefix) :], validate=True)
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     pixels = matplotlib_image.imread(io.BytesIO(data), format="png")
     assert pixels.shape[0] > 50 and pixels.shape[1] > 50
@@ -157,9 +193,8 @@ def test_dashboard_parses_embeds_its_plots_and_names_everyone(tmp_path):
     assert "the causal triangle is flipped" in text
 
 
-
 def test_students_whose_names_look_alike_get_a_page_each(tmp_path):
-    """"a b" and "a_b", "José" in two Unicode spellings and a 240-character name: one distinct, existing page each,
+    """ "a b" and "a_b", "José" in two Unicode spellings and a 240-character name: one distinct, existing page each,
     the one the dashboard links, titled with that student's name."""
     template = a_class()["alice"]
     names = ["a b", "a_b", "Jos\u00e9", "Jose\u0301", "x" * 240]
@@ -171,6 +206,7 @@ def test_students_whose_names_look_alike_get_a_page_each(tmp_path):
     for name in names:
         assert len(pages[name].encode()) < 255 and f"{folder.name}/{pages[name]}" in checker.links
         assert f"<title>Feedback: {name}</title>" in (folder / pages[name]).read_text()
+
 
 def test_sorting_is_inline():
     """The student table sorts by a script in the page itself, on every column."""
@@ -217,8 +253,23 @@ def test_image_labels_never_round_a_leak_to_zero():
     assert [_label(w) for w in (0.0, 0.003, 0.5, 1.0)] == ["0", "<.01", ".50", "1.0"]
 
 
-@pytest.mark.parametrize("results", [{}, {"x": {"score": 0, "max_score": 0, "execution_time": 0, "output": "failed", "tests": [],
-                                                "grader_error": "Traceback\nboom"}}], ids=["empty", "grader-failure"])
+@pytest.mark.parametrize(
+    "results",
+    [
+        {},
+        {
+            "x": {
+                "score": 0,
+                "max_score": 0,
+                "execution_time": 0,
+                "output": "failed",
+                "tests": [],
+                "grader_error": "Traceback\nboom",
+            }
+        },
+    ],
+    ids=["empty", "grader-failure"],
+)
 def test_dashboard_of_an_empty_or_broken_class_still_parses(results, tmp_path):
     """No students, or only a grader failure: the pages are still written, parse, and say so."""
     write_report(tmp_path / "class.html", class_results(results))

@@ -17,10 +17,14 @@ from autograder.roster import page_names
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
 from tests.test_render import a_class, decoded, parsed
 
-matplotlib_image = pytest.importorskip("matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)")
+matplotlib_image = pytest.importorskip(
+    "matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)"
+)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (Debian's chromium; .ci/run installs it)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium here (Debian's chromium; .ci/run installs it)"
+)
 # the flags that keep headless chromium off the (closed) network
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]  # fmt: skip
@@ -71,7 +75,9 @@ def test_each_student_page_has_its_pictures(graded):
 def test_html_for_one_submission(tmp_path):
     """sdpa-grade FILE --html writes the same page for one submission, beside its usual table."""
     submission = tmp_path / "attention.py"
-    submission.write_text(REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_mask_inverted.py").read_text())
+    submission.write_text(
+        REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_mask_inverted.py").read_text()
+    )
     page = tmp_path / "out" / "feedback.html"
     result = run([str(BIN / "sdpa-grade"), str(submission), "--html", str(page)])
     assert result.returncode == 0, result.stderr
@@ -163,7 +169,9 @@ def test_student_table_sorts_in_a_browser(graded, tmp_path):
     click = "<script>document.querySelector('#student-table th:nth-child(2)').click();</script></body>"
     page.write_text(graded["report"].read_text().replace("</body>", click))
     with tempfile.TemporaryDirectory() as profile:
-        dom = run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()], timeout=120).stdout
+        dom = run(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()], timeout=120
+        ).stdout
     order = [name for name in re.findall(r'<tr data-student="([^"]+)"', dom)]
     scores = {name: json.loads((graded["grades"] / f"{name}.json").read_text())["score"] for name in STUDENTS}
     assert sorted(order) == sorted(STUDENTS)

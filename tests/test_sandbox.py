@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.sandbox.runner import GraderBusy, Sandbox
 from autograder.checks.student import Student
+from autograder.sandbox.runner import GraderBusy, Sandbox
 from tests.helpers import limits
 
-PROBE = '''
+PROBE = """
 import importlib.util, os, sys, torch
 
 def attention_scores(Q, K):
@@ -31,7 +31,7 @@ def causal_mask(T_q, T_k=None, *, device=None):
 def padding_mask(valid_lens, T_k):
     valid_lens.add_(1)
     return valid_lens
-'''
+"""
 
 
 def sandbox(tmp_path: Path, source: str) -> Sandbox:
@@ -96,7 +96,7 @@ def test_privileges_are_dropped_only_where_nobody_can_run_python(tmp_path):
     assert reason and (drops == (reason == "the worker runs as nobody"))
 
 
-BUSY = '''
+BUSY = """
 import time, torch
 
 def attention_output(weights, V):
@@ -104,20 +104,22 @@ def attention_output(weights, V):
     while time.process_time() < end:
         pass
     return weights @ V
-'''
+"""
 
 
 def test_a_timed_call_is_charged_the_students_own_cpu_time(tmp_path):
     """The kernel's CPU count of a timed call is that of the student's process (PID 1 of its sandbox), not its keeper's."""
     with sandbox(tmp_path, BUSY) as box:
         assert box.load().ok
-        reply = box.timed("attention_output", [[torch.ones(2, 3), torch.ones(3, 4)]], [((2, 4), torch.float32)], timeout=20)
+        reply = box.timed(
+            "attention_output", [[torch.ones(2, 3), torch.ones(3, 4)]], [((2, 4), torch.float32)], timeout=20
+        )
     assert reply.ok, reply.describe()
     assert reply.cpu_seconds >= 0.25, f"{reply.cpu_seconds} s of CPU charged for 0.3 s of work"
     assert reply.outputs[0][0].tolist() == [[3.0] * 4] * 2
 
 
-FUSED_PROBE = '''
+FUSED_PROBE = """
 import _thread, time, torch
 import torch.nn.functional as F
 
@@ -149,7 +151,7 @@ def attention_scores(Q, K):
         time.sleep(0.001)
     found["raw_thread"] = done[0]
     return found
-'''
+"""
 
 
 def test_fused_attention_is_unreachable_in_the_students_sandbox_only(tmp_path):
@@ -162,20 +164,33 @@ def test_fused_attention_is_unreachable_in_the_students_sandbox_only(tmp_path):
         path = tmp_path / "trusted" / "attention.py"
         path.parent.mkdir()
         path.write_text(FUSED_PROBE)
-        trusted = Sandbox(path, limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1),
-                          zygote=box.zygote, block_fused=False)
+        trusted = Sandbox(
+            path,
+            limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1),
+            zygote=box.zygote,
+            block_fused=False,
+        )
         with trusted:
             assert trusted.load().ok
             allowed = trusted.call("attention_scores", (q, q), timeout=30)
     assert found.ok, found.describe()
-    assert set(found.value) == {"F", "vars", "binding", "flash_cpu", "math", "mha_forward", "mha_function", "raw_thread"}
+    assert set(found.value) == {
+        "F",
+        "vars",
+        "binding",
+        "flash_cpu",
+        "math",
+        "mha_forward",
+        "mha_function",
+        "raw_thread",
+    }
     for name, outcome in found.value.items():
         assert outcome.startswith("NotAvailable") and "not available in this assignment" in outcome, (name, outcome)
     assert allowed.ok and allowed.value["F"] == "ran" and allowed.value["flash_cpu"] == "ran", allowed.value
     assert torch.nn.functional.scaled_dot_product_attention(q, q, q).shape == q.shape  # the grader's oracle
 
 
-STARVED = '''
+STARVED = """
 import time
 
 def attention_output(weights, V):
@@ -186,7 +201,7 @@ def attention_output(weights, V):
 
 def scale_scores(scores, d_k):
     time.sleep(60)  # the student's own choice: its time runs while it sleeps
-'''
+"""
 
 
 class _Starved:
@@ -200,8 +215,13 @@ class _Starved:
     def __enter__(self):
         cpu = min(os.sched_getaffinity(0))
         os.sched_setaffinity(self.pid, {cpu})
-        self.busy = [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"],
-                                      start_new_session=True) for _ in range(self.count)]
+        self.busy = [
+            subprocess.Popen(
+                [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"],
+                start_new_session=True,
+            )
+            for _ in range(self.count)
+        ]
         time.sleep(0.5)  # they run
         return self
 

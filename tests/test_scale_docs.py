@@ -50,14 +50,16 @@ def manifest(path) -> dict:
 def test_kubernetes_manifests_are_valid_against_the_api_schemas(path):
     """Each manifest is a valid object of the Kubernetes API (offline schemas, strict: no unknown field)."""
     kubernetes_validate = pytest.importorskip(
-        "kubernetes_validate", reason="kubernetes-validate is not installed (pip install -e '.[dev]' installs it)")
+        "kubernetes_validate", reason="kubernetes-validate is not installed (pip install -e '.[dev]' installs it)"
+    )
     kubernetes_validate.validate(manifest(path), KUBERNETES, strict=True)
 
 
 def test_the_schema_check_finds_a_wrong_field():
     """The validation can fail: a misspelt field and a count of the wrong type are refused."""
     kubernetes_validate = pytest.importorskip(
-        "kubernetes_validate", reason="kubernetes-validate is not installed (pip install -e '.[dev]' installs it)")
+        "kubernetes_validate", reason="kubernetes-validate is not installed (pip install -e '.[dev]' installs it)"
+    )
     job = manifest(DOCS / "kubernetes" / "grade-job.yaml")
     job["spec"]["completion"] = job["spec"].pop("completions")
     with pytest.raises(kubernetes_validate.ValidationError):

@@ -71,16 +71,18 @@ def test_integrity_and_timing_are_gated_on_correctness(tmp_path):
 
 def test_a_grader_error_costs_the_student_nothing_but_says_so(tmp_path):
     """The grader's own failure: 0 of the check's worth, and the student is told it was not their code."""
-    [item] = score([outcome("sdpa_causal", Status.GRADER_ERROR, category="causal", message="Traceback ...")],
-                   settings(tmp_path))
+    [item] = score(
+        [outcome("sdpa_causal", Status.GRADER_ERROR, category="causal", message="Traceback ...")], settings(tmp_path)
+    )
     assert (item.score, item.max_score) == (0.0, 3.0)
     assert item.feedback == f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"
 
 
 def test_a_wrong_timed_answer_is_flagged_only_on_a_correct_function(tmp_path):
     """timed_answer_wrong flags a function that is otherwise right; on a broken one the flag is dropped."""
-    timed = outcome("timing_cpu", Status.FAILED, category="timing", message="a wrong answer.",
-                    flag="timed_answer_wrong")
+    timed = outcome(
+        "timing_cpu", Status.FAILED, category="timing", message="a wrong answer.", flag="timed_answer_wrong"
+    )
     alone = by_check(score([timed], settings(tmp_path)))["timing_cpu"]
     assert alone.outcome.flag == "timed_answer_wrong"
     assert output_text(alone) == "a wrong answer. Flagged for the instructor's review."
@@ -90,21 +92,37 @@ def test_a_wrong_timed_answer_is_flagged_only_on_a_correct_function(tmp_path):
 
 
 def named(check: str = "sdpa_matches_torch", mistake: str = "mask_inverted") -> Outcome:
-    return outcome(check, Status.FAILED, category="matches-torch", message="the output differs.", mistake=mistake,
-                   cause=SENTENCES[mistake], evidence=EVIDENCE, exercises=("mask",))
+    return outcome(
+        check,
+        Status.FAILED,
+        category="matches-torch",
+        message="the output differs.",
+        mistake=mistake,
+        cause=SENTENCES[mistake],
+        evidence=EVIDENCE,
+        exercises=("mask",),
+    )
 
 
 def differs(check: str = "sdpa_dtypes", exercises=("mask",), **fields) -> Outcome:
-    return outcome(check, Status.FAILED, category="dtype", message="the output in float32 differs.",
-                   exercises=exercises, **{"evidence": EVIDENCE, **fields})
+    return outcome(
+        check,
+        Status.FAILED,
+        category="dtype",
+        message="the output in float32 differs.",
+        exercises=exercises,
+        **{"evidence": EVIDENCE, **fields},
+    )
 
 
 def test_a_cause_is_borrowed_where_the_inputs_can_show_it(tmp_path):
     """A failure in values, on inputs that exercise what the named mistake needs, borrows that mistake's cause."""
     item = by_check(score([named(), differs()], settings(tmp_path)))["sdpa_dtypes"]
     assert item.borrowed == ("sdpa_matches_torch", SENTENCES["mask_inverted"])
-    assert output_text(item) == ("the output in float32 differs. Probably the same cause as in sdpa_matches_torch: "
-                                 f"{SENTENCES['mask_inverted']}.")
+    assert output_text(item) == (
+        "the output in float32 differs. Probably the same cause as in sdpa_matches_torch: "
+        f"{SENTENCES['mask_inverted']}."
+    )
 
 
 @pytest.mark.parametrize(

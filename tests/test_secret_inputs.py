@@ -27,8 +27,13 @@ def test_one_drawn_tensor_does_not_predict_the_next(monkeypatch):
     first, second = draw.normal(1000), draw.normal(1000)
     monkeypatch.setattr(cases.torch, "Generator", real)
     # the attacker's replay, from the very 32 bits that produced the first tensor
-    behind_first = [g for g in made if torch.equal(
-        torch.randn(1000, generator=real().manual_seed(g.initial_seed() & 0xFFFFFFFF), dtype=torch.float64), first)]
+    behind_first = [
+        g
+        for g in made
+        if torch.equal(
+            torch.randn(1000, generator=real().manual_seed(g.initial_seed() & 0xFFFFFFFF), dtype=torch.float64), first
+        )
+    ]
     assert behind_first, "the first tensor was drawn from none of the recorded generators"
     replay = real().manual_seed(behind_first[0].initial_seed() & 0xFFFFFFFF)
     torch.randn(1000, generator=replay, dtype=torch.float64)
@@ -69,6 +74,7 @@ class _Yardstick:
 def test_which_timed_answers_are_verified_cannot_be_predicted_from_the_seed():
     """Answering only the repetitions a seed-driven choice would verify is caught: the choice is the system CSPRNG's."""
     seed, repeat = 987654321, 10
-    found = measure(_Cheat(seed, repeat), _Yardstick(), Draw(seed), (2, 1, 4, 4, 4), rounds=7, repeat=repeat,
-                    tolerance=(1e-5, 1e-5))
+    found = measure(
+        _Cheat(seed, repeat), _Yardstick(), Draw(seed), (2, 1, 4, 4, 4), rounds=7, repeat=repeat, tolerance=(1e-5, 1e-5)
+    )
     assert "differs from the expected one" in found.wrong

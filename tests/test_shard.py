@@ -13,8 +13,14 @@ from autograder.shard import parse_shard, select, shard_of
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
 
 CLASS = {  # student -> submission: honest, wrong, hostile and ungradable ones
-    "ada": "correct", "bo": "correct", "chen": "mistake_divide_by_dk", "dev": "mistake_no_scale",
-    "eun": "mistake_mask_inverted", "femi": "fake_results", "gus": "syntax_error", "hana": "correct",
+    "ada": "correct",
+    "bo": "correct",
+    "chen": "mistake_divide_by_dk",
+    "dev": "mistake_no_scale",
+    "eun": "mistake_mask_inverted",
+    "femi": "fake_results",
+    "gus": "syntax_error",
+    "hana": "correct",
 }
 
 
@@ -60,8 +66,11 @@ def write_class(folder, klass: dict[str, str] = CLASS):
     for student, name in klass.items():
         (folder / student).mkdir()
         overlay = SUBMISSIONS / "overlays" / f"{name}.py"
-        text = (REFERENCE.read_text() + ("\n" + overlay.read_text() if overlay.is_file() else "")
-                if name == "correct" or overlay.is_file() else (SUBMISSIONS / "standalone" / f"{name}.py").read_text())
+        text = (
+            REFERENCE.read_text() + ("\n" + overlay.read_text() if overlay.is_file() else "")
+            if name == "correct" or overlay.is_file()
+            else (SUBMISSIONS / "standalone" / f"{name}.py").read_text()
+        )
         (folder / student / "attention.py").write_text(text)
     return folder
 
@@ -81,27 +90,51 @@ def test_three_shards_merge_into_one_batch(tmp_path):
     """3 shards graded by separate processes into one folder, then merged, equal one unsharded batch."""
     students = write_class(tmp_path / "submitted")
     assert all(select(CLASS, (k, 3)) for k in range(3)), "each shard should grade someone"
-    whole = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "whole"),
-                 "--csv", str(tmp_path / "whole.csv"), "--jobs", "2"])
+    whole = run(
+        [
+            str(BIN / "sdpa-grade"),
+            "--batch",
+            str(students),
+            "--json-dir",
+            str(tmp_path / "whole"),
+            "--csv",
+            str(tmp_path / "whole.csv"),
+            "--jobs",
+            "2",
+        ]
+    )
     assert whole.returncode == 0, whole.stderr
 
     shared = tmp_path / "shared"
     command = [str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(shared), "--jobs", "1"]
-    shards = [subprocess.Popen([*command, "--shard", f"{k}/3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-              for k in range(3)]
+    shards = [
+        subprocess.Popen([*command, "--shard", f"{k}/3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for k in range(3)
+    ]
     finished = [(shard.wait(timeout=600), *shard.communicate()) for shard in shards]
     assert all(code == 0 for code, _, _ in finished), finished
     counts = [int(err.split("students,")[0].split()[-1]) for _, _, err in finished]  # "shard k/3: M students, ..."
     assert sum(counts) == len(CLASS) and all(counts), counts
 
-    merged = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(shared),
-                  "--summary-only", "--csv", str(tmp_path / "merged.csv")])
+    merged = run(
+        [
+            str(BIN / "sdpa-grade"),
+            "--batch",
+            str(students),
+            "--json-dir",
+            str(shared),
+            "--summary-only",
+            "--csv",
+            str(tmp_path / "merged.csv"),
+        ]
+    )
     assert merged.returncode == 0, merged.stderr
     assert f"Class summary: {len(CLASS)} submissions" in merged.stdout
     assert outcomes(shared) == outcomes(tmp_path / "whole")
     assert outcomes(shared)["ada"][0] == 55 and outcomes(shared)["chen"][0] < 55  # a real grading, not all zeros
     with open(tmp_path / "merged.csv") as merged_csv, open(tmp_path / "whole.csv") as whole_csv:
         assert list(csv.reader(merged_csv)) == list(csv.reader(whole_csv))
+
     def summary_without_times(text: str) -> str:  # grading times differ from run to run; everything else may not
         return "\n".join(line for line in text.splitlines() if not line.startswith("Grading time per submission"))
 
@@ -123,7 +156,9 @@ def fake_results(folder, names):
     folder.mkdir()
     for name in names:
         test = {"name": "test_shapes", "score": 2, "max_score": 2, "output": "", "visibility": "visible", "tags": []}
-        (folder / f"{name}.json").write_text(json.dumps({"score": 2, "max_score": 2, "tests": [test], "execution_time": 1}))
+        (folder / f"{name}.json").write_text(
+            json.dumps({"score": 2, "max_score": 2, "tests": [test], "execution_time": 1})
+        )
 
 
 def test_a_merge_with_students_missing_writes_no_csv_and_names_them_all(tmp_path):
@@ -131,8 +166,18 @@ def test_a_merge_with_students_missing_writes_no_csv_and_names_them_all(tmp_path
     students = write_class(tmp_path / "submitted")
     missing = ["bo", "dev", "gus"]
     fake_results(tmp_path / "grades", [name for name in CLASS if name not in missing])
-    merged = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "grades"),
-                  "--summary-only", "--csv", str(tmp_path / "grades.csv")])
+    merged = run(
+        [
+            str(BIN / "sdpa-grade"),
+            "--batch",
+            str(students),
+            "--json-dir",
+            str(tmp_path / "grades"),
+            "--summary-only",
+            "--csv",
+            str(tmp_path / "grades.csv"),
+        ]
+    )
     assert merged.returncode == 1, merged.stderr
     assert "3 of 8 students have no result yet: bo, dev, gus" in merged.stderr
     assert "no CSV written" in merged.stderr and not (tmp_path / "grades.csv").exists()
@@ -145,7 +190,9 @@ def test_a_merge_with_students_missing_lists_more_than_ten(tmp_path):
     folder.mkdir()
     for index in range(14):
         (folder / f"s{index:02d}.py").write_text("x = 1\n")
-    merged = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(tmp_path / "grades"), "--summary-only"])
+    merged = run(
+        [str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(tmp_path / "grades"), "--summary-only"]
+    )
     assert merged.returncode == 1
     assert "14 of 14 students have no result yet: " + ", ".join(f"s{i:02d}" for i in range(14)) in merged.stderr
 
@@ -154,8 +201,19 @@ def test_partial_writes_the_csv_with_the_missing_students_marked(tmp_path):
     """--partial asks for the CSV all the same: every student has a row, the missing ones with no score; still exit 1."""
     students = write_class(tmp_path / "submitted")
     fake_results(tmp_path / "grades", [name for name in CLASS if name != "dev"])
-    merged = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "grades"),
-                  "--summary-only", "--partial", "--csv", str(tmp_path / "grades.csv")])
+    merged = run(
+        [
+            str(BIN / "sdpa-grade"),
+            "--batch",
+            str(students),
+            "--json-dir",
+            str(tmp_path / "grades"),
+            "--summary-only",
+            "--partial",
+            "--csv",
+            str(tmp_path / "grades.csv"),
+        ]
+    )
     assert merged.returncode == 1 and "1 of 8 students have no result yet: dev" in merged.stderr
     with open(tmp_path / "grades.csv") as handle:
         rows = {row[0]: row[1:] for row in csv.reader(handle)}

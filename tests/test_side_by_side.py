@@ -31,9 +31,23 @@ def test_three_graders_beside_two_busy_processes_grade_as_alone(mode):
         if not all(readable_by_others(path) for path in needed):
             pytest.skip("an unprivileged user cannot run this Python or reach the install: a folder above it is closed")
         user = ["--user", str(NOBODY)]
-    result = run([sys.executable, str(ROOT / "bench" / "side_by_side.py"), "--graders", "3", "--rounds", "1",
-                  "--busy", "2", "--only", "reference,mistake_no_scale,mistake_loop_only_without_mask", "--json", *user],
-                 timeout=1100)
+    result = run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "side_by_side.py"),
+            "--graders",
+            "3",
+            "--rounds",
+            "1",
+            "--busy",
+            "2",
+            "--only",
+            "reference,mistake_no_scale,mistake_loop_only_without_mask",
+            "--json",
+            *user,
+        ],
+        timeout=1100,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads(result.stdout.strip().splitlines()[-1])
     assert figures["quiet_grader_errors"] == 0, result.stdout

@@ -24,9 +24,18 @@ SHARDS = 4  # on 2 cores, each task with one: two shards grade side by side, two
 # what docs/scale.md tells an instructor whose nodes are smaller than the scripts' #SBATCH lines
 SMALL_NODE = ["--cpus-per-task=1", "--mem=1G"]
 CLASS = {  # student -> submission: a class of 12, honest, wrong, hostile and ungradable; every shard grades someone
-    "ada": "correct", "bo": "correct_einsum", "chen": "mistake_divide_by_dk", "dev": "mistake_no_scale",
-    "eun": "mistake_mask_inverted", "femi": "fake_results", "gus": "syntax_error", "hana": "correct_stable_softmax",
-    "ines": "mistake_transpose_12", "jun": "mistake_query_axis", "kofi": "correct_scale_q_first", "lea": "mistake_nan_rows",
+    "ada": "correct",
+    "bo": "correct_einsum",
+    "chen": "mistake_divide_by_dk",
+    "dev": "mistake_no_scale",
+    "eun": "mistake_mask_inverted",
+    "femi": "fake_results",
+    "gus": "syntax_error",
+    "hana": "correct_stable_softmax",
+    "ines": "mistake_transpose_12",
+    "jun": "mistake_query_axis",
+    "kofi": "correct_scale_q_first",
+    "lea": "mistake_nan_rows",
 }
 KILLED = 0  # the shard whose task is killed: it grades 4 students (chen, eun, femi, jun)
 
@@ -73,8 +82,20 @@ def whole(tmp_path_factory):
     """The class graded by one unsharded batch, what the cluster must equal: (results folder, CSV rows, summary)."""
     folder = tmp_path_factory.mktemp("whole")
     write_class(folder / "submitted", CLASS)
-    graded = run([str(BIN / "sdpa-grade"), "--batch", str(folder / "submitted"), "--json-dir", str(folder / "grades"),
-                  "--csv", str(folder / "grades.csv"), "--jobs", "2"], timeout=300)
+    graded = run(
+        [
+            str(BIN / "sdpa-grade"),
+            "--batch",
+            str(folder / "submitted"),
+            "--json-dir",
+            str(folder / "grades"),
+            "--csv",
+            str(folder / "grades.csv"),
+            "--jobs",
+            "2",
+        ],
+        timeout=300,
+    )
     assert graded.returncode == 0, graded.stderr[-3000:]
     return folder / "grades", rows(folder / "grades.csv"), without_times(graded.stdout)
 
@@ -91,13 +112,15 @@ def rows(path) -> list[list[str]]:
 
 def submit_array(slurm, course, tasks: str) -> str:
     """grade.sbatch as documented: `sbatch --parsable --array=... [smaller node] grade.sbatch N`, from the course folder."""
-    return slurm.command("sbatch", "--parsable", f"--array={tasks}", *SMALL_NODE, "grade.sbatch", str(SHARDS),
-                         cwd=course).stdout.strip()
+    return slurm.command(
+        "sbatch", "--parsable", f"--array={tasks}", *SMALL_NODE, "grade.sbatch", str(SHARDS), cwd=course
+    ).stdout.strip()
 
 
 def submit_merge(slurm, course, after: str) -> str:
-    return slurm.command("sbatch", "--parsable", f"--dependency=afterok:{after}", "merge.sbatch",
-                         cwd=course).stdout.strip()
+    return slurm.command(
+        "sbatch", "--parsable", f"--dependency=afterok:{after}", "merge.sbatch", cwd=course
+    ).stdout.strip()
 
 
 def log(course, job: str) -> str:
@@ -123,7 +146,9 @@ def test_the_documented_array_and_merge_grade_the_class_as_one_batch(slurm, tmp_
     merge = submit_merge(slurm, course, array)
     jobs = slurm.wait(array, merge, timeout=300)
     assert {name: fields["JobState"] for name, fields in jobs.items()} == {
-        **{f"{array}_{k}": "COMPLETED" for k in range(SHARDS)}, merge: "COMPLETED"}, log(course, array)
+        **{f"{array}_{k}": "COMPLETED" for k in range(SHARDS)},
+        merge: "COMPLETED",
+    }, log(course, array)
 
     counts = [int(log(course, f"{array}_{k}").split(f"shard {k}/{SHARDS}: ")[1].split()[0]) for k in range(SHARDS)]
     assert counts == [len(select(CLASS, (k, SHARDS))) for k in range(SHARDS)] and all(counts), counts

@@ -13,8 +13,15 @@ from autograder.release.template import MarkerError, solution_lines, stub_source
 from tests.grading_cases import CASES
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, run, student_folder
 
-STUDENT_FILES = ["attention.py", "test_attention.py", "conftest.py", "pytest.ini", "requirements.txt", "handout.md",
-                 "saturation.svg"]
+STUDENT_FILES = [
+    "attention.py",
+    "test_attention.py",
+    "conftest.py",
+    "pytest.ini",
+    "requirements.txt",
+    "handout.md",
+    "saturation.svg",
+]
 
 
 def received_texts() -> dict[str, str]:
@@ -30,8 +37,13 @@ def test_generated_files_are_not_stale():
 def sources_only(folder):
     """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests,
     and pyproject.toml (the torch range)."""
-    for path in (REFERENCE, ROOT / "docs" / "handout.md", ROOT / "docs" / "saturation.svg", TEMPLATE_DIR / "test_attention.py",
-                 ROOT / "pyproject.toml"):
+    for path in (
+        REFERENCE,
+        ROOT / "docs" / "handout.md",
+        ROOT / "docs" / "saturation.svg",
+        TEMPLATE_DIR / "test_attention.py",
+        ROOT / "pyproject.toml",
+    ):
         target = folder / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target)
@@ -153,14 +165,19 @@ def test_a_wrong_answer_names_its_test_in_one_line(tmp_path):
     )
     assert failures[1].startswith("test_scaled_dot_product_attention_lesson_shapes failed: expected ")
     assert "the largest difference: " in failures[1]
-    assert not [line for line in result.stdout.splitlines() if line.startswith(("E ", "    "))]  # nothing but the one lines
+    assert not [
+        line for line in result.stdout.splitlines() if line.startswith(("E ", "    "))
+    ]  # nothing but the one lines
 
 
-@pytest.mark.parametrize("name, test", [
-    ("mistake_zero_fill", "test_scaled_dot_product_attention_padded_batch"),
-    ("mistake_mha_split_no_transpose", "test_MultiHeadAttention_matches_torch"),
-    ("mistake_mha_merge_order", "test_MultiHeadAttention_matches_torch"),
-])
+@pytest.mark.parametrize(
+    "name, test",
+    [
+        ("mistake_zero_fill", "test_scaled_dot_product_attention_padded_batch"),
+        ("mistake_mha_split_no_transpose", "test_MultiHeadAttention_matches_torch"),
+        ("mistake_mha_merge_order", "test_MultiHeadAttention_matches_torch"),
+    ],
+)
 def test_public_failures_say_what_differs(tmp_path, name, test):
     """Masking with 0 and the multi-head split and merge mistakes fail a public test whose one line gives expected
     and found values, never a bare `assert tensor(False)`."""
@@ -212,8 +229,14 @@ def test_no_text_students_receive_names_a_file_they_do_not_have():
     import json
 
     notebook = json.loads((ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb").read_text())
-    texts = {**received_texts(), **{f"notebook cell {i}": "".join(cell["source"]) for i, cell in enumerate(notebook["cells"])
-                                    if cell["cell_type"] == "markdown"}}
+    texts = {
+        **received_texts(),
+        **{
+            f"notebook cell {i}": "".join(cell["source"])
+            for i, cell in enumerate(notebook["cells"])
+            if cell["cell_type"] == "markdown"
+        },
+    }
     for name, text in texts.items():
         assert "docs/" not in text and "make_saturation_plot" not in text and "autograder/" not in text, name
 
@@ -234,10 +257,16 @@ def test_the_student_set_up_installs_a_cpu_torch_in_the_tested_range(tmp_path):
     env["PIP_RETRIES"] = "0"  # an index that cannot be reached (the CPU index, from CI) is not retried
     venv = tmp_path / ".venv"
     assert run(["python3", "-m", "venv", str(venv)], env=env).returncode == 0
-    install = run([str(venv / "bin" / "pip"), "install", "-q", "-r", str(folder / "requirements.txt")], env=env,
-                  cwd=tmp_path, timeout=600)
+    install = run(
+        [str(venv / "bin" / "pip"), "install", "-q", "-r", str(folder / "requirements.txt")],
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stderr[-3000:]
-    probe = run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__, torch.version.cuda)"], env=env)
+    probe = run(
+        [str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__, torch.version.cuda)"], env=env
+    )
     version, cuda = probe.stdout.split()
     assert Requirement(torch_requirement(ROOT)).specifier.contains(version.split("+")[0]), version
     assert cuda == "None", f"a CUDA build of torch ({cuda}) was installed"

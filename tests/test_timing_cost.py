@@ -49,8 +49,9 @@ def test_a_wrong_answer_in_a_warm_up_round_is_caught_every_time():
     """A warm-up round's answers are checked like a measured round's, and all of them, since it is short: one wrong
     call among them is always caught (among 10 calls with 2 checked, it was caught one time in five)."""
     for seed in range(10):
-        found = measure(_Counting(wrong=(0,)), _Counting(), Draw(seed), SHAPE, rounds=9, repeat=CPU_REPEAT,
-                        tolerance=(1e-5, 1e-5))
+        found = measure(
+            _Counting(wrong=(0,)), _Counting(), Draw(seed), SHAPE, rounds=9, repeat=CPU_REPEAT, tolerance=(1e-5, 1e-5)
+        )
         assert "differs from the expected one" in found.wrong
         assert f"({FORMS[0]})" in found.wrong  # the first form's warm-up: nothing after it ran
 

@@ -19,7 +19,9 @@ def roundtrip(value):
         return wire.receive(b)
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.bool, torch.int64])
+@pytest.mark.parametrize(
+    "dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.bool, torch.int64]
+)
 def test_tensors_round_trip_bit_for_bit(dtype):
     """Every supported dtype comes back with the same shape and bits, non-contiguous input included."""
     tensor = (torch.randn(3, 5) * 10).to(dtype).t()
@@ -75,8 +77,10 @@ def _raw(header: bytes, blobs: bytes = b"") -> socket.socket:
         (b'{"body": [' + b"[]," * 30000 + b'[]], "sizes": []}', "header of"),
         (b'{"body": ' + b"[" * 100_000 + b"]" * 100_000 + b', "sizes": []}', "header of"),
         (b'{"body": ' + b"[" * 9 + b"]" * 9 + b', "sizes": []}', "nested more than 8"),
-        (b'{"body": {"$tensor": 0, "dtype": "float32", "shape": [4611686018427387904, 4]}, "sizes": [16]}',
-         "malformed tensor"),
+        (
+            b'{"body": {"$tensor": 0, "dtype": "float32", "shape": [4611686018427387904, 4]}, "sizes": [16]}',
+            "malformed tensor",
+        ),
         (b'{"body": {"$tensor": 0, "dtype": "float32", "shape": [' + b"1," * 20 + b'1]}, "sizes": [4]}', "dimensions"),
         (b'{"body": null, "sizes": [2000000000]}', "blobs of"),
     ],
@@ -94,8 +98,15 @@ def test_deepest_real_message_fits():
     assert torch.equal(back["args"][0]["value"][0], torch.zeros(2))
 
 
-@pytest.mark.parametrize("answer", [{"ok": True, "value": None, "ops": None}, {"ok": True, "grads": [None]},
-                                    {"ok": True, "grads": "x"}, ["not", "a", "dict"]])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"ok": True, "value": None, "ops": None},
+        {"ok": True, "grads": [None]},
+        {"ok": True, "grads": "x"},
+        ["not", "a", "dict"],
+    ],
+)
 def test_malformed_answers_are_the_workers_fault(answer):
     """An answer with nulls or wrong kinds where lists of names or tensors belong becomes a failed reply."""
     from autograder.sandbox.protocol import reply_from
@@ -116,7 +127,7 @@ def test_a_trickled_message_misses_the_deadline():
     def trickle():
         for index in range(len(message)):
             try:
-                a.sendall(message[index:index + 1])
+                a.sendall(message[index : index + 1])
             except OSError:
                 return
             time.sleep(0.05)
@@ -138,8 +149,16 @@ def _forged(body: str) -> bytes:
 
 @pytest.mark.parametrize(
     "body",
-    ['{"$float": [1]}', '{"$float": "x"}', '{"$tuple": 5}', '{"$tuple": null}', '{"$float": {"a": 1}}',
-     "1" + "0" * 400, "-1" + "0" * 40, '{"$tensor": "0", "dtype": "float32", "shape": [1]}'],
+    [
+        '{"$float": [1]}',
+        '{"$float": "x"}',
+        '{"$tuple": 5}',
+        '{"$tuple": null}',
+        '{"$float": {"a": 1}}',
+        "1" + "0" * 400,
+        "-1" + "0" * 40,
+        '{"$tensor": "0", "dtype": "float32", "shape": [1]}',
+    ],
     ids=["float-list", "float-word", "tuple-int", "tuple-null", "float-dict", "int-10e400", "int-huge", "tensor-str"],
 )
 def test_forged_markers_and_numbers_are_wire_errors(body):
@@ -168,12 +187,26 @@ class _Row(list):
 def test_every_kind_of_value_encodes_as_it_always_has():
     """Exact types and subclasses alike (torch.Size a tuple, a list or dict subclass, bools beside ints), byte for
     byte: the header of a mixed value, then the same value back."""
-    value = {"op": "time", 1: [True, 0, -(1 << 63), None, "é"], "shape": torch.Size([2, 3]), "row": _Row([1.5, 2]),
-             "inf": float("-inf"), "nested": {"$shm": 64, "dtype": "float32", "shape": [128, 1, 8, 8]}}
+    value = {
+        "op": "time",
+        1: [True, 0, -(1 << 63), None, "é"],
+        "shape": torch.Size([2, 3]),
+        "row": _Row([1.5, 2]),
+        "inf": float("-inf"),
+        "nested": {"$shm": 64, "dtype": "float32", "shape": [128, 1, 8, 8]},
+    }
     header, blobs = wire.encode(value)
-    assert json.loads(header) == {"body": {
-        "op": "time", "1": [True, 0, -(1 << 63), None, "é"], "shape": {"$tuple": [2, 3]}, "row": [1.5, 2],
-        "inf": {"$float": "-inf"}, "nested": {"$shm": 64, "dtype": "float32", "shape": [128, 1, 8, 8]}}, "sizes": []}
+    assert json.loads(header) == {
+        "body": {
+            "op": "time",
+            "1": [True, 0, -(1 << 63), None, "é"],
+            "shape": {"$tuple": [2, 3]},
+            "row": [1.5, 2],
+            "inf": {"$float": "-inf"},
+            "nested": {"$shm": 64, "dtype": "float32", "shape": [128, 1, 8, 8]},
+        },
+        "sizes": [],
+    }
     assert blobs == []
     back = roundtrip(value)
     assert back["1"] == [True, 0, -(1 << 63), None, "é"] and type(back["1"][0]) is bool

@@ -30,6 +30,14 @@ def catalogue() -> list[Entry]:
                     if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "check":
                         marks = {k.arg: ast.literal_eval(k.value) for k in decorator.keywords}
                         doc = ast.get_docstring(node) or ""
-                        entries.append(Entry(node.name.removeprefix("test_"), marks["function"], marks["category"], doc,
-                                             tuple(marks.get("exercises", ())), marks.get("picture")))
+                        entries.append(
+                            Entry(
+                                node.name.removeprefix("test_"),
+                                marks["function"],
+                                marks["category"],
+                                doc,
+                                tuple(marks.get("exercises", ())),
+                                marks.get("picture"),
+                            )
+                        )
     return entries

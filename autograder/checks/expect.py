@@ -15,6 +15,7 @@ from torch import Tensor
 
 from autograder.checks.mistakes import SENTENCES, name_mistake
 
+
 class CheckFailure(AssertionError):
     """The student's result is wrong: ``what`` was found (the message is that sentence), ``mistake`` the named
     mistake's key, if any, ``cause`` the likely cause in words (the mistake's sentence, or a hint), if any,
@@ -75,16 +76,22 @@ def expect_tensor(
         differ = actual != expected
         if differ.any():
             evidence = _first_difference(differ, actual, expected, None)
-            fail(f"{what}: {int(differ.sum())} of {actual.numel()} entries differ; {_where(evidence)}",
-                 name_mistake(actual, variants, 0, 0), evidence=evidence)
+            fail(
+                f"{what}: {int(differ.sum())} of {actual.numel()} entries differ; {_where(evidence)}",
+                name_mistake(actual, variants, 0, 0),
+                evidence=evidence,
+            )
         return
     found, wanted = actual.double(), expected.double()
     bad = found.isnan() | found.isinf()
     if (bad & wanted.isfinite()).any():
         kind = "NaN" if found.isnan().any() else "inf"
         evidence = _first_difference(bad & wanted.isfinite(), found, wanted, None)
-        fail(f"{what}: contains {kind} where finite values were expected; {_where(evidence)}",
-             name_mistake(actual, variants, atol, rtol), evidence=evidence)
+        fail(
+            f"{what}: contains {kind} where finite values were expected; {_where(evidence)}",
+            name_mistake(actual, variants, atol, rtol),
+            evidence=evidence,
+        )
     error = (found - wanted).abs().nan_to_num(0.0)
     allowed = atol + rtol * wanted.abs().nan_to_num(0.0)
     if (error > allowed).any():
@@ -94,7 +101,9 @@ def expect_tensor(
         fail(
             f"{what}: values differ from the expected ones by up to {worst:.3g}"
             f" (allowed: {atol:g} + {rtol:g}*|expected|); {_where(evidence)}",
-            mistake, hint=None if mistake else precision_loss(worst, wanted, actual.dtype, scale), evidence=evidence,
+            mistake,
+            hint=None if mistake else precision_loss(worst, wanted, actual.dtype, scale),
+            evidence=evidence,
         )
 
 
@@ -175,7 +184,9 @@ def precision_loss(worst: float, wanted: Tensor, dtype: torch.dtype, scale: floa
         if worst <= bound * max(size, scale):  # the widest dtype whose rounding at the inputs' size explains it
             if worst > bound * size:
                 return None
-            return (f"precision loss: errors of this size (relative {worst / size:.1g}) are {dtype_name(narrow)} rounding"
-                    f" of numbers this size, so the math looks right but part of it runs in {dtype_name(narrow)};"
-                    f" compute in the input's dtype ({dtype_name(dtype)}) or float32")
+            return (
+                f"precision loss: errors of this size (relative {worst / size:.1g}) are {dtype_name(narrow)} rounding"
+                f" of numbers this size, so the math looks right but part of it runs in {dtype_name(narrow)};"
+                f" compute in the input's dtype ({dtype_name(dtype)}) or float32"
+            )
     return None

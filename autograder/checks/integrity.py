@@ -54,7 +54,9 @@ def _fused_uses(source: str, depth: int, deadline: float) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
             found += [f"line {node.lineno}: import of {alias.name}" for alias in node.names if _is_fused(alias.name)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
-            found += _fused_uses(node.value, depth - 1, deadline)  # any string that is Python: one-line notebook cells too
+            found += _fused_uses(
+                node.value, depth - 1, deadline
+            )  # any string that is Python: one-line notebook cells too
     return found
 
 
@@ -65,9 +67,21 @@ def _is_fused(name: str) -> bool:
 # Names that reach around the assignment or the grader: torch's dispatch internals (which can switch
 # the op record off), the worker's own modules, and the runtime's import and frame machinery.
 REACH_NAMES = (
-    "_C", "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disable_current_modes", "_disable_torch_function",
-    "_get_current_dispatch_mode", "_pop_mode", "_pop_torch_function_stack", "modules", "_getframe", "__main__",
-    "__builtins__", "__import__", "import_module", "get_objects",
+    "_C",
+    "DisableTorchFunction",
+    "DisableTorchFunctionSubclass",
+    "_disable_current_modes",
+    "_disable_torch_function",
+    "_get_current_dispatch_mode",
+    "_pop_mode",
+    "_pop_torch_function_stack",
+    "modules",
+    "_getframe",
+    "__main__",
+    "__builtins__",
+    "__import__",
+    "import_module",
+    "get_objects",
 )
 _DYNAMIC_CALLS = ("getattr", "__import__", "import_module", "attrgetter", "eval", "exec", "compile")
 
@@ -99,7 +113,9 @@ def _dynamic_reach(source: str, depth: int, deadline: float) -> list[str]:
         where = f"line {getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.Call) and _call_name(node.func) in _DYNAMIC_CALLS:
             name = _call_name(node.func)
-            argument = node.args[1] if name == "getattr" and len(node.args) > 1 else (node.args[0] if node.args else None)
+            argument = (
+                node.args[1] if name == "getattr" and len(node.args) > 1 else (node.args[0] if node.args else None)
+            )
             if argument is None:
                 continue
             if _is_compiled_constant(argument) or (name in ("eval", "exec", "compile") and _is_str(argument)):
@@ -122,7 +138,10 @@ def _dynamic_reach(source: str, depth: int, deadline: float) -> list[str]:
                 found.append(f"{where}: import of {', '.join(modules)}")
             found += [f"{where}: import of {n}" for n in names if n in REACH_NAMES]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if _is_fused(node.value.strip()) or node.value.strip() in ("DisableTorchFunction", "_disable_current_modes"):
+            if _is_fused(node.value.strip()) or node.value.strip() in (
+                "DisableTorchFunction",
+                "_disable_current_modes",
+            ):
                 found.append(f"{where}: the string {node.value.strip()!r}")
             elif depth > 0 and node.value.strip():
                 inner = _dynamic_reach(node.value, depth - 1, deadline)
@@ -145,12 +164,15 @@ def _is_str(node: ast.expr) -> bool:
 
 def _is_compiled_constant(node: ast.expr) -> bool:
     """``compile("<constant code>", ...)``: how notebook cells are run; the constant is scanned as code."""
-    return isinstance(node, ast.Call) and _call_name(node.func) == "compile" and bool(node.args) and _is_str(node.args[0])
+    return (
+        isinstance(node, ast.Call) and _call_name(node.func) == "compile" and bool(node.args) and _is_str(node.args[0])
+    )
 
 
 # Modules of the grader a submission has no business importing: the reference, the package, the worker's own
-GRADER_MODULES = frozenset({"reference", "autograder"} | {p.stem for p in (Path(__file__).parents[1] / "sandbox").glob("*.py")}
-                           - {"__init__"})
+GRADER_MODULES = frozenset(
+    {"reference", "autograder"} | {p.stem for p in (Path(__file__).parents[1] / "sandbox").glob("*.py")} - {"__init__"}
+)
 # calls that write, move or delete files, by their last name (``os.remove``, ``shutil.copy``, ``torch.save``, a Path's ...)
 WRITING_CALLS = frozenset({
     "write_text", "write_bytes", "touch", "save", "savez", "savez_compressed", "savetxt", "remove", "unlink", "rename",
@@ -158,8 +180,16 @@ WRITING_CALLS = frozenset({
     "symlink", "link", "mkfifo",
 })  # fmt: skip
 # the owners those names must be called on to count (``os.replace`` writes; ``text.replace`` does not)
-_WRITING_OWNERS = {"replace": ("os",), "rename": ("os",), "remove": ("os",), "copy": ("shutil",), "move": ("shutil",),
-                   "save": ("torch", "np", "numpy"), "link": ("os",), "truncate": ("os",)}
+_WRITING_OWNERS = {
+    "replace": ("os",),
+    "rename": ("os",),
+    "remove": ("os",),
+    "copy": ("shutil",),
+    "move": ("shutil",),
+    "save": ("torch", "np", "numpy"),
+    "link": ("os",),
+    "truncate": ("os",),
+}
 _WRITE_MODE = re.compile(r"[wax+]")
 
 
@@ -202,7 +232,8 @@ def _tampering(source: str, depth: int, deadline: float) -> dict[str, list[str]]
             if isinstance(node, ast.ImportFrom) and node.level:
                 continue  # a relative import: the submission's own package, not ours
             found.setdefault("imports_grader", []).extend(
-                f"{where}: import of {m}" for m in modules if m.split(".")[0] in GRADER_MODULES)
+                f"{where}: import of {m}" for m in modules if m.split(".")[0] in GRADER_MODULES
+            )
         elif isinstance(node, ast.Call) and _writes(node):
             found.setdefault("writes_files", []).append(f"{where}: {ast.unparse(node.func)}()")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():

@@ -18,11 +18,17 @@ _LINE = re.compile(r"\(attention\.py, line (\d+)\)\s*$")
 _MODULE = re.compile(r"No module named '([\w.]+)'")
 # the kernel's refusals: EPERM, EACCES, EROFS
 _REFUSED = re.compile(r"\[Errno (1|13|30)\]")
-_RUNS = re.compile(r"subprocess|Popen|os\.(system|popen|exec|spawn|posix_spawn|fork)|check_output|check_call|getoutput|"
-                   r"getstatusoutput|\brun\(")
-_FILES = re.compile(r"\bopen\(|write|save|mkdir|makedirs|remove|unlink|rename|copy|touch|rmtree|Path\(|chdir|listdir|glob")
-RUN_ONLY_DEFINITIONS = ("grading imports your file to call its functions: move that line into a function, or under"
-                        " `if __name__ == \"__main__\":`, so that it does not run on import")
+_RUNS = re.compile(
+    r"subprocess|Popen|os\.(system|popen|exec|spawn|posix_spawn|fork)|check_output|check_call|getoutput|"
+    r"getstatusoutput|\brun\("
+)
+_FILES = re.compile(
+    r"\bopen\(|write|save|mkdir|makedirs|remove|unlink|rename|copy|touch|rmtree|Path\(|chdir|listdir|glob"
+)
+RUN_ONLY_DEFINITIONS = (
+    "grading imports your file to call its functions: move that line into a function, or under"
+    ' `if __name__ == "__main__":`, so that it does not run on import'
+)
 # what a submission may import while it is graded
 AVAILABLE = "only Python's standard library and torch (with numpy) are installed where submissions are graded"
 # the grader's own places, scrubbed from any message shown to a student
@@ -39,18 +45,23 @@ def explain(error: str, message: str, source: str, shown: str = "attention.py") 
     if error in ("ModuleNotFoundError", "ImportError") and module:
         name = module.group(1)
         if name.split(".")[0] in GRADER_MODULES:
-            return (f"{shown} could not be loaded: {where} imports {name}, the grader's own code, which a submission"
-                    " may not import while grading")
-        return (f"{shown} could not be loaded: {where} imports {name}; {AVAILABLE}, and only attention.py is graded:"
-                " remove that import")
+            return (
+                f"{shown} could not be loaded: {where} imports {name}, the grader's own code, which a submission"
+                " may not import while grading"
+            )
+        return (
+            f"{shown} could not be loaded: {where} imports {name}; {AVAILABLE}, and only attention.py is graded:"
+            " remove that import"
+        )
     if _REFUSED.search(message) or error == "PermissionError":
         if _RUNS.search(text):
             what = "runs a program, which is not allowed while grading"
         elif _FILES.search(text):
             what = "uses a file outside its own folder, which is not allowed while grading"
         else:
-            what = ("does something not allowed while grading (running a program, or using a file outside"
-                    " its own folder)")
+            what = (
+                "does something not allowed while grading (running a program, or using a file outside its own folder)"
+            )
         return f"{shown} could not be loaded: {where} {what}; {RUN_ONLY_DEFINITIONS}"
     detail = f"{error}: {message}" if message else error
     return f"{shown} could not be loaded: {scrub(detail)}"

@@ -100,7 +100,9 @@ def causal_variants(T_q: int, T_k: int) -> dict[str, Tensor]:
     }
 
 
-def sdpa_variants(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causal: bool) -> dict[str, tuple[Tensor, Tensor]]:
+def sdpa_variants(
+    Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causal: bool
+) -> dict[str, tuple[Tensor, Tensor]]:
     """scaled_dot_product_attention done wrong: (output, weights) of each variant."""
     d_k = Q.size(-1)
     raw = ref.attention_scores(Q, K)
@@ -117,8 +119,9 @@ def sdpa_variants(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causa
     return {name: (w @ V, w) for name, w in weights.items()}
 
 
-def mha_variants(heads: tuple[Tensor, Tensor, Tensor], num_heads: int, mask: Tensor | None,
-                 is_causal: bool) -> dict[str, tuple[Tensor, Tensor]]:
+def mha_variants(
+    heads: tuple[Tensor, Tensor, Tensor], num_heads: int, mask: Tensor | None, is_causal: bool
+) -> dict[str, tuple[Tensor, Tensor]]:
     """MultiHeadAttention done wrong between the projections: (merged heads (B, T_q, d_model), weights) of each.
 
     ``heads`` are the projected query, key and value, (B, T, d_model) each; the output projection
@@ -156,8 +159,11 @@ def name_mistake(actual: Tensor, variants: dict[str, Tensor], atol: float, rtol:
     When two mistakes give the same result on this input (a single query or key makes several
     causal and mask variants coincide), the input is no evidence for either, and none is named.
     """
-    matches = [name for name, wrong in variants.items()
-               if wrong.shape == actual.shape and _close(actual.double(), wrong.double(), atol, rtol)]
+    matches = [
+        name
+        for name, wrong in variants.items()
+        if wrong.shape == actual.shape and _close(actual.double(), wrong.double(), atol, rtol)
+    ]
     return matches[0] if len(matches) == 1 else None
 
 

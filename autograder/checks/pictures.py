@@ -100,7 +100,9 @@ def _students_weights(student: Student, function: str, example: Example):
         return student.masked_softmax(scores, None if example.mask is None else example.mask[None])
     if function == "scaled_dot_product_attention":
         mask = None if example.is_causal or example.mask is None else example.mask[None]
-        result = student.scaled_dot_product_attention(example.Q, example.K, example.V, mask=mask, is_causal=example.is_causal)
+        result = student.scaled_dot_product_attention(
+            example.Q, example.K, example.V, mask=mask, is_causal=example.is_causal
+        )
         return result[1] if isinstance(result, tuple) and len(result) == 2 else None
     if function == "causal_mask":
         mask = student.causal_mask(*scores.shape[-2:])

@@ -72,8 +72,9 @@ class Student:
         options = {"init": list(init), "state": state, "grad": list(grad), "grad_outputs": grad_outputs}
         return self._call("MultiHeadAttention", args, kwargs, **options)
 
-    def timed(self, target: str, inputs: list[list], outputs: list[tuple], device: str = "cpu",
-              kwargs: dict | None = None) -> Reply:
+    def timed(
+        self, target: str, inputs: list[list], outputs: list[tuple], device: str = "cpu", kwargs: dict | None = None
+    ) -> Reply:
         """One call per entry of ``inputs`` (with ``kwargs``), timed from this process; ``outputs`` gives each
         result's (shape, dtype).
 

@@ -13,7 +13,11 @@ from reference import attention as ref
 def test_scores_shape(loaded, draw, settings):
     """(..., T_q, d_k) x (..., T_k, d_k) -> (..., T_q, T_k), with zero, one and two leading dims."""
     B, H, T_q, T_k, d_k = draw.sizes(5)
-    cases = [("batched inputs (B, T, d_k)", (B,)), ("2-D inputs", ()), ("inputs with a head axis (B, H, T, d_k)", (B, H))]
+    cases = [
+        ("batched inputs (B, T, d_k)", (B,)),
+        ("2-D inputs", ()),
+        ("inputs with a head axis (B, H, T, d_k)", (B, H)),
+    ]
     for label, lead in cases:
         Q, K = draw.normal(*lead, T_q, d_k), draw.normal(*lead, T_k, d_k)
         try:
@@ -23,8 +27,13 @@ def test_scores_shape(loaded, draw, settings):
                 fail(f"{error}; it worked on (B, T, d_k)", "transpose_12")
             raise
         size = magnitude(Q.abs() @ K.abs().transpose(-2, -1))  # a dot product's rounding grows with sum |q_i k_i|
-        expect_tensor(got, ref.attention_scores(Q, K), what=f"attention_scores on {label}",
-                      tolerance=settings.tolerance("float64", scale=size), scale=size)
+        expect_tensor(
+            got,
+            ref.attention_scores(Q, K),
+            what=f"attention_scores on {label}",
+            tolerance=settings.tolerance("float64", scale=size),
+            scale=size,
+        )
 
 
 @pytest.mark.check(function="attention_scores", category="values", exercises=(), picture=None)
@@ -37,8 +46,12 @@ def test_scores_values(loaded, draw, settings):
         name = dtype_name(dtype)
         size = magnitude(Q.double().abs() @ K.double().abs().transpose(-2, -1))
         expect_tensor(
-            loaded.attention_scores(Q, K), expected, what=f"attention_scores in {name}",
-            tolerance=settings.tolerance(name, scale=size), dtype=dtype, scale=size,
+            loaded.attention_scores(Q, K),
+            expected,
+            what=f"attention_scores in {name}",
+            tolerance=settings.tolerance(name, scale=size),
+            dtype=dtype,
+            scale=size,
         )
 
 
@@ -50,8 +63,12 @@ def test_scale_values(loaded, draw, settings):
         scores = draw.normal(B, T_q, T_k, scale=d_k**0.5)
         size = magnitude(scores)
         expect_tensor(
-            loaded.scale_scores(scores, d_k), ref.scale_scores(scores, d_k), what=f"scale_scores with d_k={d_k}",
-            tolerance=settings.tolerance("float64", scale=size), variants=scale_variants(scores, d_k), scale=size,
+            loaded.scale_scores(scores, d_k),
+            ref.scale_scores(scores, d_k),
+            what=f"scale_scores with d_k={d_k}",
+            tolerance=settings.tolerance("float64", scale=size),
+            variants=scale_variants(scores, d_k),
+            scale=size,
         )
 
 
@@ -59,8 +76,13 @@ def test_scale_values(loaded, draw, settings):
 def test_causal_square(loaded, draw, settings):
     """causal_mask(T) is True on and below the diagonal, as a bool tensor."""
     (T,) = draw.sizes(1, low=3)
-    expect_tensor(loaded.causal_mask(T), ref.causal_mask(T), what=f"causal_mask({T})", tolerance=(0, 0),
-                  variants=causal_variants(T, T))
+    expect_tensor(
+        loaded.causal_mask(T),
+        ref.causal_mask(T),
+        what=f"causal_mask({T})",
+        tolerance=(0, 0),
+        variants=causal_variants(T, T),
+    )
 
 
 @pytest.mark.check(function="causal_mask", category="causal", exercises=(), picture="causal")
@@ -69,8 +91,13 @@ def test_causal_rectangular(loaded, draw, settings):
     small, large = sorted(draw.sizes(2, low=3))
     # a single query (decoding) or a single key: query 0 still sees key 0 only
     for T_q, T_k in ((small, large), (large, small), (1, large), (large, 1)):
-        expect_tensor(loaded.causal_mask(T_q, T_k), ref.causal_mask(T_q, T_k), what=f"causal_mask(T_q={T_q}, T_k={T_k})",
-                      tolerance=(0, 0), variants=causal_variants(T_q, T_k))
+        expect_tensor(
+            loaded.causal_mask(T_q, T_k),
+            ref.causal_mask(T_q, T_k),
+            what=f"causal_mask(T_q={T_q}, T_k={T_k})",
+            tolerance=(0, 0),
+            variants=causal_variants(T_q, T_k),
+        )
 
 
 @pytest.mark.check(function="padding_mask", category="masking", exercises=(), picture="padding")
@@ -82,8 +109,13 @@ def test_padding_lengths(loaded, draw, settings):
     for lengths, label in ((per_sequence, "lengths of shape (B,)"), (per_query, "lengths of shape (B, T_q)")):
         expected = ref.padding_mask(lengths, T_k)
         inverted = {"mask_inverted": ~expected}
-        expect_tensor(loaded.padding_mask(lengths, T_k), expected, what=f"padding_mask with {label}", tolerance=(0, 0),
-                      variants=inverted)
+        expect_tensor(
+            loaded.padding_mask(lengths, T_k),
+            expected,
+            what=f"padding_mask with {label}",
+            tolerance=(0, 0),
+            variants=inverted,
+        )
 
 
 @pytest.mark.check(function="attention_output", category="values", exercises=(), picture=None)
@@ -96,6 +128,10 @@ def test_output_values(loaded, draw, settings):
         name = dtype_name(dtype)
         size = magnitude(weights.abs() @ V.abs())
         expect_tensor(
-            loaded.attention_output(weights.to(dtype), V.to(dtype)), ref.attention_output(weights, V),
-            what=f"attention_output in {name}", tolerance=settings.tolerance(name, scale=size), dtype=dtype, scale=size,
+            loaded.attention_output(weights.to(dtype), V.to(dtype)),
+            ref.attention_output(weights, V),
+            what=f"attention_output in {name}",
+            tolerance=settings.tolerance(name, scale=size),
+            dtype=dtype,
+            scale=size,
         )

@@ -23,8 +23,13 @@ def test_softmax_values(loaded, draw, settings):
     for dtype in (torch.float64, torch.float32):
         name = dtype_name(dtype)
         expect_tensor(
-            loaded.masked_softmax(scores.to(dtype)), ref.masked_softmax(scores.to(dtype).double()), what=f"masked_softmax without a mask in {name}",
-            tolerance=settings.tolerance(name, scale=size), variants=softmax_variants(scores, None), dtype=dtype, scale=size,
+            loaded.masked_softmax(scores.to(dtype)),
+            ref.masked_softmax(scores.to(dtype).double()),
+            what=f"masked_softmax without a mask in {name}",
+            tolerance=settings.tolerance(name, scale=size),
+            variants=softmax_variants(scores, None),
+            dtype=dtype,
+            scale=size,
         )
 
 
@@ -38,12 +43,19 @@ def test_softmax_masked(loaded, draw, settings):
         got = loaded.masked_softmax(scores, mask)
         what = f"masked_softmax with {label}"
         size = magnitude(scores)
-        expect_tensor(got, expected, what=what, tolerance=settings.tolerance("float64", scale=size),
-                      variants=softmax_variants(scores, mask), scale=size)
+        expect_tensor(
+            got,
+            expected,
+            what=what,
+            tolerance=settings.tolerance("float64", scale=size),
+            variants=softmax_variants(scores, mask),
+            scale=size,
+        )
 
 
-@pytest.mark.check(function="masked_softmax", category="nan-safety", exercises=("mask", "fully-masked"),
-                   picture="padding")
+@pytest.mark.check(
+    function="masked_softmax", category="nan-safety", exercises=("mask", "fully-masked"), picture="padding"
+)
 def test_softmax_fully_masked(loaded, draw, settings):
     """A row with no allowed key is all zeros, never NaN, and its gradient is finite."""
     B, T_q, T_k = draw.sizes(3)
@@ -55,13 +67,24 @@ def test_softmax_fully_masked(loaded, draw, settings):
     reply = loaded.run("masked_softmax", scores, mask, grad=[0], grad_outputs=[grad_output])
     variants = softmax_variants(scores, mask)
     size = magnitude(scores)
-    expect_tensor(reply.value, ref.masked_softmax(scores, mask), what="masked_softmax with fully masked rows",
-                  tolerance=settings.tolerance("float64", scale=size), variants=variants, scale=size)
+    expect_tensor(
+        reply.value,
+        ref.masked_softmax(scores, mask),
+        what="masked_softmax with fully masked rows",
+        tolerance=settings.tolerance("float64", scale=size),
+        variants=variants,
+        scale=size,
+    )
     grad = reply.grads[0]
     if not bool(grad.isfinite().all()):
         fail("the gradient of masked_softmax with fully masked rows contains NaN or inf", "nan_rows")
-    expect_tensor(grad, _reference_grad(scores, mask, grad_output), what="the gradient of masked_softmax with fully masked rows",
-                  tolerance=settings.tolerance("float64", gradient=True, scale=size * magnitude(grad_output)), scale=size)
+    expect_tensor(
+        grad,
+        _reference_grad(scores, mask, grad_output),
+        what="the gradient of masked_softmax with fully masked rows",
+        tolerance=settings.tolerance("float64", gradient=True, scale=size * magnitude(grad_output)),
+        scale=size,
+    )
 
 
 @pytest.mark.check(function="masked_softmax", category="stability", exercises=("mask", "large-scores"), picture=None)
@@ -88,8 +111,14 @@ def test_softmax_stability(loaded, draw, settings):
             if isinstance(got, torch.Tensor) and not bool(got.isfinite().all()):
                 fail(f"masked_softmax on scores of size 1e4 in {name} {label}: contains NaN or inf", "overflow")
             expected = ref.masked_softmax(scores.to(dtype).double(), used_mask)
-            expect_tensor(got, expected, what=f"masked_softmax on scores of size 1e4 in {name} {label}",
-                          tolerance=settings.tolerance(name, scale=size), dtype=dtype, scale=size)
+            expect_tensor(
+                got,
+                expected,
+                what=f"masked_softmax on scores of size 1e4 in {name} {label}",
+                tolerance=settings.tolerance(name, scale=size),
+                dtype=dtype,
+                scale=size,
+            )
 
 
 @pytest.mark.check(function="masked_softmax", category="no-mutation", exercises=("mask",), picture=None)
@@ -99,5 +128,7 @@ def test_softmax_no_mutation(loaded, draw, settings):
     reply = loaded.run("masked_softmax", draw.normal(B, T_q, T_k), draw.mask(B, T_q, T_k))
     names = [name for name, changed in zip(("scores", "mask"), reply.mutated) if changed]
     if names:
-        fail(f"masked_softmax modified its argument(s) {', '.join(names)} in place (for example with masked_fill_)"
-             "; use the out-of-place masked_fill, which returns a new tensor")
+        fail(
+            f"masked_softmax modified its argument(s) {', '.join(names)} in place (for example with masked_fill_)"
+            "; use the out-of-place masked_fill, which returns a new tensor"
+        )

@@ -25,20 +25,35 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracl
     size = attention_size(Q, K, V)
     tolerance = settings.tolerance(dtype_name(Q.dtype), scale=size)
     try:
-        expect_tensor(output, expected_output, what=f"the output {label}", tolerance=tolerance,
-                      variants={name: out for name, (out, _) in variants.items()}, scale=size)
-        expect_tensor(weights, expected_weights, what=f"the weights {label}", tolerance=tolerance,
-                      variants={name: w for name, (_, w) in variants.items()}, scale=size)
+        expect_tensor(
+            output,
+            expected_output,
+            what=f"the output {label}",
+            tolerance=tolerance,
+            variants={name: out for name, (out, _) in variants.items()},
+            scale=size,
+        )
+        expect_tensor(
+            weights,
+            expected_weights,
+            what=f"the weights {label}",
+            tolerance=tolerance,
+            variants={name: w for name, (_, w) in variants.items()},
+            scale=size,
+        )
     except CheckFailure as failure:
         if failure.mistake or failure.cause:
             raise
         piece = _broken_piece(loaded, tolerance, set(reply.entered), Q, K, V, mask, is_causal, output, weights)
         if piece is None:
             raise
-        fail(failure.what, hint=f"it builds on {piece}, and on this input your own {piece} gives"
-             f" a different result from the reference's (your scaled_dot_product_attention called it, and recomputed"
-             f" from the results of the functions it called, it reproduces the difference): fix {piece} first",
-             evidence=failure.evidence)
+        fail(
+            failure.what,
+            hint=f"it builds on {piece}, and on this input your own {piece} gives"
+            f" a different result from the reference's (your scaled_dot_product_attention called it, and recomputed"
+            f" from the results of the functions it called, it reproduces the difference): fix {piece} first",
+            evidence=failure.evidence,
+        )
 
 
 def _broken_piece(loaded, tolerance, entered, Q, K, V, mask, is_causal, output, weights):
@@ -85,7 +100,11 @@ def _pair(result, label):
 @pytest.mark.check(function="scaled_dot_product_attention", category="shape", exercises=(), picture=None)
 def test_sdpa_lesson_shape(loaded, draw, settings):
     """The lesson's question: (32, 50, 64), (32, 50, 64), (32, 50, 128) -> (32, 50, 128) and weights (32, 50, 50)."""
-    Q, K, V = draw.normal(32, 50, 64, dtype=torch.float32), draw.normal(32, 50, 64, dtype=torch.float32), draw.normal(32, 50, 128, dtype=torch.float32)
+    Q, K, V = (
+        draw.normal(32, 50, 64, dtype=torch.float32),
+        draw.normal(32, 50, 64, dtype=torch.float32),
+        draw.normal(32, 50, 128, dtype=torch.float32),
+    )
     output, weights = _pair(loaded.scaled_dot_product_attention(Q, K, V), "on the lesson's shapes")
     for tensor, shape, what in ((output, (32, 50, 128), "output"), (weights, (32, 50, 50), "weights")):
         if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
@@ -93,8 +112,9 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
             fail(f"the {what} on the lesson's shapes: shape {found}, expected {shape}")
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="matches-torch", exercises=("mask",),
-                   picture="padding")
+@pytest.mark.check(
+    function="scaled_dot_product_attention", category="matches-torch", exercises=("mask",), picture="padding"
+)
 def test_sdpa_matches_torch(loaded, draw, settings):
     """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes."""
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
@@ -123,8 +143,9 @@ def test_sdpa_matches_torch(loaded, draw, settings):
         _compare(loaded, settings, label, Qe, Ke, Ve, oracle=F.scaled_dot_product_attention(Qe, Ke, Ve))
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="causal", exercises=("mask", "causal"),
-                   picture="causal")
+@pytest.mark.check(
+    function="scaled_dot_product_attention", category="causal", exercises=("mask", "causal"), picture="causal"
+)
 def test_sdpa_causal(loaded, draw, settings):
     """is_causal=True with T_q < T_k and T_q > T_k (top-left aligned), one query or one key, and causal plus padding."""
     B, H, small, large, d_k, d_v = draw.sizes(6)
@@ -138,11 +159,17 @@ def test_sdpa_causal(loaded, draw, settings):
     Q, K, V = draw.normal(B, H, T, d_k), draw.normal(B, H, T, d_k), draw.normal(B, H, T, d_v)
     padding = ref.padding_mask(draw.lengths(B, T), T)[:, None]  # (B, 1, 1, T)
     oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=padding & torch.ones(T, T, dtype=torch.bool).tril())
-    _compare(loaded, settings, "with is_causal=True and a padding mask", Q, K, V, mask=padding, is_causal=True, oracle=oracle)
+    _compare(
+        loaded, settings, "with is_causal=True and a padding mask", Q, K, V, mask=padding, is_causal=True, oracle=oracle
+    )
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="nan-safety", exercises=("mask", "fully-masked"),
-                   picture="padding")
+@pytest.mark.check(
+    function="scaled_dot_product_attention",
+    category="nan-safety",
+    exercises=("mask", "fully-masked"),
+    picture="padding",
+)
 def test_sdpa_fully_masked(loaded, draw, settings):
     """Queries that may attend to nothing get zero weights, a zero output and finite gradients."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
@@ -150,14 +177,24 @@ def test_sdpa_fully_masked(loaded, draw, settings):
     mask = draw.mask(B, T_q, T_k)
     mask[0, 1] = False
     mask[-1, 0] = False
-    _compare(loaded, settings, "with fully masked rows", Q, K, V, mask=mask,
-             oracle=F.scaled_dot_product_attention(Q, K, V, attn_mask=mask))
+    _compare(
+        loaded,
+        settings,
+        "with fully masked rows",
+        Q,
+        K,
+        V,
+        mask=mask,
+        oracle=F.scaled_dot_product_attention(Q, K, V, attn_mask=mask),
+    )
     grad_outputs = [draw.normal(B, T_q, d_v), draw.normal(B, T_q, T_k)]
     reply = loaded.run("scaled_dot_product_attention", Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
     for name, grad in zip("QKV", reply.grads):
         if not bool(grad.isfinite().all()):
-            fail(f"the gradient for {name} with fully masked rows contains NaN or inf",
-                 hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max, and divide them by 1, not by 0")
+            fail(
+                f"the gradient for {name} with fully masked rows contains NaN or inf",
+                hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max, and divide them by 1, not by 0",
+            )
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="dtype", exercises=("mask",), picture=None)
@@ -172,10 +209,22 @@ def test_sdpa_dtypes(loaded, draw, settings):
         expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
         size = attention_size(*low)
         tolerance = settings.tolerance(dtype_name(dtype), scale=size)
-        expect_tensor(output, expected_output, what=f"the output in {dtype_name(dtype)}", tolerance=tolerance, dtype=dtype,
-                      scale=size)
-        expect_tensor(weights, expected_weights, what=f"the weights in {dtype_name(dtype)}", tolerance=tolerance, dtype=dtype,
-                      scale=size)
+        expect_tensor(
+            output,
+            expected_output,
+            what=f"the output in {dtype_name(dtype)}",
+            tolerance=tolerance,
+            dtype=dtype,
+            scale=size,
+        )
+        expect_tensor(
+            weights,
+            expected_weights,
+            what=f"the weights in {dtype_name(dtype)}",
+            tolerance=tolerance,
+            dtype=dtype,
+            scale=size,
+        )
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="gradient", exercises=("mask",), picture=None)

@@ -39,34 +39,76 @@ def _split(x, heads):  # (B, T, d_model) -> (B, H, T, d_head)
     return x.view(B, T, heads, d_model // heads).transpose(1, 2)
 
 
-def _compare(loaded, settings, label, torch_mha, state, init, query, key, value, mask=None, is_causal=False, torch_mask=None, key_padding=None):
+def _compare(
+    loaded,
+    settings,
+    label,
+    torch_mha,
+    state,
+    init,
+    query,
+    key,
+    value,
+    mask=None,
+    is_causal=False,
+    torch_mask=None,
+    key_padding=None,
+):
     reply = loaded.mha(init, state, query, key, value, mask=mask, is_causal=is_causal)
     result = reply.value
     if not (isinstance(result, tuple) and len(result) == 2):
         fail(f"MultiHeadAttention {label}: forward should return (out, weights), got {type(result).__name__}")
     expected_out, expected_weights = torch_mha(
-        query, key, value, attn_mask=torch_mask, key_padding_mask=key_padding, need_weights=True, average_attn_weights=False
+        query,
+        key,
+        value,
+        attn_mask=torch_mask,
+        key_padding_mask=key_padding,
+        need_weights=True,
+        average_attn_weights=False,
     )
     heads = init[1]
     projected = [_project(state, x, name) for x, name in ((query, "w_q"), (key, "w_k"), (value, "w_v"))]
     size = attention_size(*(_split(x, heads) for x in projected))
     tolerance = settings.tolerance("float64", scale=size)
-    variants = {name: (_project(state, out, "w_o"), weights)
-                for name, (out, weights) in mha_variants(projected, heads, mask, is_causal).items()}
+    variants = {
+        name: (_project(state, out, "w_o"), weights)
+        for name, (out, weights) in mha_variants(projected, heads, mask, is_causal).items()
+    }
     try:
         # the weights first: a wrong split shows there, a wrong merge only in the output
-        expect_tensor(result[1], expected_weights.detach(), what=f"MultiHeadAttention's weights {label}", tolerance=tolerance,
-                      variants={name: w for name, (_, w) in variants.items()}, scale=size)
-        expect_tensor(result[0], expected_out.detach(), what=f"MultiHeadAttention's output {label}", tolerance=tolerance,
-                      variants={name: out for name, (out, _) in variants.items()}, scale=size)
+        expect_tensor(
+            result[1],
+            expected_weights.detach(),
+            what=f"MultiHeadAttention's weights {label}",
+            tolerance=tolerance,
+            variants={name: w for name, (_, w) in variants.items()},
+            scale=size,
+        )
+        expect_tensor(
+            result[0],
+            expected_out.detach(),
+            what=f"MultiHeadAttention's output {label}",
+            tolerance=tolerance,
+            variants={name: out for name, (out, _) in variants.items()},
+            scale=size,
+        )
     except CheckFailure as failure:
-        if (failure.mistake or failure.cause or "scaled_dot_product_attention" not in reply.entered
-                or not _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_causal, projected, result)):
+        if (
+            failure.mistake
+            or failure.cause
+            or "scaled_dot_product_attention" not in reply.entered
+            or not _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_causal, projected, result)
+        ):
             raise
-        fail(failure.what, hint="it builds on scaled_dot_product_attention, and on this input"
-             " (the projected heads) your own scaled_dot_product_attention gives a different result from the"
-             " reference's (your module called it, and recomputed with it, the heads reproduce your module's result):"
-             " fix that first", evidence=failure.evidence)
+        fail(
+            failure.what,
+            hint="it builds on scaled_dot_product_attention, and on this input"
+            " (the projected heads) your own scaled_dot_product_attention gives a different result from the"
+            " reference's (your module called it, and recomputed with it, the heads reproduce your module's result):"
+            " fix that first",
+            evidence=failure.evidence,
+        )
 
 
 def _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_causal, projected, result) -> bool:
@@ -106,18 +148,51 @@ def test_mha_masks(loaded, draw, settings):
     torch_mha, state = _torch_mha(draw, d_model, heads, True)
     x = draw.normal(B, T, d_model)
     keep = draw.mask(B, T)
-    _compare(loaded, settings, "with a padding mask", torch_mha, state, (d_model, heads, True), x, x, x,
-             mask=keep[:, None, None, :], key_padding=~keep)
+    _compare(
+        loaded,
+        settings,
+        "with a padding mask",
+        torch_mha,
+        state,
+        (d_model, heads, True),
+        x,
+        x,
+        x,
+        mask=keep[:, None, None, :],
+        key_padding=~keep,
+    )
     try:  # the same mask without the head axis: the 4-D one passed, so a failure here is the missing head axis
-        _compare(loaded, settings, "with a (B, 1, T_k) padding mask", torch_mha, state, (d_model, heads, True), x, x, x,
-                 mask=keep[:, None, :], key_padding=~keep)
+        _compare(
+            loaded,
+            settings,
+            "with a (B, 1, T_k) padding mask",
+            torch_mha,
+            state,
+            (d_model, heads, True),
+            x,
+            x,
+            x,
+            mask=keep[:, None, :],
+            key_padding=~keep,
+        )
     except CheckFailure as error:
         fail(error.what, "mask_head_axis")
     except StudentFault as error:
         fail(f"with a (B, 1, T_k) padding mask, {error}", "mask_head_axis")
     causal = torch.ones(T, T, dtype=torch.bool).tril()
-    _compare(loaded, settings, "with is_causal=True", torch_mha, state, (d_model, heads, True), x, x, x,
-             is_causal=True, torch_mask=~causal)
+    _compare(
+        loaded,
+        settings,
+        "with is_causal=True",
+        torch_mha,
+        state,
+        (d_model, heads, True),
+        x,
+        x,
+        x,
+        is_causal=True,
+        torch_mask=~causal,
+    )
 
 
 def _variance(loaded, d_k, num_samples, seed):
@@ -151,7 +226,11 @@ def test_variance_uses_generator(loaded, draw, settings):
     seeds = [draw.integer(0, 2**31) for _ in range(4)]
     first, again = _variance(loaded, d_k, 8, seeds[0]), _variance(loaded, d_k, 8, seeds[0])
     if first != again:
-        fail("dot_product_variance gave two different values for the same generator seed; draw with generator=generator")
+        fail(
+            "dot_product_variance gave two different values for the same generator seed; draw with generator=generator"
+        )
     values = {first} | {_variance(loaded, d_k, 8, seed) for seed in seeds[1:]}
     if len(values) == 1:
-        fail("dot_product_variance gives the same value for every generator; it must estimate the variance from samples")
+        fail(
+            "dot_product_variance gives the same value for every generator; it must estimate the variance from samples"
+        )

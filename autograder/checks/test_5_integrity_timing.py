@@ -21,14 +21,22 @@ def _integrity(request, source, function):
     ran = sorted(student.ops.get(function, ()))
     reach = dynamic_reach(source)
     if ran:
-        flag(f"{function} ran PyTorch's fused attention ({', '.join(ran[:3])}); the assignment is to write it yourself",
-             "fused_ran")
+        flag(
+            f"{function} ran PyTorch's fused attention ({', '.join(ran[:3])}); the assignment is to write it yourself",
+            "fused_ran",
+        )
     if static:
-        flag(f"attention.py uses PyTorch's fused attention ({'; '.join(static[:3])}); the assignment is to write it"
-             " yourself", "fused_source")
+        flag(
+            f"attention.py uses PyTorch's fused attention ({'; '.join(static[:3])}); the assignment is to write it"
+            " yourself",
+            "fused_source",
+        )
     if reach:
-        flag(f"attention.py reaches into torch's internals or the grader's worker, or builds names at run time"
-             f" ({'; '.join(reach[:3])}); the assignment needs none of that", "dynamic_reach")
+        flag(
+            f"attention.py reaches into torch's internals or the grader's worker, or builds names at run time"
+            f" ({'; '.join(reach[:3])}); the assignment needs none of that",
+            "dynamic_reach",
+        )
     _tampering(tamper)
 
 
@@ -60,22 +68,38 @@ def _decide(loaded, reference, draw, settings, shapes, repeat, device="cpu", whe
     for shape in shapes:
         for _ in range(1 + timing.retries):
             try:
-                found = measure(loaded, reference, draw, shape, rounds=timing.rounds, repeat=repeat,
-                                tolerance=settings.tolerance(dtype_name(dtype)), device=device)
+                found = measure(
+                    loaded,
+                    reference,
+                    draw,
+                    shape,
+                    rounds=timing.rounds,
+                    repeat=repeat,
+                    tolerance=settings.tolerance(dtype_name(dtype)),
+                    device=device,
+                )
             except StudentFault as error:
                 fail(f"{error} (in a timed call{where}, on (B, H, T_q, T_k, d) = {shape})")
             if found.wrong:
-                flag(f"scaled_dot_product_attention gave a wrong answer in a timed call{where}: {found.wrong}"
-                     " (every timed call gets fresh inputs, and its answers are checked)", "timed_answer_wrong")
+                flag(
+                    f"scaled_dot_product_attention gave a wrong answer in a timed call{where}: {found.wrong}"
+                    " (every timed call gets fresh inputs, and its answers are checked)",
+                    "timed_answer_wrong",
+                )
             if within(found, budget, device):
                 break
         else:
-            clock = (f"{found.cpu_ratio:.1f} times the reference's CPU time (allowed: {budget:g} times)"
-                     if found.cpu_ratio > budget and device == "cpu" else
-                     f"{found.wall_ratio:.1f} times the reference's time by the clock"
-                     f" (allowed: {budget * (WALL_SLACK if device == 'cpu' else 1):g} times)")
-            fail(f"scaled_dot_product_attention took {clock}{where} on (B, H, T_q, T_k, d) = {shape},"
-                 f" called {found.form}", "python_loop")
+            clock = (
+                f"{found.cpu_ratio:.1f} times the reference's CPU time (allowed: {budget:g} times)"
+                if found.cpu_ratio > budget and device == "cpu"
+                else f"{found.wall_ratio:.1f} times the reference's time by the clock"
+                f" (allowed: {budget * (WALL_SLACK if device == 'cpu' else 1):g} times)"
+            )
+            fail(
+                f"scaled_dot_product_attention took {clock}{where} on (B, H, T_q, T_k, d) = {shape},"
+                f" called {found.form}",
+                "python_loop",
+            )
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="timing", exercises=(), picture=None)

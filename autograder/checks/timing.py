@@ -56,7 +56,6 @@ class Measurement:
     form: str = ""  # the form (FORMS) whose CPU ratio is cpu_ratio
 
 
-
 def within(found: Measurement, budget: float, device: str = "cpu") -> bool:
     """The decision. On the CPU: CPU time within the budget, and the wall clock within WALL_SLACK times it.
     On CUDA the host's CPU time says nothing of the device's work: the wall clock within the budget."""
@@ -65,8 +64,9 @@ def within(found: Measurement, budget: float, device: str = "cpu") -> bool:
     return found.cpu_ratio <= budget and found.wall_ratio <= WALL_SLACK * budget
 
 
-def timing_inputs(draw: Draw, shape: tuple, repeat: int, dtype=torch.float32,
-                  form: str = FORMS[1]) -> list[list[torch.Tensor]]:
+def timing_inputs(
+    draw: Draw, shape: tuple, repeat: int, dtype=torch.float32, form: str = FORMS[1]
+) -> list[list[torch.Tensor]]:
     """``repeat`` sets of fresh (Q, K, V) of (B, H, T_q, T_k, d), and with a bool mask a causal one with random
     padding of the keys."""
     B, H, T_q, T_k, d = shape
@@ -99,8 +99,10 @@ def check_outputs(reply, inputs, picks: list[int], tolerance: tuple[float, float
         for got, want, what in zip(reply.outputs[index], expected, ("output", "weights")):
             error = (got.double() - want).abs().nan_to_num(float("inf"))
             if (error > atol + rtol * want.abs()).any():
-                return (f"the {what} of timed call {index + 1} ({form}) differs from the expected one by up to"
-                        f" {float(error.max()):.3g}")
+                return (
+                    f"the {what} of timed call {index + 1} ({form}) differs from the expected one by up to"
+                    f" {float(error.max()):.3g}"
+                )
     return ""
 
 
@@ -116,8 +118,18 @@ def one_thread():
         torch.set_num_threads(threads)
 
 
-def measure(student, reference, draw: Draw, shape: tuple, *, rounds: int, repeat: int, tolerance,
-            sample: int = 2, device: str = "cpu") -> Measurement:
+def measure(
+    student,
+    reference,
+    draw: Draw,
+    shape: tuple,
+    *,
+    rounds: int,
+    repeat: int,
+    tolerance,
+    sample: int = 2,
+    device: str = "cpu",
+) -> Measurement:
     """Interleaved rounds (student, reference, ...) of every call form, after one warm-up round each (of
     ``WARM_UP_REPEAT`` calls); per form, the median of its per-round ratios (``rounds`` in all, shared among the
     forms); the slowest form is the result."""

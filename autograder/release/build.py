@@ -100,8 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
     parser.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
     parser.add_argument("--config", type=Path, metavar="FILE", help="settings to ship in the Gradescope bundle")
-    parser.add_argument("--torch", choices=("cpu", "gpu"), default="cpu",
-                        help="the torch build the bundle's setup.sh installs: cpu (default) or gpu (the default index's CUDA build)")
+    parser.add_argument(
+        "--torch",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="the torch build the bundle's setup.sh installs: cpu (default) or gpu (the default index's CUDA build)",
+    )
     args = parser.parse_args(argv)
     try:
         root = find_root(args.root)

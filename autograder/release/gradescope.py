@@ -118,8 +118,9 @@ def setup_script(root: Path, torch_build: str = "cpu") -> str:
     """setup.sh, with the torch range and the default build filled in."""
     if torch_build not in TORCH_BUILDS:
         raise ValueError(f"Invalid torch build {torch_build!r}: expected one of {', '.join(TORCH_BUILDS)}")
-    return (SETUP.replace("@BUILD@", torch_build).replace("@INDEX@", CPU_INDEX)
-            .replace("@TORCH@", torch_requirement(root)))
+    return (
+        SETUP.replace("@BUILD@", torch_build).replace("@INDEX@", CPU_INDEX).replace("@TORCH@", torch_requirement(root))
+    )
 
 
 def build_wheel(root: Path, folder: Path) -> Path:
@@ -134,8 +135,18 @@ def build_wheel(root: Path, folder: Path) -> Path:
                 copy.mkdir(parents=True, exist_ok=True)
                 shutil.copy(source, copy / name)
         subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-             "-w", str(folder), str(copy)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "-q",
+                "-w",
+                str(folder),
+                str(copy),
+            ],
             check=True,
             capture_output=True,
         )

@@ -38,12 +38,22 @@ SECTIONS = {
 }
 # checks that cannot agree with sdpa-grade on a grading machine without a GPU are left out of the notebook
 NOT_IN_NOTEBOOK = {"timing_gpu"}
-GRADED_OUTSIDE = "# The autograder grades it outside this notebook and shows its verdict here when you get your feedback."
+GRADED_OUTSIDE = (
+    "# The autograder grades it outside this notebook and shows its verdict here when you get your feedback."
+)
 
 
-def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, points: float | None = None, locked: bool = False):
-    nbgrader = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
-                "task": False}
+def _meta(
+    grade_id: str, *, solution: bool = False, grade: bool = False, points: float | None = None, locked: bool = False
+):
+    nbgrader = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if grade:
         nbgrader["points"] = points
     return {"nbgrader": nbgrader}
@@ -69,7 +79,9 @@ def _definitions(source: str) -> tuple[str, list[tuple[str, str]]]:
     lines = source.splitlines()
     first = next(node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef)))
     imports = [
-        ast.get_source_segment(source, node) for node in tree.body[: tree.body.index(first)] if isinstance(node, (ast.Import, ast.ImportFrom))
+        ast.get_source_segment(source, node)
+        for node in tree.body[: tree.body.index(first)]
+        if isinstance(node, (ast.Import, ast.ImportFrom))
     ]
     definitions = []
     for index, node in enumerate(tree.body):
@@ -118,7 +130,9 @@ def build_notebook(root: Path) -> str:
     cells.append(new_code_cell(setup, metadata=_meta("setup", locked=True)))
     for name, code in definitions:
         cells += [new_markdown_cell(sections[heading]) for heading in SECTIONS.get(name, [])]
-        cells.append(new_markdown_cell(f"### `{name}`\n\nFill in the code below, then run the cell and the tests after it."))
+        cells.append(
+            new_markdown_cell(f"### `{name}`\n\nFill in the code below, then run the cell and the tests after it.")
+        )
         cells.append(new_code_cell(_hints_outside(code), metadata=_meta(name, solution=True)))
         if tests[name]:
             visible = "# Public tests: small examples you can check by hand.\n\n" + "\n\n\n".join(tests[name])
@@ -129,10 +143,21 @@ def build_notebook(root: Path) -> str:
                     f"# Hidden check {entry.check} ({_points(points[entry.check])}): {' '.join(entry.doc.split())}\n"
                     f"{GRADED_OUTSIDE}"
                 )
-                cells.append(new_code_cell(hidden, metadata=_meta(f"check_{entry.check}", grade=True, points=points[entry.check], locked=True)))
-    cells.append(new_markdown_cell("## Knowledge check\n\nAnswer each question by setting the variable in the cell below it."))
+                cells.append(
+                    new_code_cell(
+                        hidden,
+                        metadata=_meta(f"check_{entry.check}", grade=True, points=points[entry.check], locked=True),
+                    )
+                )
+    cells.append(
+        new_markdown_cell("## Knowledge check\n\nAnswer each question by setting the variable in the cell below it.")
+    )
     for question in QUESTIONS:
-        cells.append(new_markdown_cell(f"**{question.name}.** {question.text}\n\nExample of the form: `{question.name} = {question.example}`"))
+        cells.append(
+            new_markdown_cell(
+                f"**{question.name}.** {question.text}\n\nExample of the form: `{question.name} = {question.example}`"
+            )
+        )
         answer = f"### BEGIN SOLUTION\n{question.name} = {question.answer!r}\n### END SOLUTION"
         cells.append(new_code_cell(answer, metadata=_meta(question.name, solution=True)))
         check = f"# Checks {question.name} (1 point): the value you set above, written out as in the example.\n{GRADED_OUTSIDE}"

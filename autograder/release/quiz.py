@@ -21,27 +21,80 @@ class Question:
 
 
 QUESTIONS = [
-    Question("q_formula", "Which is scaled dot-product attention? (a) softmax(Q K^T) V, (b) softmax(Q K^T / sqrt(d_k)) V,"
-             " (c) softmax(Q K^T / d_k) V, (d) softmax(Q^T K / sqrt(d_k)) V. Answer with a letter.", '"a"', "b", "The formula"),
-    Question("q_why_scale", "The scale exists mainly to: (a) reduce the vocabulary size, (b) keep the softmax from saturating"
-             " as d_k grows, (c) remove the need for V. Answer with a letter.", '"a"', "b", "Why scale?"),
-    Question("q_variance", "For q, k with independent N(0, 1) entries and d_k = 64, what is Var(q . k)? Answer with a number.",
-             "0", 64, "Why scale?"),
-    Question("q_scores_shape", "Q has shape (32, 50, 64) and K has shape (32, 40, 64). What is the shape of Q K^T?"
-             " Answer with a tuple.", "(0, 0, 0)", (32, 50, 40), "The shape table"),
-    Question("q_output_shape", "With Q (32, 50, 64), K (32, 50, 64) and V (32, 50, 128), what is the output's shape?"
-             " Answer with a tuple.", "(0, 0, 0)", (32, 50, 128), "The shape table"),
-    Question("q_mask_polarity", "True or False: in this assignment's bool masks, True means the query may attend to the key.",
-             "<True or False>", True, "Masks"),
-    Question("q_causal_keys", "With a causal mask and T = 4, which key positions (0-based) may query 2 attend to?"
-             " Answer with a list.", "[]", [0, 1, 2], "Masks"),
-    Question("q_fully_masked", "Every key of a row is filled with -inf and a plain softmax is applied. The row comes out as:"
-             " (a) all zeros, (b) uniform, (c) NaN. Answer with a letter.", '"a"', "c", "Fully masked rows"),
-    Question("q_argmax", "True or False: dividing every score of a row by the same positive constant changes the row's argmax.",
-             "<True or False>", False, "Why scale?"),
-    Question("q_multi_head", "Multi-head attention runs scaled dot-product attention: (a) once, globally, (b) once per head,"
-             " then concatenates the heads, (c) on the values only. Answer with a letter.", '"a"', "b",
-             "Multi-head attention"),
+    Question(
+        "q_formula",
+        "Which is scaled dot-product attention? (a) softmax(Q K^T) V, (b) softmax(Q K^T / sqrt(d_k)) V,"
+        " (c) softmax(Q K^T / d_k) V, (d) softmax(Q^T K / sqrt(d_k)) V. Answer with a letter.",
+        '"a"',
+        "b",
+        "The formula",
+    ),
+    Question(
+        "q_why_scale",
+        "The scale exists mainly to: (a) reduce the vocabulary size, (b) keep the softmax from saturating"
+        " as d_k grows, (c) remove the need for V. Answer with a letter.",
+        '"a"',
+        "b",
+        "Why scale?",
+    ),
+    Question(
+        "q_variance",
+        "For q, k with independent N(0, 1) entries and d_k = 64, what is Var(q . k)? Answer with a number.",
+        "0",
+        64,
+        "Why scale?",
+    ),
+    Question(
+        "q_scores_shape",
+        "Q has shape (32, 50, 64) and K has shape (32, 40, 64). What is the shape of Q K^T? Answer with a tuple.",
+        "(0, 0, 0)",
+        (32, 50, 40),
+        "The shape table",
+    ),
+    Question(
+        "q_output_shape",
+        "With Q (32, 50, 64), K (32, 50, 64) and V (32, 50, 128), what is the output's shape? Answer with a tuple.",
+        "(0, 0, 0)",
+        (32, 50, 128),
+        "The shape table",
+    ),
+    Question(
+        "q_mask_polarity",
+        "True or False: in this assignment's bool masks, True means the query may attend to the key.",
+        "<True or False>",
+        True,
+        "Masks",
+    ),
+    Question(
+        "q_causal_keys",
+        "With a causal mask and T = 4, which key positions (0-based) may query 2 attend to? Answer with a list.",
+        "[]",
+        [0, 1, 2],
+        "Masks",
+    ),
+    Question(
+        "q_fully_masked",
+        "Every key of a row is filled with -inf and a plain softmax is applied. The row comes out as:"
+        " (a) all zeros, (b) uniform, (c) NaN. Answer with a letter.",
+        '"a"',
+        "c",
+        "Fully masked rows",
+    ),
+    Question(
+        "q_argmax",
+        "True or False: dividing every score of a row by the same positive constant changes the row's argmax.",
+        "<True or False>",
+        False,
+        "Why scale?",
+    ),
+    Question(
+        "q_multi_head",
+        "Multi-head attention runs scaled dot-product attention: (a) once, globally, (b) once per head,"
+        " then concatenates the heads, (c) on the values only. Answer with a letter.",
+        '"a"',
+        "b",
+        "Multi-head attention",
+    ),
 ]
 BY_NAME = {question.name: question for question in QUESTIONS}
 
@@ -62,7 +115,7 @@ def _form(answer) -> str:
     if isinstance(answer, bool):
         return "True or False"
     if isinstance(answer, str):
-        return "a letter in quotes, such as \"a\""
+        return 'a letter in quotes, such as "a"'
     if isinstance(answer, (int, float)):
         return "a number"
     return f"a {type(answer).__name__}"
@@ -84,8 +137,12 @@ def answer_in(source: str, name: str) -> object:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         raise NotAnAnswer(f"the answer cell is not valid Python; write it as `{example}`") from None
-    assigned = [node.value for node in tree.body if isinstance(node, ast.Assign)
-                and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)]
+    assigned = [
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
+    ]
     if not assigned:
         raise NotAnAnswer(f"the answer cell does not set {name}; write it as `{example}`")
     try:
@@ -100,7 +157,7 @@ def _shown(value: object, limit: int = 100) -> str:
 
 
 def verdict(name: str, source: str) -> str:
-    """"" when the answer cell's source answers question ``name``; otherwise the feedback, which never gives the answer.
+    """ "" when the answer cell's source answers question ``name``; otherwise the feedback, which never gives the answer.
 
     The feedback repeats the student's answer and names the handout section to reread.
     """

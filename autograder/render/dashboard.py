@@ -40,8 +40,9 @@ def _checks(stats: ClassResults) -> tuple[list[dict], str]:
     names = list(stats.seen)
     rates = [100 * stats.passed[n] / stats.seen[n] for n in names]
     colors = [images.GREEN if r >= 80 else "#e69a28" if r >= 50 else images.RED for r in rates]
-    figure = images.bars_png(names, rates, xlabel="% of submissions that passed", title="Pass rate per check",
-                             limit=100, colors=colors)
+    figure = images.bars_png(
+        names, rates, xlabel="% of submissions that passed", title="Pass rate per check", limit=100, colors=colors
+    )
     rate = dict(zip(names, rates))
     rows = [{"name": n, "rate": rate.get(n), "passed": stats.passed[n], "seen": stats.seen[n]} for n in stats.checks]
     return rows, images.data_uri(figure)
@@ -52,8 +53,13 @@ def _mistakes(stats: ClassResults) -> tuple[list[tuple[str, int, str]], str]:
     if not stats.mistakes:
         return [], ""
     common = stats.mistakes.most_common()
-    figure = images.bars_png([k for k, _ in common], [c for _, c in common], xlabel="submissions showing it",
-                             title="Named mistakes, most frequent first", integers=True)
+    figure = images.bars_png(
+        [k for k, _ in common],
+        [c for _, c in common],
+        xlabel="submissions showing it",
+        title="Named mistakes, most frequent first",
+        integers=True,
+    )
     return [(k, c, describe(k)) for k, c in common], images.data_uri(figure)
 
 
@@ -66,8 +72,13 @@ def _times(stats: ClassResults) -> dict | None:
     bins = [step * i for i in range(17)]
     slowest = sorted(stats.check_seconds.items(), key=lambda item: -sum(item[1]) / len(item[1]))[:5]
     figure = images.histogram_png(seconds, bins=bins, xlabel="seconds", title="Grading time per submission")
-    return {"median": seconds[len(seconds) // 2], "slowest": seconds[-1], "total": sum(seconds),
-            "slowest_checks": [(name, sum(t) / len(t), max(t)) for name, t in slowest], "plot": images.data_uri(figure)}
+    return {
+        "median": seconds[len(seconds) // 2],
+        "slowest": seconds[-1],
+        "total": sum(seconds),
+        "slowest_checks": [(name, sum(t) / len(t), max(t)) for name, t in slowest],
+        "plot": images.data_uri(figure),
+    }
 
 
 def _students(stats: ClassResults) -> list[dict]:

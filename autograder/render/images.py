@@ -52,7 +52,9 @@ def attention_png(picture: dict) -> bytes:
     queries, keys = picture["queries"], picture["keys"]
     figure = _figure(2 * (0.42 * keys + 0.8), 0.42 * queries + 1.6)
     described = EXAMPLES.get(picture["example"], picture["example"])
-    figure.suptitle(f"{picture['function']}: tiny public example\n({queries} queries x {keys} keys; {described})", fontsize=8)
+    figure.suptitle(
+        f"{picture['function']}: tiny public example\n({queries} queries x {keys} keys; {described})", fontsize=8
+    )
     axes = figure.subplots(1, 2)
     for ax, title, weights in zip(axes, ("expected", "yours"), (picture["expected"], picture["got"])):
         values = [[math.nan if w is None else w for w in row] for row in weights]
@@ -67,7 +69,9 @@ def attention_png(picture: dict) -> bytes:
             for j, w in enumerate(row):
                 masked = picture["mask"] is not None and not picture["mask"][i][j]
                 if masked:
-                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor=GREY, linewidth=0))
+                    ax.add_patch(
+                        Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor=GREY, linewidth=0)
+                    )
                 if masked and (w is None or w != 0):  # a masked key that got weight, however little: outlined in red
                     ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=RED, linewidth=1.5))
                 if w is None:
@@ -100,8 +104,16 @@ def histogram_png(values: Sequence[float], *, bins: Sequence[float], xlabel: str
     return png(figure)
 
 
-def bars_png(labels: Sequence[str], values: Sequence[float], *, xlabel: str, title: str, limit: float | None = None,
-             colors: Sequence[str] | None = None, integers: bool = False) -> bytes:
+def bars_png(
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    xlabel: str,
+    title: str,
+    limit: float | None = None,
+    colors: Sequence[str] | None = None,
+    integers: bool = False,
+) -> bytes:
     """Horizontal bars, the first label on top."""
     figure = _figure(7.0, 0.6 + 0.24 * max(len(labels), 1))
     ax = figure.subplots()

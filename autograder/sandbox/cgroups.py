@@ -106,7 +106,7 @@ def _stale(group: Path) -> bool:
 
     A group made in another PID namespace (another container sharing the hierarchy) is never judged here."""
     try:
-        fields = group.name[len(_PREFIX):].split("-", 1)[0].split(".")
+        fields = group.name[len(_PREFIX) :].split("-", 1)[0].split(".")
         namespace, pid, started = fields if len(fields) == 3 else [_pid_namespace(), *fields]  # PID.START: ours
         return namespace == _pid_namespace() and not _alive(int(pid), started)
     except ValueError:
@@ -203,8 +203,10 @@ class Cgroups:
         name = group_name(name)
         memory, pids, cpuacct = _own("memory"), _own("pids"), _own("cpuacct")
         if memory is not None and pids is not None:
-            settings = [(memory / name, {"memory.limit_in_bytes": memory_bytes}),
-                        (pids / name, {"pids.max": processes})]
+            settings = [
+                (memory / name, {"memory.limit_in_bytes": memory_bytes}),
+                (pids / name, {"pids.max": processes}),
+            ]
             self.kind = "cgroup v1 memory and pids controllers"
             if cpuacct is not None:
                 settings.append((cpuacct / name, {}))

@@ -45,5 +45,9 @@ def remove_tree(folder: Path) -> None:
     except (RecursionError, OSError):
         pass
     if os.path.lexists(folder):
-        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(folder)], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["rm", "-rf", "--one-file-system", "--", str(folder)],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )

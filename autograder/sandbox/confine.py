@@ -207,8 +207,9 @@ def enter(scratch: str, read: list[str], write: list[str], limits: dict, cgroups
         try:
             scratch = _build(scratch, read, limits, uid, gid)
             read = [*read, "/proc"]  # a fresh /proc: it shows the sandbox's own processes only
-            report["namespaces"] = ("PID, network, IPC, mount, UTS and user namespaces; host read-only;"
-                                    " private /tmp, /dev/shm and /proc")
+            report["namespaces"] = (
+                "PID, network, IPC, mount, UTS and user namespaces; host read-only; private /tmp, /dev/shm and /proc"
+            )
         except OSError as error:  # half-built: the grader's failure, never run student code in it
             report["broken"] = f"the sandbox could not be built: {error}"
             return scratch, report
@@ -237,4 +238,3 @@ def _limit(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["output_bytes"], limits["output_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
-

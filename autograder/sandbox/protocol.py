@@ -60,8 +60,16 @@ class Runner(Protocol):
         MultiHeadAttention); the reply holds its value, gradients, mutation flags and fused ops seen."""
         ...
 
-    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
-              kwargs: dict | None = None) -> Reply:
+    def timed(
+        self,
+        target: str,
+        inputs: list[list],
+        outputs: list[tuple],
+        *,
+        timeout: float,
+        device: str = "cpu",
+        kwargs: dict | None = None,
+    ) -> Reply:
         """Call ``target`` once per entry of ``inputs``, timed from outside; ``outputs`` gives each result's
         (shape, dtype). The reply's ``seconds``, ``cpu_seconds`` and ``outputs`` are the measurement."""
         ...
@@ -84,8 +92,11 @@ def reply_from(answer, elapsed: float) -> Reply:
     if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
         return Reply(False, error="WireError", message="the answer's gradients were not a list of tensors")
     entered = answer.get("entered", [])
-    if not (isinstance(entered, list) and len(entered) <= MAX_ENTERED
-            and all(isinstance(name, str) and len(name) <= 200 for name in entered)):
+    if not (
+        isinstance(entered, list)
+        and len(entered) <= MAX_ENTERED
+        and all(isinstance(name, str) and len(name) <= 200 for name in entered)
+    ):
         message = "the answer's list of functions entered was not a short list of names"
         return Reply(False, error="WireError", message=message)
     return Reply(

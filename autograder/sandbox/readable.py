@@ -11,8 +11,18 @@ import sysconfig
 from pathlib import Path
 
 _SYSTEM = ("/usr/lib", "/lib", "/lib64", "/usr/lib64", "/etc/ld.so.cache", "/dev/urandom", "/dev/zero", "/dev/null")
-_CUDA = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia0", "/proc/driver/nvidia",
-         "/sys/devices", "/sys/bus/pci", "/sys/module/nvidia", "/usr/local/cuda", "/etc/nvidia")
+_CUDA = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia0",
+    "/proc/driver/nvidia",
+    "/sys/devices",
+    "/sys/bus/pci",
+    "/sys/module/nvidia",
+    "/usr/local/cuda",
+    "/etc/nvidia",
+)
 
 
 def readable(lib: Path, *, cuda: bool = False) -> list[str]:

@@ -170,8 +170,15 @@ class Sandbox(Runner):
     Used as a context manager by whoever owns it (``grade.run_checks``): ``__enter__`` starts its worker (the
     zygote's child, forked on the first request), ``__exit__`` closes it, once."""
 
-    def __init__(self, submission: Path, limits: Mapping, *, zygote: Zygote | None = None, device: str = "cpu",
-                 block_fused: bool = True) -> None:
+    def __init__(
+        self,
+        submission: Path,
+        limits: Mapping,
+        *,
+        zygote: Zygote | None = None,
+        device: str = "cpu",
+        block_fused: bool = True,
+    ) -> None:
         """A sandbox for ``submission`` (its worker starts on ``__enter__``; ``load()`` when needed), forked from
         ``zygote`` (a batch's, or the grading's); without one, the sandbox starts and closes a zygote of its own.
 
@@ -186,9 +193,14 @@ class Sandbox(Runner):
         self.busy_factor = limits["busy_factor"]
         self.reply_bytes = limits["reply_mb"] << 20
         # what the worker's child applies to itself (confine.py): plain values, across the socket
-        self.limits = {"memory_bytes": limits["memory_mb"] << 20, "output_bytes": limits["output_kb"] << 10,
-                       "cuda": device == "cuda", "processes": limits["processes"], "tmp_bytes": limits["tmp_mb"] << 20,
-                       "tmp_inodes": limits["tmp_inodes"]}
+        self.limits = {
+            "memory_bytes": limits["memory_mb"] << 20,
+            "output_bytes": limits["output_kb"] << 10,
+            "cuda": device == "cuda",
+            "processes": limits["processes"],
+            "tmp_bytes": limits["tmp_mb"] << 20,
+            "tmp_inodes": limits["tmp_inodes"],
+        }
         self.hung: set[str] = set()
         self.restarts = 0
         self.load_reply: Reply | None = None
@@ -214,8 +226,9 @@ class Sandbox(Runner):
             os.chown(self.scratch, NOBODY, NOBODY)
             os.chmod(self.scratch / "attention.py", 0o644)
         owner = NOBODY if self._zygote.drops_privileges else None
-        self.cgroups = Cgroups(self.folder.name, memory_bytes=self.limits["memory_bytes"],
-                               processes=self.limits["processes"], owner=owner)
+        self.cgroups = Cgroups(
+            self.folder.name, memory_bytes=self.limits["memory_bytes"], processes=self.limits["processes"], owner=owner
+        )
         self._client = self._zygote.client()
         return self
 
@@ -268,8 +281,16 @@ class Sandbox(Runner):
             arena.close()
         return reply
 
-    def timed(self, target: str, inputs: list[list], outputs: list[tuple], *, timeout: float, device: str = "cpu",
-              kwargs: dict | None = None) -> Reply:
+    def timed(
+        self,
+        target: str,
+        inputs: list[list],
+        outputs: list[tuple],
+        *,
+        timeout: float,
+        device: str = "cpu",
+        kwargs: dict | None = None,
+    ) -> Reply:
         """Call ``target`` once per entry of ``inputs`` and time it all from here (see docs/performance.md).
 
         Each repetition's inputs are written into our shared memory only after both clocks are
@@ -285,8 +306,15 @@ class Sandbox(Runner):
         arena = Arena()
         slots = [[arena.reserve(a.shape, a.dtype) for a in rep] for rep in inputs]
         results = [[arena.reserve(shape, dtype) for shape, dtype in outputs] for _ in inputs]
-        request = {"op": "time", "target": target, "inputs": slots, "outputs": results, "arena": arena.size,
-                   "device": device, "kwargs": kwargs or {}}
+        request = {
+            "op": "time",
+            "target": target,
+            "inputs": slots,
+            "outputs": results,
+            "arena": arena.size,
+            "device": device,
+            "kwargs": kwargs or {},
+        }
         arena.open()
         try:
             reply = self._request(request, target, timeout, arena, inputs=(slots, inputs))
@@ -378,8 +406,10 @@ class Sandbox(Runner):
             if own >= timeout:
                 raise _NoAnswer
             if wall >= self.busy_factor * timeout:
-                raise GraderBusy(f"a call had {own:.1f} s of the student's own time in {wall:.0f} s by the clock "
-                                 f"(limit {timeout:g} s): the machine is too busy to grade fairly")
+                raise GraderBusy(
+                    f"a call had {own:.1f} s of the student's own time in {wall:.0f} s by the clock "
+                    f"(limit {timeout:g} s): the machine is too busy to grade fairly"
+                )
             wait = max(timeout - own, 0.05)  # the soonest the student's time could run out
         return wire.receive(conn, self.reply_bytes, time.monotonic() + max(timeout - own, min(timeout, 2.0)))
 
@@ -396,8 +426,9 @@ class Sandbox(Runner):
         self._zygote.wait_ready()
         ours, theirs = socket.socketpair()
         paths = {**self._zygote.paths(bool(self.limits["cuda"])), "cgroups": self.cgroups.procs}
-        spec = json.dumps({"scratch": str(self.scratch), "limits": self.limits, "block_fused": self.block_fused,
-                           **paths}).encode()
+        spec = json.dumps(
+            {"scratch": str(self.scratch), "limits": self.limits, "block_fused": self.block_fused, **paths}
+        ).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
         self._client.settimeout(START_TIMEOUT)

@@ -20,7 +20,13 @@ import sys
 import traceback
 import types
 
-FORBIDDEN = ("scaled_dot_product", "multi_head_attention", "flash_attention", "efficient_attention", "multiheadattention")
+FORBIDDEN = (
+    "scaled_dot_product",
+    "multi_head_attention",
+    "flash_attention",
+    "efficient_attention",
+    "multiheadattention",
+)
 
 
 class _CappedStream:
@@ -112,9 +118,12 @@ def _find_fused_kernels() -> None:
     import torch
 
     for op in torch._C._dispatch_get_all_op_names():
-        if op.startswith("aten::") and any(word in op.lower() for word in (*FORBIDDEN, "_fused_sdp", "cudnn_attention")):
-            _FUSED_KERNELS.extend((op[6:], key) for key in _DISPATCH_KEYS
-                                  if torch._C._dispatch_has_kernel_for_dispatch_key(op, key))
+        if op.startswith("aten::") and any(
+            word in op.lower() for word in (*FORBIDDEN, "_fused_sdp", "cudnn_attention")
+        ):
+            _FUSED_KERNELS.extend(
+                (op[6:], key) for key in _DISPATCH_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
+            )
 
 
 def _refuse(name: str):
