@@ -290,7 +290,8 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
     filled = int(width * done / max(total, 1))
     bar = "#" * filled + "-" * (width - filled)
     print(
-        f"[{bar}] {done}/{total} {time.perf_counter() - started:5.0f}s  {shown(name)}: {result.get('score', 0):g}/{result.get('max_score', 0):g}",
+        f"[{bar}] {done}/{total} {time.perf_counter() - started:5.0f}s  {shown(name)}: "
+        f"{result.get('score', 0):g}/{result.get('max_score', 0):g}",
         file=sys.stderr,
     )
 
@@ -317,7 +318,8 @@ def _write_csv(path: Path, stats: ClassResults) -> None:
 
 
 def _cell(text: str) -> str:
-    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote), with no control characters."""
+    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote), with no control
+    characters."""
     quoted = f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
     return inert(quoted, keep_newlines=False)
 

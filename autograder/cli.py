@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             require()
         except MissingMatplotlib as error:
             print(
-                f"sdpa-grade: {'--html' if args.html else '--report'} draws with matplotlib, which is not installed: {error}",
+                f"sdpa-grade: {'--html' if args.html else '--report'} draws with matplotlib,"
+                f" which is not installed: {error}",
                 file=sys.stderr,
             )
             return 2

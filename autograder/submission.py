@@ -71,7 +71,8 @@ def submitted_file(path: Path) -> Path:
 
 
 def shown_name(path: Path) -> str:
-    """What the student's feedback calls the submission: "your notebook", or attention.py (whatever the file is called here)."""
+    """What the student's feedback calls the submission: "your notebook", or attention.py
+    (whatever the file is called here)."""
     try:
         return "your notebook" if submitted_file(path).suffix == ".ipynb" else "attention.py"
     except Ungradable:

@@ -7,9 +7,9 @@ after another with that zygote (the first is not counted: a batch's children for
 For each: its wall time, the CPU seconds of this (the trusted) process (getrusage), and those of
 every process it started (the zygote's children: workers and keepers), counted by a cgroup of the
 bench's own that this process joins (cgroup v1 cpuacct or v2; root). Then each check's median seconds,
-and cProfile's view of the last grading in this process, by CPU time (not the wall clock): the functions with the most time of their
-own, and the most time below them. ``--tree PATH`` grades with the code of another checkout (a
-``git archive`` of an older revision), so that two revisions compare in one session.
+and cProfile's view of the last grading in this process, by CPU time (not the wall clock): the functions
+with the most time of their own, and the most time below them. ``--tree PATH`` grades with the code of
+another checkout (a ``git archive`` of an older revision), so that two revisions compare in one session.
 """
 
 from __future__ import annotations

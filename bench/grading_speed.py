@@ -185,7 +185,8 @@ def single(reference: Path) -> None:
     checks = sorted(grading.outcomes, key=lambda o: -o.seconds)
     total = sum(o.seconds for o in checks)
     print(
-        f"inside one grading: {time.perf_counter() - grading.started:.2f} s, of which checks {total:.2f} s; slowest checks:"
+        f"inside one grading: {time.perf_counter() - grading.started:.2f} s,"
+        f" of which checks {total:.2f} s; slowest checks:"
     )
     for outcome in checks[:6]:
         print(f"  {outcome.check:28s} {outcome.seconds:6.2f} s")

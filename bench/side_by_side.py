@@ -207,7 +207,8 @@ def main() -> None:
         f" user {','.join(str(os.geteuid() if u is None else u) for u in users)}:"
     )
     print(
-        f"  gradings equal to the submission's grade alone, check by check: {figures['same_as_alone']} of {len(gradings)}"
+        f"  gradings equal to the submission's grade alone, check by check:"
+        f" {figures['same_as_alone']} of {len(gradings)}"
     )
     print(
         f"  grader errors (exit 3): {figures['grader_errors']}; other exits: {figures['other_exits']};"
@@ -215,7 +216,8 @@ def main() -> None:
     )
     print(f"  processes left running: {len(left)}; cgroups left: {len(groups)}")
     print(
-        f"  time: {quiet_seconds:.0f} s alone ({len(quiet)} gradings, one at a time), {loaded_seconds:.0f} s side by side"
+        f"  time: {quiet_seconds:.0f} s alone ({len(quiet)} gradings, one at a time),"
+        f" {loaded_seconds:.0f} s side by side"
     )
     for grading in differing:
         alone = quiet[grading["name"]]["checks"]

@@ -4,8 +4,8 @@
 
 Two busy processes (``python -c 'while True: pass'``) compete for the CPUs the whole time
 (killed at the end), and ``--graders`` other graders (``sdpa-grade`` on the reference, one after
-another, each with a TMPDIR of its own) run beside. Each run of a variant loads it in a fresh sandbox, and the reference in
-another, and measures every shape of the check exactly as ``test_timing_cpu`` does
+another, each with a TMPDIR of its own) run beside. Each run of a variant loads it in a fresh sandbox,
+and the reference in another, and measures every shape of the check exactly as ``test_timing_cpu`` does
 (autograder/checks/timing.py: fresh inputs per call, outputs checked, interleaved rounds,
 a failing shape measured again before it fails). Prints, per variant and shape, the
 student/reference CPU-time ratio (min / median / max over runs), the wall-clock ratio, and
@@ -61,13 +61,16 @@ LOOPS = [
 
 
 # another grader beside the bench: sdpa-grade on the reference, again and again, with a TMPDIR of its own
-GRADER_LOOP = """
+GRADER_LOOP = (
+    """
 import os, subprocess, sys, tempfile
 while True:
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.argv[1], sys.argv[2], "--json", os.path.join(tmp, "r.json")], env={**os.environ, "TMPDIR": tmp},
+        subprocess.run([sys.argv[1], sys.argv[2], "--json", os.path.join(tmp, "r.json")], """
+    """env={**os.environ, "TMPDIR": tmp},
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 """
+)
 
 
 def submission(name: str, folder: Path) -> Path:
@@ -166,13 +169,14 @@ def main() -> None:
         zygote.close()
     shapes = "  ".join(f"{'x'.join(map(str, s)):>17}" for s in CPU_SHAPES)
     print(
-        f"{options.runs} runs per variant, {options.busy} busy processes and {options.graders} other graders competing; budget {budget:g} (CPU ratio),"
+        f"{options.runs} runs per variant, {options.busy} busy processes and {options.graders} other graders competing;"
+        f" budget {budget:g} (CPU ratio),"
         f" {WALL_SLACK * budget:g} (wall ratio); each cell: CPU ratio min median max over runs"
     )
     print(f"{'variant':<30} {shapes}  {'max wall':>9}  failed")
     worst_honest, best_loop = 0.0, float("inf")
     for name, (runs, _) in rows.items():
-        cells, deciding = [], []
+        cells = []
         for index in range(len(CPU_SHAPES)):
             cells.append(spread([r[0][index].cpu_ratio for r in runs if len(r[0]) > index]))
         per_run = [max(m.cpu_ratio for m in r[0]) for r in runs if r[0]]
@@ -188,10 +192,12 @@ def main() -> None:
             f" {'; '.join(reasons)[:60]}"
         )
     print(
-        f"worst honest run (CPU ratio, worst shape): {worst_honest:.2f} = budget / {budget / max(worst_honest, 1e-9):.1f}"
+        f"worst honest run (CPU ratio, worst shape): {worst_honest:.2f}"
+        f" = budget / {budget / max(worst_honest, 1e-9):.1f}"
     )
     print(
-        f"best loop run (CPU ratio, worst shape, timed answers right): {best_loop:.2f} = budget x {best_loop / budget:.1f}"
+        f"best loop run (CPU ratio, worst shape, timed answers right): {best_loop:.2f}"
+        f" = budget x {best_loop / budget:.1f}"
     )
 
 

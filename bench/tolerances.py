@@ -53,7 +53,8 @@ HONEST_AT_MOST, WRONG_AT_LEAST = 0.1, 10.0
 
 
 def x_tol(actual, expected, tolerance, dtype=None) -> float:
-    """The largest error over what the tolerance allows at that entry; inf for a wrong type, shape, dtype, NaN or inf."""
+    """The largest error over what the tolerance allows at that entry;
+    inf for a wrong type, shape, dtype, NaN or inf."""
     if not isinstance(actual, torch.Tensor) or tuple(actual.shape) != tuple(expected.shape):
         return math.inf
     if actual.dtype != (dtype or expected.dtype):
@@ -125,10 +126,12 @@ def main() -> int:
     problems = 0
     print(
         f"{len(selected)} value checks x {len(variants)} variants x {options.seeds} seeds;"
-        f" x tol = largest error / what the check allows there (<= {HONEST_AT_MOST} honest, >= {WRONG_AT_LEAST:g} wrong)"
+        f" x tol = largest error / what the check allows there"
+        f" (<= {HONEST_AT_MOST} honest, >= {WRONG_AT_LEAST:g} wrong)"
     )
     print(
-        f"\n{'check':22s} {'worst honest (variant)':34s} {'x tol':>8s}   {'best wrong (variant)':30s} {'x tol':>8s} {'margin':>8s}"
+        f"\n{'check':22s} {'worst honest (variant)':34s} {'x tol':>8s}"
+        f"   {'best wrong (variant)':30s} {'x tol':>8s} {'margin':>8s}"
     )
     for check_name, check in selected.items():
         honest, wrong = (-1.0, "-"), (math.inf, "-")
@@ -157,7 +160,8 @@ def main() -> int:
             bad = passed != (len(figures) if must_pass else 0)
             problems += bad
             print(
-                f"  {name:28s} passes {passed:5d} of {len(figures)}; x tol from {min(figures):.3g} to {max(figures):.3g}"
+                f"  {name:28s} passes {passed:5d} of {len(figures)};"
+                f" x tol from {min(figures):.3g} to {max(figures):.3g}"
                 f"{'   <- PROBLEM' if bad else ''}",
                 flush=True,
             )

@@ -254,7 +254,8 @@ def main() -> int:
     zygote.close()
     correct_count = sum(1 for v in variants if v[2])
     print(
-        f"\n{len(variants)} variants ({correct_count} correct, {len(variants) - correct_count} wrong) x {len(seeds)} seeds"
+        f"\n{len(variants)} variants ({correct_count} correct, {len(variants) - correct_count} wrong)"
+        f" x {len(seeds)} seeds"
         f" = {gradings} gradings in {time.perf_counter() - start:.0f} s; {problems} variant(s) with a problem"
         " (seed-dependent, correct losing points, or wrong with full marks); timing checks left out"
     )

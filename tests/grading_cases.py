@@ -30,7 +30,8 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "write_outside_at_import": (
         {"*"},
         {
-            "scores_shape": 'line 3 (`with open("../attention-log.txt", "w") as handle:`) uses a file outside its own folder',
+            "scores_shape": 'line 3 (`with open("../attention-log.txt", "w") as handle:`)'
+            " uses a file outside its own folder",
             "integrity_sdpa": "writes files (line 3: open())",
         },
     ),

@@ -175,7 +175,8 @@ class Cluster:
         return done
 
     def jobs(self, job: str) -> dict[str, dict[str, str]]:
-        """Every job of ``job`` (an array's tasks too, '<array>_<task>'), with scontrol's fields (JobState, Reason, ...)."""
+        """Every job of ``job`` (an array's tasks too, '<array>_<task>'),
+        with scontrol's fields (JobState, Reason, ...)."""
         shown = self.command("scontrol", "--oneliner", "show", "job", job, check=False)
         found = {}
         for line in shown.stdout.splitlines():

@@ -70,7 +70,8 @@ def test_a_long_wrong_answer_is_shown_cut():
 
 
 def test_autograde_runs_no_kernel():
-    """The course's nbgrader_config.py puts GradeNotebook in the place of nbgrader's Execute and keeps the other steps."""
+    """The course's nbgrader_config.py puts GradeNotebook in the place of nbgrader's Execute
+    and keeps the other steps."""
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 

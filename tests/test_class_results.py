@@ -31,11 +31,14 @@ def a_class() -> dict[str, dict | None]:
         ], seconds=2.0),
         "ben": result([
             check_result("causal_square", "causal_mask", "causal", 1, 1, seconds=1.5),
-            check_result("integrity_sdpa", "scaled_dot_product_attention", "integrity", 0, 2, "fused", flag="fused_source"),
+            check_result(
+                "integrity_sdpa", "scaled_dot_product_attention", "integrity", 0, 2, "fused", flag="fused_source"
+            ),
         ], seconds=6.0),
         "cat": result([], seconds=0.5, ungradable="attention.py is empty"),
         "dan": result([check_result("causal_square", "causal_mask", "causal", 0, 1, "flipped", "causal_flipped")],
-                      seconds=1.0, grader_error="Traceback (most recent call last):\n  ...\nRuntimeError: zygote died\n"),
+                      seconds=1.0,
+                      grader_error="Traceback (most recent call last):\n  ...\nRuntimeError: zygote died\n"),
         "eve": None,
         "a b": result([check_result("causal_square", "causal_mask", "causal", 1, 1)], seconds=3.0),
     }  # fmt: skip

@@ -43,7 +43,8 @@ def test_notebook_with_solutions_gets_full_marks(tmp_path):
 
 
 def test_missing_submission_exits_2_with_a_results_file(tmp_path):
-    """A path that does not exist: exit 2 and the reason on stderr, and still a valid results file (0 of the usual maximum)."""
+    """A path that does not exist: exit 2 and the reason on stderr, and still a valid results file
+    (0 of the usual maximum)."""
     result, results = grade(tmp_path / "nothing.py", tmp_path)
     assert result.returncode == 2, result.stderr
     assert "there is no file or folder at" in result.stderr
@@ -98,7 +99,8 @@ def test_notebook_cells_skip_magics_tests_and_keep_going(tmp_path):
         new_code_cell("%matplotlib inline\n!pip install nothing\nimport torch"),
         new_code_cell("raise NotImplementedError()"),
         new_code_cell("def scale_scores(scores, d_k):\n    return scores / d_k ** 0.5"),
-        new_code_cell("assert False", metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1}}),
+        new_code_cell("assert False",
+                      metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1}}),
     ])  # fmt: skip
     source = notebook_source(nbformat.writes(notebook))
     assert "matplotlib" not in source and "pip install" not in source and "assert False" not in source
@@ -114,7 +116,8 @@ def test_grader_needs_a_submission_or_a_batch():
 
 
 def test_grader_failure_still_writes_results(tmp_path):
-    """When the grader itself is broken (here: a broken reference shadows the real one), exit 3 and a valid results.json."""
+    """When the grader itself is broken (here: a broken reference shadows the real one),
+    exit 3 and a valid results.json."""
     broken = tmp_path / "shadow" / "reference"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("")

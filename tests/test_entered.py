@@ -1,4 +1,5 @@
-"""Which student functions a call entered: recorded in the worker, validated on the grader's side (a hint's evidence)."""
+"""Which student functions a call entered: recorded in the worker, validated on the grader's side
+(a hint's evidence)."""
 
 from __future__ import annotations
 

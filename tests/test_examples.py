@@ -42,7 +42,8 @@ def test_first_command_installs_then_grades_the_example_class():
 
 @pytest.mark.slow
 def test_example_class_grades_as_its_files_say(tmp_path):
-    """Alice full marks, Bob and Carol each a named classic mistake, Mallory's attacks change nothing; nothing written in the repository."""
+    """Alice full marks, Bob and Carol each a named classic mistake, Mallory's attacks change nothing;
+    nothing written in the repository."""
     before = sorted(p.name for p in ROOT.joinpath("examples").rglob("*"))
     out = tmp_path / "grades"
     result = run(

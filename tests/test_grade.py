@@ -1,4 +1,5 @@
-"""The grading pipeline's process: what it imports, which plugins run the checks, how many zygotes and threads it uses."""
+"""The grading pipeline's process: what it imports, which plugins run the checks,
+how many zygotes and threads it uses."""
 
 from __future__ import annotations
 

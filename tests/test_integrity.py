@@ -1,4 +1,5 @@
-"""The static integrity scan: fused attention, dynamic reach into torch internals, and what an attack leaves, in the source."""
+"""The static integrity scan: fused attention, dynamic reach into torch internals,
+and what an attack leaves, in the source."""
 
 from __future__ import annotations
 

@@ -135,10 +135,12 @@ def test_export_scores_each_student(course):
     Mallory loses only her own points: the variance checks, the integrity flags her code earns, the ten questions."""
     scores = _scores(course)
     assert scores["alice"] == (65.0, 65.0)
-    # bob: scale_values, sdpa values (2 + 4 + 3 + 2 + 2 + 3), mha (4 + 2), gated integrity and timing (2 + 2 + 1), q_variance
+    # bob: scale_values, sdpa values (2 + 4 + 3 + 2 + 2 + 3), mha (4 + 2), gated integrity and timing (2 + 2 + 1),
+    # q_variance
     assert scores["bob"] == (65.0 - 2 - 14 - 6 - 5 - 1, 65.0)
     assert scores["carol"] == (65.0 - 3, 65.0)
-    # mallory: variance (2 + 1), integrity of sdpa and mha (2 + 1: her cell imports importlib, reads sys.modules), quiz (10)
+    # mallory: variance (2 + 1), integrity of sdpa and mha (2 + 1: her cell imports importlib, reads sys.modules),
+    # quiz (10)
     assert scores["mallory"] == (65.0 - 3 - 3 - 10, 65.0)
 
 
@@ -164,7 +166,8 @@ def _cell_scores(course) -> dict[str, dict[str, float]]:
 
 
 def test_sdpa_grade_agrees_with_nbgrader_on_submitted(course, tmp_path):
-    """sdpa-grade --batch on nbgrader's submitted/ folder gives each student the same points as nbgrader, check by check."""
+    """sdpa-grade --batch on nbgrader's submitted/ folder gives each student the same points as nbgrader,
+    check by check."""
     out = tmp_path / "grades"
     result = run(
         [str(BIN / "sdpa-grade"), "--batch", str(course["course"] / "submitted"), "--json-dir", str(out)], timeout=900
@@ -231,7 +234,8 @@ def test_failed_hidden_cells_show_the_message_not_a_traceback(course):
 
 
 def test_feedback_page_names_each_check_and_wraps(course):
-    """The feedback HTML names each graded cell in its table of contents, wraps error output, and shows no grader path."""
+    """The feedback HTML names each graded cell in its table of contents, wraps error output,
+    and shows no grader path."""
     feedback = (course["course"] / "feedback" / "bob" / "sdpa" / "sdpa.html").read_text()
     assert "Test cell" not in feedback
     assert "Hidden check: scale_values" in feedback and "Knowledge check: q_variance" in feedback

@@ -111,7 +111,8 @@ def test_block_grid_shows_expected_beside_got_with_a_legend():
 
 @pytest.mark.slow
 def test_feedback_of_a_graded_mistake_holds_the_picture(tmp_path):
-    """sdpa-grade on a flipped causal mask: the picture is a field of the failed check, and its grid is in the output."""
+    """sdpa-grade on a flipped causal mask: the picture is a field of the failed check,
+    and its grid is in the output."""
     submission = tmp_path / "attention.py"
     submission.write_text(
         REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_causal_flipped.py").read_text()

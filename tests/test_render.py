@@ -172,7 +172,8 @@ def test_feedback_text_leaves_out_only_the_grid():
 
 
 def test_dashboard_parses_embeds_its_plots_and_names_everyone(tmp_path):
-    """One self-contained page: four plots that decode, every student linked to a page that exists, every check listed."""
+    """One self-contained page: four plots that decode, every student linked to a page that exists,
+    every check listed."""
     results = a_class()
     report = tmp_path / "class.html"
     folder = write_report(report, class_results(results))

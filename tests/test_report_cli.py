@@ -1,4 +1,5 @@
-"""`sdpa-grade --html` and `sdpa-grade --batch --report`, run for real, and their pages rendered in a headless browser."""
+"""`sdpa-grade --html` and `sdpa-grade --batch --report`, run for real,
+and their pages rendered in a headless browser."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ needs_chromium = pytest.mark.skipif(
 )
 # the flags that keep headless chromium off the (closed) network
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]  # fmt: skip
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--hide-scrollbars"]  # fmt: skip
 STUDENTS = {"alice": None, "bob": "mistake_causal_flipped", "carol": "cheat_fused"}
 
 

@@ -81,7 +81,8 @@ def test_a_hung_function_is_not_waited_on_twice(tmp_path):
 
 
 def test_privileges_are_dropped_only_where_nobody_can_run_python(tmp_path):
-    """As root, the worker runs as nobody when Python and torch are readable by others; the reason is said either way."""
+    """As root, the worker runs as nobody when Python and torch are readable by others;
+    the reason is said either way."""
     from autograder.sandbox.processes import privilege_drop, readable_by_others
 
     hidden = tmp_path / "private"
@@ -108,7 +109,8 @@ def attention_output(weights, V):
 
 
 def test_a_timed_call_is_charged_the_students_own_cpu_time(tmp_path):
-    """The kernel's CPU count of a timed call is that of the student's process (PID 1 of its sandbox), not its keeper's."""
+    """The kernel's CPU count of a timed call is that of the student's process (PID 1 of its sandbox),
+    not its keeper's."""
     with sandbox(tmp_path, BUSY) as box:
         assert box.load().ok
         reply = box.timed(

@@ -14,7 +14,8 @@ from reference import attention as ref
 
 
 def test_one_drawn_tensor_does_not_predict_the_next(monkeypatch):
-    """Recovering the torch seed behind one input (32 bits, found by search) and replaying it predicts no other input."""
+    """Recovering the torch seed behind one input (32 bits, found by search)
+    and replaying it predicts no other input."""
     made = []
     real = torch.Generator
 

@@ -198,7 +198,8 @@ def test_a_merge_with_students_missing_lists_more_than_ten(tmp_path):
 
 
 def test_partial_writes_the_csv_with_the_missing_students_marked(tmp_path):
-    """--partial asks for the CSV all the same: every student has a row, the missing ones with no score; still exit 1."""
+    """--partial asks for the CSV all the same: every student has a row, the missing ones with no score;
+    still exit 1."""
     students = write_class(tmp_path / "submitted")
     fake_results(tmp_path / "grades", [name for name in CLASS if name != "dev"])
     merged = run(

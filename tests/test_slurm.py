@@ -111,7 +111,8 @@ def rows(path) -> list[list[str]]:
 
 
 def submit_array(slurm, course, tasks: str) -> str:
-    """grade.sbatch as documented: `sbatch --parsable --array=... [smaller node] grade.sbatch N`, from the course folder."""
+    """grade.sbatch as documented: `sbatch --parsable --array=... [smaller node] grade.sbatch N`,
+    from the course folder."""
     return slurm.command(
         "sbatch", "--parsable", f"--array={tasks}", *SMALL_NODE, "grade.sbatch", str(SHARDS), cwd=course
     ).stdout.strip()

@@ -138,7 +138,10 @@ def _plain(value):
 def _where(evidence: dict) -> str:
     """One line for the message: 'first at index (i, j) of shape (m, n): expected x, got y (error e, allowed a)'."""
     index, shape = tuple(evidence["index"]), tuple(evidence["shape"])
-    text = f"first at index {index} of shape {shape}: expected {_number(evidence['expected'])}, got {_number(evidence['got'])}"
+    text = (
+        f"first at index {index} of shape {shape}: "
+        f"expected {_number(evidence['expected'])}, got {_number(evidence['got'])}"
+    )
     if "error" in evidence:
         text += f" (error {evidence['error']:.3g}, allowed {evidence['allowed']:.3g})"
     return text

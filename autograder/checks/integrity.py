@@ -173,7 +173,8 @@ def _is_compiled_constant(node: ast.expr) -> bool:
 GRADER_MODULES = frozenset(
     {"reference", "autograder"} | {p.stem for p in (Path(__file__).parents[1] / "sandbox").glob("*.py")} - {"__init__"}
 )
-# calls that write, move or delete files, by their last name (``os.remove``, ``shutil.copy``, ``torch.save``, a Path's ...)
+# calls that write, move or delete files, by their last name (``os.remove``, ``shutil.copy``, ``torch.save``,
+# a Path's ...)
 WRITING_CALLS = frozenset({
     "write_text", "write_bytes", "touch", "save", "savez", "savez_compressed", "savetxt", "remove", "unlink", "rename",
     "replace", "rmtree", "copy", "copy2", "copyfile", "copytree", "move", "makedirs", "mkdir", "rmdir", "truncate",

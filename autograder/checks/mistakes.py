@@ -21,9 +21,10 @@ SENTENCES = {
     "mask_inverted": "the mask's polarity is inverted: True means 'may attend'; reread 'Masks'",
     "zero_fill": "masked scores were set to 0 instead of -inf, so masked keys still get weight; reread 'Masks'",
     "mask_after_softmax": "the mask was applied after the softmax, so the weights no longer sum to 1; reread 'Masks'",
-    "nan_rows": "rows where every key is masked come out as NaN (0/0); they must be all zeros; reread 'Fully masked rows'",
-    "uniform_rows": "rows where every key is masked get uniform weights (a finite fill such as -1e6); they must be all zeros;"
+    "nan_rows": "rows where every key is masked come out as NaN (0/0); they must be all zeros;"
     " reread 'Fully masked rows'",
+    "uniform_rows": "rows where every key is masked get uniform weights (a finite fill such as -1e6);"
+    " they must be all zeros; reread 'Fully masked rows'",
     "additive_mask_rows": "rows where every key is masked get the softmax of their unmasked scores: an additive mask"
     " (-1e4, -1e9) shifts the whole row, and softmax ignores a shift; they must be all zeros (multiply the weights by"
     " the mask, or fill with -inf and divide a zero sum by 1); reread 'Fully masked rows'",
@@ -31,7 +32,8 @@ SENTENCES = {
     "causal_bottom_right": "the causal mask is aligned bottom-right; it must be top-left (torch.tril with diagonal 0),"
     " as is_causal=True in PyTorch; reread 'Masks'",
     "causal_strict": "the causal mask hides the diagonal: a query may attend to its own position; reread 'Masks'",
-    "overflow": "large scores overflow: subtract each row's maximum before exponentiating; reread 'Numerical stability'",
+    "overflow": "large scores overflow: subtract each row's maximum before exponentiating;"
+    " reread 'Numerical stability'",
     "transpose_12": "you transposed axes 1 and 2 instead of the last two (-2, -1): this breaks with extra head dims;"
     " reread the shape table",
     "python_loop": "a Python loop over positions or batches; use batched matrix products instead",
@@ -40,7 +42,8 @@ SENTENCES = {
     "mha_merge_no_transpose": "the heads were merged without moving the head axis back: transpose (B, H, T, d_head)"
     " to (B, T, H, d_head) before reshaping to (B, T, d_model); reread 'Multi-head attention'",
     "mha_merge_order": "the heads were merged in the wrong order: each position's d_model features are head 0's"
-    " d_head values, then head 1's, and so on ((B, T, H, d_head) reshaped), not interleaved; reread 'Multi-head attention'",
+    " d_head values, then head 1's, and so on ((B, T, H, d_head) reshaped), not interleaved;"
+    " reread 'Multi-head attention'",
     "mha_scale_d_model": "the scores were divided by sqrt(d_model); each head's scale is 1/sqrt(d_head), with"
     " d_head = d_model / num_heads; reread 'Multi-head attention'",
     "mask_head_axis": "a 3-D mask (B, 1, T_k) or (B, T_q, T_k), as padding_mask returns, must apply to every head:"
@@ -66,7 +69,8 @@ def _softmax_filled(scores: Tensor, mask: Tensor | None, fill: float, dim: int =
 
 
 def _additive_rows(scores: Tensor, mask: Tensor) -> Tensor:
-    """Right where a row allows some key; where it allows none, the plain softmax of the row (a finite additive mask)."""
+    """Right where a row allows some key; where it allows none, the plain softmax of the row
+    (a finite additive mask)."""
     weights = ref.masked_softmax(scores, mask)
     none_allowed = ~mask.expand_as(weights).any(dim=-1, keepdim=True)
     return torch.where(none_allowed, torch.softmax(scores, dim=-1).expand_as(weights), weights)

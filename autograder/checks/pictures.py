@@ -94,7 +94,8 @@ def picture(student: Student, function: str, example_name: str) -> dict | None:
 
 
 def _students_weights(student: Student, function: str, example: Example):
-    """The weights the student's ``function`` leads to on ``example``: its own, or the reference's softmax under its mask."""
+    """The weights the student's ``function`` leads to on ``example``: its own, or the reference's softmax
+    under its mask."""
     scores = example.scores
     if function == "masked_softmax":
         return student.masked_softmax(scores, None if example.mask is None else example.mask[None])

@@ -87,7 +87,8 @@ def test_causal_square(loaded, draw, settings):
 
 @pytest.mark.check(function="causal_mask", category="causal", exercises=(), picture="causal")
 def test_causal_rectangular(loaded, draw, settings):
-    """With T_q != T_k (one query or one key included) the mask stays top-left aligned, like is_causal=True in PyTorch."""
+    """With T_q != T_k (one query or one key included) the mask stays top-left aligned,
+    like is_causal=True in PyTorch."""
     small, large = sorted(draw.sizes(2, low=3))
     # a single query (decoding) or a single key: query 0 still sees key 0 only
     for T_q, T_k in ((small, large), (large, small), (1, large), (large, 1)):

@@ -193,7 +193,8 @@ def test_sdpa_fully_masked(loaded, draw, settings):
         if not bool(grad.isfinite().all()):
             fail(
                 f"the gradient for {name} with fully masked rows contains NaN or inf",
-                hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max, and divide them by 1, not by 0",
+                hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max,"
+                " and divide them by 1, not by 0",
             )
 
 

@@ -111,5 +111,6 @@ def test_timing_cpu(loaded, reference, draw, settings):
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="timing", exercises=(), picture=None)
 def test_timing_gpu(gpu, loaded, reference, draw, settings):
-    """On a CUDA device: the same budget by the wall clock, the results back in the grader's memory (not run without one)."""
+    """On a CUDA device: the same budget by the wall clock, the results back in the grader's memory
+    (not run without one)."""
     _decide(loaded, reference, draw, settings, GPU_SHAPES, GPU_REPEAT, device=gpu, where=" on CUDA")

@@ -149,7 +149,8 @@ def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample,
             inputs = timing_inputs(draw, shape, calls, dtype, form)
             mine = _round(student, inputs, shape, dtype, device, form)
             theirs = _round(reference, timing_inputs(draw, shape, calls, dtype, form), shape, dtype, device, form)
-            # which repetitions are checked is chosen only now, after the answer, by the system's CSPRNG: no seed to recover
+            # which repetitions are checked is chosen only now, after the answer, by the system's CSPRNG:
+            # no seed to recover
             picks = _PICKER.sample(range(calls), min(sample, calls))
             result.wrong = check_outputs(mine, inputs, picks, tolerance, form)
             if result.wrong:

@@ -37,7 +37,8 @@ def build_template(root: Path) -> str:
 
 def build_requirements(root: Path) -> str:
     """The student's requirements.txt: torch in the range the grader is tested with (pyproject.toml's), from
-    PyTorch's CPU index, so that ``pip install -r requirements.txt`` takes a CPU build of some 200 MB, not a CUDA one."""
+    PyTorch's CPU index, so that ``pip install -r requirements.txt`` takes a CPU build of some 200 MB,
+    not a CUDA one."""
     from autograder.release.gradescope import CPU_INDEX, torch_requirement
 
     return (

@@ -88,7 +88,8 @@ if sys.argv[1] == "cpu" and cuda:
 EOF
 """
 
-RUN = """#!/usr/bin/env bash
+RUN = (
+    """#!/usr/bin/env bash
 # Gradescope runs this for every submission; the results file is written whatever happens.
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 mkdir -p "$ROOT/results"
@@ -97,11 +98,13 @@ if [ -f "$ROOT/source/config.toml" ]; then CONFIG=(--config "$ROOT/source/config
 "$ROOT/venv/bin/sdpa-grade" "$ROOT/submission" --json "$ROOT/results/results.json" "${CONFIG[@]}"
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
-    echo '{"score": 0, "output": "The autograder failed before it could grade your submission (your code is not to blame): ask your instructor to regrade it.", "tests": []}' \\
+    echo '{"score": 0, "output": "The autograder failed before it could grade your submission """
+    """(your code is not to blame): ask your instructor to regrade it.", "tests": []}' \\
         > "$ROOT/results/results.json"
 fi
 exit $status
 """
+)
 
 # What the wheel is built from: the rest of the project folder (a build/ of an earlier build among it) stays out.
 SOURCES = ("pyproject.toml", "README.md", "autograder", "reference")

@@ -160,7 +160,10 @@ def build_notebook(root: Path) -> str:
         )
         answer = f"### BEGIN SOLUTION\n{question.name} = {question.answer!r}\n### END SOLUTION"
         cells.append(new_code_cell(answer, metadata=_meta(question.name, solution=True)))
-        check = f"# Checks {question.name} (1 point): the value you set above, written out as in the example.\n{GRADED_OUTSIDE}"
+        check = (
+            f"# Checks {question.name} (1 point): the value you set above, written out as in the example."
+            f"\n{GRADED_OUTSIDE}"
+        )
         cells.append(new_code_cell(check, metadata=_meta(f"check_{question.name}", grade=True, points=1, locked=True)))
     notebook = new_notebook(
         cells=cells,

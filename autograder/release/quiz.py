@@ -157,7 +157,8 @@ def _shown(value: object, limit: int = 100) -> str:
 
 
 def verdict(name: str, source: str) -> str:
-    """ "" when the answer cell's source answers question ``name``; otherwise the feedback, which never gives the answer.
+    """ "" when the answer cell's source answers question ``name``; otherwise the feedback,
+    which never gives the answer.
 
     The feedback repeats the student's answer and names the handout section to reread.
     """
@@ -167,5 +168,8 @@ def verdict(name: str, source: str) -> str:
     except NotAnAnswer as reason:
         return str(reason)
     if isinstance(question.answer, bool) != isinstance(value, bool) or _normal(value) != _normal(question.answer):
-        return f"{_shown(value)} is not the expected answer ({_form(question.answer)}); reread '{question.section}' in the handout"
+        return (
+            f"{_shown(value)} is not the expected answer ({_form(question.answer)});"
+            f" reread '{question.section}' in the handout"
+        )
     return ""

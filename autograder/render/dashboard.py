@@ -99,7 +99,8 @@ def dashboard(stats: ClassResults, links: dict[str, str]) -> str:
 
 
 def write_report(path: Path, stats: ClassResults) -> Path:
-    """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``; return that folder.
+    """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``;
+    return that folder.
 
     Students with no result (a merge with some missing) get neither a page nor a row.
     """

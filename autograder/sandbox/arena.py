@@ -1,11 +1,12 @@
 """Memory the grading process owns and lends to a worker: inputs it can check after a call.
 
 An ``Arena`` is an anonymous shared file (``memfd_create``) that the grader creates, seals
-against any change of size, maps, and passes to the worker over the socket (SCM_RIGHTS). Tensors are placed in it at aligned
-offsets and named in requests as ``{"$shm": offset, "dtype": ..., "shape": [...]}``; the
-worker maps the same file and calls the student's function on views of it. What the worker
-did to an input is then read here, from the grader's own mapping, and compared with the
-grader's own private copy: nothing the worker reports about its inputs is believed.
+against any change of size, maps, and passes to the worker over the socket (SCM_RIGHTS).
+Tensors are placed in it at aligned offsets and named in requests as
+``{"$shm": offset, "dtype": ..., "shape": [...]}``; the worker maps the same file and calls the
+student's function on views of it. What the worker did to an input is then read here, from the
+grader's own mapping, and compared with the grader's own private copy: nothing the worker reports
+about its inputs is believed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A control group per submission, where the machine lets the grader make one: memory, processes and CPU time of the whole.
+"""A control group per submission, where the machine lets the grader make one:
+memory, processes and CPU time of the whole.
 
 ``limits.memory_mb`` then caps the memory of all the submission's processes together (tmpfs
 files included), and ``processes`` their number, whatever user the grader runs as; the kernel

@@ -178,7 +178,8 @@ def _recording(name: str, function, entered: set[str]):
 def _entered(module):
     """The names of the module's own functions that the block calls by their global names (the name each one
     was defined with). Each is wrapped, for the block only, in the namespace its callers look it up in
-    (``__globals__``: the module, or a notebook's globals). Evidence for a hint ("it builds on X"), never for a grade."""
+    (``__globals__``: the module, or a notebook's globals). Evidence for a hint ("it builds on X"),
+    never for a grade."""
     entered: set[str] = set()
     patched = []
     for name, function in list(vars(module).items()):
