@@ -25,35 +25,21 @@ import sys
 import time
 from pathlib import Path
 
+from grading_speed import charged, cpu_group  # this folder: the same CPU counter as the batch bench
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _join_cpu_group() -> tuple[Path, str] | None:
     """Move this process into a fresh cgroup that counts CPU time below it too; its counter file."""
-    name = f"sdpa-bench-{os.getpid()}"
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        v1 = "cpuacct" in controllers.split(",")
-        if not v1 and not (line.startswith("0::") and Path("/sys/fs/cgroup/cgroup.controllers").exists()):
-            continue
-        folder = Path("/sys/fs/cgroup") / ("cpuacct" if v1 else "") / path.lstrip("/") / name
-        try:
-            folder.mkdir(exist_ok=True)
-            (folder / "cgroup.procs").write_text(str(os.getpid()))
-        except OSError:
-            continue
-        return folder, "cpuacct.usage" if v1 else "cpu.stat"
-    return None
+    group = cpu_group()
+    if group is not None:
+        (group[0] / "cgroup.procs").write_text(str(os.getpid()))
+    return group
 
 
 def _charged(group: tuple[Path, str] | None) -> float:
-    if group is None:
-        return float("nan")
-    folder, counter = group
-    text = (folder / counter).read_text()
-    if counter == "cpuacct.usage":
-        return int(text) / 1e9
-    return int(dict(line.split() for line in text.splitlines())["usage_usec"]) / 1e6
+    return charged(group) if group else float("nan")
 
 
 def _own_cpu() -> float:

@@ -29,7 +29,7 @@ BIN = Path(sys.executable).parent
 FROM_TREE = "import sys; sys.path.insert(0, sys.argv.pop(1)); from autograder.cli import main; sys.exit(main())"
 
 
-def _cpu_group() -> tuple[Path, str] | None:
+def cpu_group() -> tuple[Path, str] | None:
     """A fresh cgroup below ours that counts CPU time hierarchically, and its counter file; None where none can
     be made (not root, no cpuacct nor v2)."""
     try:
@@ -51,7 +51,7 @@ def _cpu_group() -> tuple[Path, str] | None:
     return None
 
 
-def _charged(group: tuple[Path, str]) -> float:
+def charged(group: tuple[Path, str]) -> float:
     folder, counter = group
     text = (folder / counter).read_text()
     if counter == "cpuacct.usage":
@@ -61,7 +61,7 @@ def _charged(group: tuple[Path, str]) -> float:
 
 def timed(args: list[str]) -> tuple[float, float | None]:
     """Wall seconds of the command, and the CPU seconds of it and every process it started (None: not counted)."""
-    group = _cpu_group()
+    group = cpu_group()
 
     def join() -> None:  # in the child, before exec: everything it starts is counted in the group
         if group is not None:
@@ -70,7 +70,7 @@ def timed(args: list[str]) -> tuple[float, float | None]:
     start = time.perf_counter()
     try:
         subprocess.run(args, check=True, capture_output=True, preexec_fn=join)
-        return time.perf_counter() - start, _charged(group) if group else None
+        return time.perf_counter() - start, charged(group) if group else None
     finally:
         if group is not None:
             for _ in range(100):  # the grader removes its own groups inside ours as it ends
