@@ -52,8 +52,6 @@ class _Cheat:
     """A timed attention that knows the grading's seed and answers only the repetitions a seeded picker would
     verify (zeros for the rest): what a worker that recovered the seed could do."""
 
-    takes_keywords = False  # timed without a mask and with a bool mask
-
     def __init__(self, seed: int, repeat: int) -> None:
         self.picker = random.Random(Draw(seed).integer(0, 2**31))
         self.repeat = repeat

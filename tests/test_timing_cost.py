@@ -18,8 +18,6 @@ class _Counting:
     """An honest attention, in this process, that notes how many calls each of its rounds had, per form; in ``wrong``
     rounds (by their number in the form, 0 the first) its first call answers zeros."""
 
-    takes_keywords = True
-
     def __init__(self, wrong: tuple[int, ...] = ()) -> None:
         self.calls: dict[str, list[int]] = defaultdict(list)
         self.wrong = wrong

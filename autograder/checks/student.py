@@ -86,12 +86,6 @@ class Student:
         self._raise_for(target, reply)
         return reply
 
-    @property
-    def takes_keywords(self) -> bool:
-        """Whether timed calls may take keyword arguments here (the sandbox's do; the nbgrader path's in-process
-        runner does not yet, and is timed without the is_causal form)."""
-        return "kwargs" in inspect.signature(self._sandbox.timed).parameters
-
     def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
         reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
         kind = RETURNS.get(target)

@@ -140,7 +140,7 @@ def measure(
 def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
     dtype = torch.float32
     result = Measurement(tuple(shape))
-    forms = [form for form in FORMS if not keywords(form) or student.takes_keywords]
+    forms = FORMS
     cpu: dict[str, list[float]] = {form: [] for form in forms}
     wall: dict[str, list[float]] = {form: [] for form in forms}
     for index in range(-(-rounds // len(forms)) + 1):
