@@ -20,13 +20,18 @@ def readme_commands() -> list[str]:
 
 def test_ci_runs_exactly_the_readme_commands():
     """.ci/run runs the README's two commands, word for word, in order, after installing the browser tests' chromium
-    and the Slurm test's slurm-wlm, and opening the clone's folders for the unprivileged sandbox tests."""
+    and the Slurm test's slurm-wlm, and opening the clone's folders for the unprivileged sandbox tests; between
+    them, the README's lint command (ruff)."""
     ci = [
         line.strip()
         for line in (ROOT / ".ci" / "run").read_text().splitlines()
         if line.strip() and not line.startswith(("#", "set ", "cd "))
     ]
-    assert ci == ["bash .ci/install-chromium", "bash .ci/install-slurm", "bash .ci/open-checkout", *readme_commands()]
+    set_up, test = readme_commands()
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    lint = next(block.strip() for block in blocks if "ruff" in block)  # the README's lint command, before the tests
+    opening = ["bash .ci/install-chromium", "bash .ci/install-slurm", "bash .ci/open-checkout"]
+    assert ci == [*opening, set_up, lint, test]
 
 
 def test_first_command_installs_then_grades_the_example_class():
