@@ -233,8 +233,10 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
     started = time.perf_counter()
     queue = list(todo)
     batch = os.getpid()
+    interrupted = _Interrupts()
     try:
         while queue or running:
+            interrupted.check()
             while queue and len(running) < args.jobs:
                 if zygote.process.poll() is not None:  # it died: the next students get a new one
                     zygote.close()
@@ -245,6 +247,7 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
                 if pid == 0:
                     _grade_in_child(roster[name], targets[name], settings, args.device, zygote, batch)
                 running[pid], owners[pid] = name, cgroups.owner(pid)
+                interrupted.check()
             pid, status = os.wait()
             name = running.pop(pid, None)
             if name is None:
@@ -255,10 +258,40 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
             _progress(done, len(todo), name, targets[name], started)
             kill_orphans(keep=frozenset({zygote.process.pid, *running}))
     finally:
+        interrupted.restore()
         _stop(running, owners)  # interrupted (Ctrl-C): the gradings under way end here, unwritten, and resume later
         zygote.close()
         kill_orphans()
     return failures
+
+
+class _Interrupts:
+    """Ctrl-C as KeyboardInterrupt, never lost. Python raises it wherever the signal lands, and one that lands in
+    an at-fork callback (logging's, around every ``os.fork``) is only printed, "Exception ignored": the batch
+    then graded on to the end and exited 0. The handler also notes it, and ``check`` raises it again."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous = signal.signal(signal.SIGINT, self._handle)
+        self._unraisable = sys.unraisablehook
+        sys.unraisablehook = self._ignored
+
+    def _handle(self, signum, frame) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def _ignored(self, unraisable) -> None:
+        """The interrupt is raised again by ``check``: no "Exception ignored" traceback for it on the way."""
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            self._unraisable(unraisable)
+
+    def check(self) -> None:
+        if self.seen:
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        signal.signal(signal.SIGINT, self._previous)
+        sys.unraisablehook = self._unraisable
 
 
 def _stop(running: dict[int, str], owners: dict[int, str]) -> None:

@@ -239,6 +239,35 @@ def test_ctrl_c_stops_a_batch_with_one_line(tmp_path):
     assert "run the same command again" in last
 
 
+# Loaded at the batch's start (PYTHONPATH): Ctrl-C arrives while its first grading's fork runs the at-fork
+# callbacks, where Python only prints an exception ("Exception ignored"), as it did once in CI.
+_CTRL_C_IN_FORK = """
+import os, signal, sys
+
+def _after_fork_in_parent():
+    if sys._getframe(1).f_code.co_name == "_grade_all":
+        os.kill(os.getpid(), signal.SIGINT)
+
+os.register_at_fork(after_in_parent=_after_fork_in_parent)
+"""
+
+
+def test_ctrl_c_during_a_fork_still_stops_the_batch(tmp_path):
+    """A Ctrl-C that lands in an at-fork callback is not lost: exit 130 and the one line, not a batch graded on."""
+    folder, out, hook = tmp_path / "class", tmp_path / "grades", tmp_path / "hook"
+    folder.mkdir()
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_FORK)
+    for index in range(3):
+        (folder / f"student{index}.py").write_text(REFERENCE.read_text())
+    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(hook)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("sdpa-grade: interrupted: 0 of 3 results are saved")
+
+
 def _worker_pids() -> list[str]:
     """Workers started from this checkout's Python (others on a shared machine are not ours to count)."""
     pattern = f"^{BIN}/python[0-9.]* -I -S .*sdpa-worker-"
