@@ -49,6 +49,7 @@ class BatchOptions:
     shard: tuple[int, int] | None = None  # (K, N): grade only shard K of N
     summary_only: bool = False  # grade nothing: summarise the results already written (the merge of the shards)
     partial: bool = False  # with --summary-only: summarise and write the CSV with students missing
+    diff: Path | None = None  # an earlier results folder: print (and --report shows) what changed since
 
 
 def mark_output(folder: Path) -> None:
@@ -130,6 +131,18 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         )
         return 2
     out = args.json_dir or folder.parent / f"{folder.name}-grades"
+    if args.diff is not None:  # before any grading: an OLD folder that cannot be compared is a bad option
+        from autograder.diff import Unusable, read_folder
+
+        try:
+            read_folder(args.diff)
+        except Unusable as error:
+            print(f"sdpa-grade: --diff: {error}", file=sys.stderr)
+            return 2
+        if args.diff.resolve() == out.resolve():
+            print(f"sdpa-grade: --diff {args.diff} is this batch's own results folder: regrade into a new"
+                  " --json-dir and compare the released one with it", file=sys.stderr)  # fmt: skip
+            return 2
     mark_output(out)
     files = result_names(list(roster))
     targets = {name: out / files[name] for name in roster}
@@ -173,10 +186,11 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
 
         print(f"{args.show}'s feedback:\n{table(results[args.show])}\n")
     print(inert(summary(stats)))
+    found = _changes_since(args, targets, stats)
     if args.report:
         from autograder.render.dashboard import write_report
 
-        pages = write_report(args.report, stats)
+        pages = write_report(args.report, stats, found)
         mark_output(pages)
         print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
     if failures:
@@ -214,7 +228,21 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
     if args.csv:
         _write_csv(args.csv, stats)
     print(inert(summary(stats)))
+    _changes_since(args, targets, stats)
     return 1 if missing else 0
+
+
+def _changes_since(args: BatchOptions, targets: dict, stats: ClassResults):
+    """--diff OLD: print what changed from OLD to this batch's results (its students only); the Diff, or None."""
+    if args.diff is None:
+        return None
+    from autograder.diff import diff
+    from autograder.render.diff import lines
+
+    out = next(iter(targets.values())).parent if targets else args.diff
+    found = diff(args.diff, out)
+    print("\n" + "\n".join(lines(found)))
+    return found
 
 
 def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, args: BatchOptions) -> int:

@@ -60,6 +60,15 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing",
     )
+    p.add_argument(
+        "--diff",
+        type=Path,
+        nargs="+",
+        metavar="FOLDER",
+        help="--diff OLD NEW: compare two results folders (as --json-dir writes them), one line per student"
+        " whose grade changed (with --csv FILE, one row per student and check that moved); with --batch DIR,"
+        " --diff OLD compares OLD with this batch's results (and --report shows the changes)",
+    )
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
@@ -76,6 +85,18 @@ ONE_ONLY = {
 def refused(args: argparse.Namespace) -> str:
     """Why these options cannot go together (one line), or "" when they can: nothing given is ever ignored."""
     given = [name for name in BATCH_ONLY if getattr(args, name) not in (None, False)]
+    if args.diff is not None:
+        wanted = 1 if args.batch is not None else 2
+        if len(args.diff) != wanted:
+            return "--diff takes two results folders, OLD NEW (with --batch DIR: one, OLD)"
+        others = [name for name in given if name != "csv"] + [
+            n for n in ("submission", "json", "html") if getattr(args, n)
+        ]
+        if args.batch is None and others:
+            option = others[0] if others[0] == "submission" else "--" + others[0].replace("_", "-")
+            return f"--diff OLD NEW compares two results folders and grades nothing: {option} does not apply"
+    if args.batch is None and args.diff is not None:
+        return ""
     if args.batch is None:
         if given:
             option = "--" + given[0].replace("_", "-")
@@ -96,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sdpa-grade: {reason}", file=sys.stderr)
         return 2
     args.jobs = JOBS if args.jobs is None else args.jobs
+    if args.diff is not None and args.batch is None:
+        return compare(args.diff[0], args.diff[1], args.csv)
     try:
         settings = load_settings(args.config)
     except ConfigError as error:
@@ -121,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         options = BatchOptions(
             folder=args.batch, jobs=args.jobs, device=args.device, json_dir=args.json_dir, csv=args.csv,
             report=args.report, show=args.show, force=args.force, shard=args.shard, summary_only=args.summary_only,
-            partial=args.partial,
+            partial=args.partial, diff=args.diff[0] if args.diff else None,
         )  # fmt: skip
         return run_batch(options, settings)
     if args.submission is None:
@@ -155,6 +178,22 @@ def main(argv: list[str] | None = None) -> int:
     ):  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
         print(f"sdpa-grade: nothing to grade: {result['ungradable']}", file=sys.stderr)
         return 2
+    return 0
+
+
+def compare(old: Path, new: Path, csv_path: Path | None) -> int:
+    """--diff OLD NEW: print what changed (and write the CSV); 2 when a folder cannot be compared."""
+    from autograder.diff import Unusable, diff
+    from autograder.render.diff import lines, write_csv
+
+    try:
+        found = diff(old, new)
+    except Unusable as error:
+        print(f"sdpa-grade: --diff: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(lines(found)))
+    if csv_path is not None:
+        write_csv(csv_path, found)
     return 0
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder.class_results import GRADED, ClassResults, describe
+from autograder.diff import Diff
 from autograder.render import images
 from autograder.render.html import templates, write_student_page
 
@@ -88,17 +89,40 @@ def _students(stats: ClassResults) -> list[dict]:
             for s in stats.present]  # fmt: skip
 
 
-def dashboard(stats: ClassResults, links: dict[str, str]) -> str:
-    """The class dashboard as one self-contained HTML document; ``links``: student -> their feedback page."""
+def _changes(found: Diff | None, stats: ClassResults) -> dict | None:
+    """--diff OLD: the summary, one row per student that changed (linked to their page), and the shifts' plot."""
+    if found is None:
+        return None
+    from autograder.render.diff import _number, _what, headline
+
+    by_file = {s.file.removesuffix(".json"): s.name for s in stats.students}
+    rows = [{"student": by_file.get(c.student, c.student), "old": c.old_score, "new": c.new_score, "shift": c.shift,
+             "checks": ", ".join(f"{m.check} {_number(m.old)} -> {_number(m.new)}" for m in c.checks),
+             "what": "; ".join(_what(c))} for c in found.changes]  # fmt: skip
+    plot = ""
+    if found.shifts:
+        low, high = math.floor(min(found.shifts)), math.ceil(max(found.shifts))
+        bins = [low - 0.5 + i for i in range(high - low + 2)]
+        figure = images.histogram_png(found.shifts, bins=bins, xlabel="new score - old score", title="Score shift")
+        plot = images.data_uri(figure)
+    return {"old": str(found.old), "headline": headline(found), "rows": rows, "plot": plot,
+            "runs": [(key.replace("_", " "), ", ".join(a) or "not recorded", ", ".join(b) or "not recorded")
+                     for key, a, b in found.runs]}  # fmt: skip
+
+
+def dashboard(stats: ClassResults, links: dict[str, str], found: Diff | None = None) -> str:
+    """The class dashboard as one self-contained HTML document; ``links``: student -> their feedback page;
+    ``found``: the changes from an earlier results folder (--diff OLD), shown in a section of their own."""
     checks, checks_plot = _checks(stats)
     mistakes, mistakes_plot = _mistakes(stats)
     return templates().get_template("dashboard.html").render(
         scores=_scores(stats), checks=checks, checks_plot=checks_plot, mistakes=mistakes, mistakes_plot=mistakes_plot,
         flags=stats.flags, times=_times(stats), students=_students(stats), links=links,
+        changes=_changes(found, stats),
     )  # fmt: skip
 
 
-def write_report(path: Path, stats: ClassResults) -> Path:
+def write_report(path: Path, stats: ClassResults, found: Diff | None = None) -> Path:
     """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``;
     return that folder.
 
@@ -110,5 +134,5 @@ def write_report(path: Path, stats: ClassResults) -> Path:
     for student in stats.present:
         write_student_page(folder / student.page, student.shown, student.result, back=f"../{quote(path.name)}")
         links[student.name] = f"{quote(folder.name)}/{quote(student.page)}"
-    path.write_text(dashboard(stats, links), encoding="utf-8")
+    path.write_text(dashboard(stats, links, found), encoding="utf-8")
     return folder

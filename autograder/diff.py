@@ -1,0 +1,182 @@
+"""``sdpa-grade --diff OLD NEW``: what a change of checks or settings did to every grade, before anyone sees it.
+
+OLD and NEW are two results folders as ``--json-dir`` writes them (one results.json per student, named by
+roster.py): the released grades, and a regrade into a folder of its own. A student is the same student on
+both sides when their result file has the same name. Everything is read from the results' fields
+(scores, ``tests[].extra_data``, ``ungradable``, ``grader_error``), through class_results.py, the one
+place a result's status, flags and named mistakes are decided; the words are written by render/diff.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.class_results import MISSING, flags_of, status_of
+
+# provenance fields that describe a run as a whole (the same for every student of one run): the diff says
+# which of them differ between the two folders, i.e. what changed between the runs
+RUN_FIELDS = ("grader_version", "checks_digest", "settings_digest")
+
+
+class Unusable(Exception):
+    """A folder that cannot be compared: missing, not a folder, or holding no results."""
+
+
+@dataclass(frozen=True)
+class CheckChange:
+    """One check whose points moved (``None``: the check is not in that side's results)."""
+
+    check: str
+    old: float | None
+    new: float | None
+
+
+@dataclass(frozen=True)
+class StudentChange:
+    """Everything that differs for one student between the two folders."""
+
+    student: str  # the result file's name less ``.json``
+    old_score: float | None  # None: no result on that side
+    new_score: float | None
+    old_max: float | None
+    new_max: float | None
+    old_status: str  # class_results' status words, MISSING where the side has no result
+    new_status: str
+    checks: list[CheckChange] = field(default_factory=list)
+    appeared: list[str] = field(default_factory=list)  # named mistakes shown now and not before
+    vanished: list[str] = field(default_factory=list)
+    flagged: list[str] = field(default_factory=list)  # flag kinds raised now and not before
+    unflagged: list[str] = field(default_factory=list)
+
+    @property
+    def shift(self) -> float | None:
+        """The change of the total, where the student has a result on both sides."""
+        if self.old_score is None or self.new_score is None:
+            return None
+        return self.new_score - self.old_score
+
+
+@dataclass(frozen=True)
+class Diff:
+    """The comparison of two results folders."""
+
+    old: Path
+    new: Path
+    compared: int  # students with a result on both sides
+    shifts: list[float]  # each compared student's total shift, changed or not
+    changes: list[StudentChange]  # students with anything different, in name order (one side only included)
+    runs: list[tuple[str, list[str], list[str]]]  # provenance field, old side's values, new side's, where they differ
+
+    @property
+    def up(self) -> int:
+        return sum(1 for c in self.changes if (c.shift or 0) > 0)
+
+    @property
+    def down(self) -> int:
+        return sum(1 for c in self.changes if (c.shift or 0) < 0)
+
+    @property
+    def mean_shift(self) -> float:
+        return sum(self.shifts) / len(self.shifts) if self.shifts else 0.0
+
+
+def read_folder(folder: Path) -> dict[str, dict]:
+    """Result file stem -> its result, for every results file in ``folder``; Unusable when there is none."""
+    if not folder.is_dir():
+        raise Unusable(f"{folder} is not a folder")
+    results = {}
+    for path in sorted(folder.glob("*.json")):
+        if path.name.startswith("."):
+            continue  # a batch's temporary files
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            result = {"grader_error": f"no readable result in {path}", "tests": []}
+        if isinstance(result, dict) and isinstance(result.get("tests", []), list):
+            results[path.stem] = result
+    if not results:
+        raise Unusable(f"{folder} holds no results files (*.json, as --json-dir writes them)")
+    return results
+
+
+def _points(result: dict) -> dict[str, float]:
+    points = {}
+    for test in result.get("tests", []):
+        if isinstance(test, dict):
+            extra = test.get("extra_data") or {}
+            points[str(extra.get("check") or test.get("name"))] = float(test.get("score", 0))
+    return points
+
+
+def _mistakes(result: dict) -> set[str]:
+    return {str((t.get("extra_data") or {}).get("mistake")) for t in result.get("tests", []) if isinstance(t, dict)} - {
+        "",
+        "None",
+    }
+
+
+def _flags(name: str, result: dict) -> set[str]:
+    return {flag.kind for flag in flags_of(name, result)}
+
+
+def _compare(name: str, old: dict | None, new: dict | None) -> StudentChange | None:
+    empty: dict = {"tests": []}
+    before, after = _points(old or empty), _points(new or empty)
+    checks = [
+        CheckChange(check, before.get(check), after.get(check))
+        for check in [*before, *(c for c in after if c not in before)]
+        if before.get(check) != after.get(check) and old is not None and new is not None
+    ]
+    mistakes_old, mistakes_new = _mistakes(old or empty), _mistakes(new or empty)
+    flags_old, flags_new = _flags(name, old or empty), _flags(name, new or empty)
+
+    def total(result: dict | None, key: str) -> float | None:
+        return None if result is None else float(result.get(key, 0))
+
+    change = StudentChange(
+        name, total(old, "score"), total(new, "score"), total(old, "max_score"), total(new, "max_score"),
+        status_of(old) if old is not None else MISSING, status_of(new) if new is not None else MISSING,
+        checks, sorted(mistakes_new - mistakes_old), sorted(mistakes_old - mistakes_new),
+        sorted(flags_new - flags_old), sorted(flags_old - flags_new),
+    )  # fmt: skip
+    moved = (
+        change.checks
+        or change.appeared
+        or change.vanished
+        or change.flagged
+        or change.unflagged
+        or change.old_status != change.new_status
+        or change.old_score != change.new_score
+        or change.old_max != change.new_max
+    )
+    return change if moved else None
+
+
+def _runs(old: dict[str, dict], new: dict[str, dict]) -> list[tuple[str, list[str], list[str]]]:
+    """The provenance fields of a whole run that differ between the two folders, with each side's values."""
+
+    def values(results: dict[str, dict], key: str) -> list[str]:
+        found = set()
+        for result in results.values():
+            provenance = (result.get("extra_data") or {}).get("provenance") or {}
+            if isinstance(provenance, dict) and provenance.get(key) is not None:
+                found.add(str(provenance[key]))
+        return sorted(found)
+
+    differ = []
+    for key in RUN_FIELDS:
+        before, after = values(old, key), values(new, key)
+        if before != after:
+            differ.append((key, before, after))
+    return differ
+
+
+def diff(old_folder: Path, new_folder: Path) -> Diff:
+    """Compare two results folders (Unusable when either cannot be read)."""
+    old, new = read_folder(old_folder), read_folder(new_folder)
+    names = sorted(set(old) | set(new))
+    changes = [c for name in names if (c := _compare(name, old.get(name), new.get(name))) is not None]
+    shifts = [float(new[n].get("score", 0)) - float(old[n].get("score", 0)) for n in names if n in old and n in new]
+    return Diff(old_folder, new_folder, len(shifts), shifts, changes, _runs(old, new))

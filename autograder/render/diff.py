@@ -1,0 +1,82 @@
+"""The words and the CSV of ``sdpa-grade --diff``: a summary line, then one line per student that changed."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from autograder.class_results import MISSING, describe, reason
+from autograder.diff import Diff, StudentChange
+from autograder.render.inert import inert
+
+CSV_COLUMNS = ["student", "check", "old_points", "new_points", "old_score", "new_score", "what"]
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def headline(d: Diff) -> str:
+    """'7 of 40 change: 5 up, 2 down, mean +0.8' (the mean over every student compared, changed or not)."""
+    return f"{len(d.changes)} of {d.compared} change: {d.up} up, {d.down} down, mean {d.mean_shift:+.1f}"
+
+
+def _what(change: StudentChange) -> list[str]:
+    """What changed for one student besides the checks' points, in words."""
+    parts = []
+    if change.old_status != change.new_status:
+        if change.old_status == MISSING:
+            parts.append("only in the new results")
+        elif change.new_status == MISSING:
+            parts.append("only in the old results")
+        else:
+            parts.append(f"{change.old_status} -> {change.new_status}")
+    if change.old_max != change.new_max and MISSING not in (change.old_status, change.new_status):
+        parts.append(f"out of {_number(change.old_max)} -> {_number(change.new_max)}")
+    parts += [f"mistake appeared: {describe(m)}" for m in change.appeared]
+    parts += [f"mistake gone: {describe(m)}" for m in change.vanished]
+    parts += [f"now flagged: {reason(f)}" for f in change.flagged]
+    parts += [f"no longer flagged: {reason(f)}" for f in change.unflagged]
+    return parts
+
+
+def line(change: StudentChange) -> str:
+    """One student's line: old -> new total, the checks that moved, and what else changed."""
+    total = f"{_number(change.old_score)} -> {_number(change.new_score)}"
+    if change.shift is not None:
+        total += f" ({change.shift:+g})"
+    checks = ", ".join(f"{c.check} {_number(c.old)} -> {_number(c.new)}" for c in change.checks)
+    rest = "; ".join(filter(None, [checks, *_what(change)]))
+    return inert(f"{change.student}: {total}" + (f"; {rest}" if rest else ""), keep_newlines=False)
+
+
+def lines(d: Diff) -> list[str]:
+    """The whole diff as text: what it compared, the summary, what changed between the runs, each change."""
+    out = [f"Grades from {d.old} to {d.new}: {headline(d)}"]
+    for key, before, after in d.runs:
+        out.append(
+            f"  {key.replace('_', ' ')} differs: {', '.join(before) or 'not recorded'} -> "
+            f"{', '.join(after) or 'not recorded'}"
+        )
+    out += [f"  {line(change)}" for change in d.changes]
+    return out
+
+
+def write_csv(path: Path, d: Diff) -> None:
+    """One row per student and check that moved, and one per other change (``check`` empty), written whole."""
+    from autograder.batch import _cell
+
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        for change in d.changes:
+            scores = [_number(change.old_score), _number(change.new_score)]
+            for check in change.checks:
+                writer.writerow(
+                    [_cell(change.student), check.check, _number(check.old), _number(check.new), *scores, ""]
+                )
+            for what in _what(change) or ([] if change.checks else ["total"]):
+                writer.writerow([_cell(change.student), "", "", "", *scores, _cell(what)])
+    os.replace(temporary, path)
