@@ -1,0 +1,175 @@
+"""A course's deadline policy and what it does to one score: due date, grace, late penalty, extensions.
+
+The policy is the ``[deadline]`` section of the settings (config.py reads it through ``parse``):
+
+    [deadline]
+    due = "2026-12-01T23:59:00-05:00"   # ISO 8601 with an offset; leave out (or "") for no deadline
+    grace_minutes = 15                   # a submission this little after the due date is on time
+    policy = "per_day"                   # none, zero, per_day or per_hour
+    percent = 10                         # per_day / per_hour: percent of the score taken per day (hour) late
+    max_late = 5                         # per_day / per_hour: days (hours) after which the score is 0; 0: no cap
+    [deadline.extensions]
+    alice = "2026-12-03T23:59:00-05:00"  # alice's own due date
+
+Lateness counts from the student's due date (their extension's, where they have one), in whole days or
+hours begun: 2 hours late is 1 day late under per_day. The grace period only forgives: a submission
+inside it is on time, one after it is late by its full time since the due date. A submission's time comes
+from where it really is (nbgrader's timestamp.txt, Gradescope's submission_metadata.json, a CSV of
+times), never a file's modification time; where a time is needed and missing, nothing is taken off and
+the student is flagged for review.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from types import MappingProxyType
+
+POLICIES = ("none", "zero", "per_day", "per_hour")
+KEYS = ("due", "grace_minutes", "policy", "percent", "max_late", "extensions")
+UNIT = {"per_day": timedelta(days=1), "per_hour": timedelta(hours=1)}
+
+
+class DeadlineError(ValueError):
+    """A deadline setting that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """[deadline]: when the assignment is due and what lateness costs."""
+
+    due: datetime | None = None  # None: no deadline, nothing is ever late
+    grace_minutes: float = 0.0
+    policy: str = "none"
+    percent: float = 0.0
+    max_late: float = 0.0
+    extensions: Mapping[str, datetime] = field(default_factory=lambda: MappingProxyType({}))
+
+    def due_for(self, student: str) -> datetime | None:
+        return self.extensions.get(student, self.due)
+
+
+@dataclass(frozen=True)
+class Late:
+    """What the policy did to one score: the fields results, the CSV and the dashboard carry."""
+
+    raw_score: float
+    late_penalty: float  # points taken off
+    score: float  # raw_score - late_penalty
+    submitted_at: str  # ISO 8601, "" when unknown
+    hours_late: float  # 0 when on time (or unknown)
+    extension: str  # the extended due date used, "" for none
+    missing_time: bool = False  # a deadline is set and this submission's time is unknown: flagged, no penalty
+
+    def fields(self) -> dict:
+        return {
+            "raw_score": self.raw_score,
+            "late_penalty": self.late_penalty,
+            "score": self.score,
+            "submitted_at": self.submitted_at,
+            "hours_late": self.hours_late,
+            "extension": self.extension,
+            "missing_time": self.missing_time,
+        }
+
+
+def parse_time(text: object, label: str, where: str = "") -> datetime:
+    """An ISO 8601 time with its offset (``Z`` for UTC); anything else is refused, the message starting ``label``."""
+    example = "such as 2026-12-01T23:59:00-05:00"
+    label = f"{label} {text!r}" + (f" from {where}" if where else "")
+    if not isinstance(text, str):
+        raise DeadlineError(f"{label}: expected an ISO 8601 date and time with an offset, {example}")
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise DeadlineError(f"{label}: not an ISO 8601 date and time, {example}") from None
+    if moment.tzinfo is None:
+        raise DeadlineError(f"{label}: give its time zone as an offset, such as -05:00 or Z")
+    return moment
+
+
+def parse(table: Mapping, where: str) -> Deadline:
+    """The [deadline] section as written in a settings file; errors name the key, the value and ``where``."""
+
+    def bad(key: str, value: object, why: str) -> DeadlineError:
+        return DeadlineError(f"Invalid deadline.{key} {value!r} from {where}: {why}")
+
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise DeadlineError(f"unknown setting deadline.{unknown[0]} in {where}")
+    due_text = table.get("due", "")
+    due = parse_time(due_text, "Invalid deadline.due", where) if due_text != "" else None
+    numbers = {}
+    for key in ("grace_minutes", "percent", "max_late"):
+        value = table.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or not math.isfinite(value):
+            raise bad(key, value, "expected a non-negative number")
+        numbers[key] = float(value)
+    if numbers["percent"] > 100:
+        raise bad("percent", table["percent"], "expected at most 100")
+    policy = table.get("policy", "none")
+    if policy not in POLICIES:
+        raise bad("policy", policy, f"expected one of {', '.join(POLICIES)}")
+    extensions = table.get("extensions", {})
+    if not isinstance(extensions, Mapping):
+        raise bad("extensions", extensions, "expected a table of student = due date")
+    moved = {str(s): parse_time(t, f"Invalid deadline.extensions.{s}", where) for s, t in extensions.items()}
+    if moved and due is None:
+        raise bad("extensions", dict(extensions), "extensions need a due date (deadline.due)")
+    return Deadline(due, numbers["grace_minutes"], policy, numbers["percent"], numbers["max_late"],
+                    MappingProxyType(moved))  # fmt: skip
+
+
+def apply(deadline: Deadline, student: str, raw_score: float, submitted_at: datetime | None) -> Late:
+    """The policy applied to one student's score."""
+    shown = submitted_at.isoformat() if submitted_at is not None else ""
+    due = deadline.due_for(student)
+    extension = deadline.extensions[student].isoformat() if student in deadline.extensions else ""
+    if due is None:
+        return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
+    if submitted_at is None:
+        return Late(raw_score, 0.0, raw_score, "", 0.0, extension, missing_time=True)
+    late = submitted_at - due
+    if late <= timedelta(minutes=deadline.grace_minutes) or late <= timedelta(0):
+        return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
+    hours = round(late / timedelta(hours=1), 4)
+    fraction = 0.0
+    if deadline.policy == "zero":
+        fraction = 1.0
+    elif deadline.policy in UNIT:
+        units = math.ceil(late / UNIT[deadline.policy])  # whole days (hours) begun
+        fraction = 1.0 if deadline.max_late and units > deadline.max_late else min(1.0, units * deadline.percent / 100)
+    penalty = round(raw_score * fraction, 6)
+    return Late(raw_score, penalty, round(raw_score - penalty, 6), shown, hours, extension)
+
+
+# nbgrader's timestamp.txt: its timestamp_format, "%Y-%m-%d %H:%M:%S.%f %Z" by default ("... UTC"); a zone may
+# also be an offset such as +0100 or -05:00. A time written without a zone is nbgrader's default zone, UTC.
+_NBGRADER = re.compile(
+    r"^\s*(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)\s*([A-Za-z]+|[+-]\d{2}:?\d{2})?\s*$"
+)
+_ZONES = {"UTC": timezone.utc, "GMT": timezone.utc, "Z": timezone.utc}
+
+
+def parse_nbgrader_timestamp(text: str) -> datetime | None:
+    """A time as nbgrader writes it in timestamp.txt; None for text it cannot be (the student is then flagged)."""
+    found = _NBGRADER.match(text[:200])
+    if not found:
+        return None
+    day, clock, zone = found.groups()
+    try:
+        moment = datetime.fromisoformat(f"{day}T{clock}")
+    except ValueError:
+        return None
+    if zone is None:
+        return moment.replace(tzinfo=timezone.utc)
+    if zone.upper() in _ZONES:
+        return moment.replace(tzinfo=_ZONES[zone.upper()])
+    if zone[0] in "+-":
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+        return moment.replace(tzinfo=timezone(offset if zone[0] == "+" else -offset))
+    return None  # a zone name other than UTC: ambiguous without a zone database, so unknown
