@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from types import MappingProxyType
 
 POLICIES = ("none", "zero", "per_day", "per_hour")
@@ -173,3 +174,42 @@ def parse_nbgrader_timestamp(text: str) -> datetime | None:
         offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
         return moment.replace(tzinfo=timezone(offset if zone[0] == "+" else -offset))
     return None  # a zone name other than UTC: ambiguous without a zone database, so unknown
+
+
+TIMESTAMP = "timestamp.txt"  # nbgrader's, in each collected submission folder
+
+
+def submission_time(path: Path) -> datetime | None:
+    """The time nbgrader recorded for a student's folder (``timestamp.txt`` in it, or one level down, as in
+    ``submitted/<student>/<assignment>/``); None where there is none or it cannot be read."""
+    if not path.is_dir():
+        return None
+    for candidate in [path / TIMESTAMP, *sorted(path.glob(f"*/{TIMESTAMP}"))[:20]]:
+        try:
+            if candidate.is_file() and not candidate.is_symlink() and candidate.stat().st_size <= 1024:
+                return parse_nbgrader_timestamp(candidate.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return None
+    return None
+
+
+def read_times(path: Path) -> dict[str, datetime]:
+    """``--times FILE``: a CSV with columns ``student,submitted_at`` (ISO 8601 with an offset); errors name the row."""
+    import csv
+
+    try:
+        if path.stat().st_size > 20 * 1024 * 1024:
+            raise DeadlineError(f"--times {path}: larger than 20 MiB")
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise DeadlineError(f"--times {path} cannot be read: {error}") from None
+    if rows and not {"student", "submitted_at"} <= set(rows[0]):
+        raise DeadlineError(f"--times {path}: expected the columns student,submitted_at (has: {', '.join(rows[0])})")
+    times = {}
+    for number, row in enumerate(rows, start=2):
+        student = (row.get("student") or "").strip()
+        if not student:
+            raise DeadlineError(f"--times {path}, row {number}: no student")
+        times[student] = parse_time(row.get("submitted_at") or "", f"--times {path}, row {number}: submitted_at")
+    return times
