@@ -19,8 +19,9 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.class_results import MISSING, ClassResults, class_results, describe, reason
+from autograder.class_results import MISSING, NO_TIME, ClassResults, class_results, describe, reason
 from autograder.config import Settings
+from autograder.deadline import DeadlineError, apply, raw_score, read_times, stamp, submission_time
 from autograder.render.inert import inert
 from autograder.report import grader_failure
 from autograder.roster import result_names, shown
@@ -49,6 +50,7 @@ class BatchOptions:
     shard: tuple[int, int] | None = None  # (K, N): grade only shard K of N
     summary_only: bool = False  # grade nothing: summarise the results already written (the merge of the shards)
     partial: bool = False  # with --summary-only: summarise and write the CSV with students missing
+    times: Path | None = None  # a CSV of student,submitted_at for the [deadline] policy (else nbgrader's timestamps)
 
 
 def mark_output(folder: Path) -> None:
@@ -136,7 +138,13 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     for name in roster:
         if files[name] != f"{name}.json":
             print(f"note: the result of {shown(name)!r} is in {files[name]}", file=sys.stderr)
+    try:
+        times = read_times(args.times) if args.times is not None else {}
+    except DeadlineError as error:
+        print(f"sdpa-grade: {error}", file=sys.stderr)
+        return 2
     if args.summary_only:
+        _apply_deadline(roster, targets, settings, times)
         return _summarise_only(roster, targets, args)
     # a result that was the grader's own failure is graded again
     todo = [
@@ -162,6 +170,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 130
+    _apply_deadline(roster, targets, settings, times)
     results = {name: _read(targets[name]) for name in roster}
     for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
@@ -186,6 +195,29 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         )
         return 3
     return 0
+
+
+def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict) -> None:
+    """The [deadline] policy, applied afresh to every graded result on every run (a changed due date, policy or
+    extension re-applies without regrading): each result's score becomes the final one, the rest kept."""
+    deadline = settings.deadline
+    for name, path in roster.items():
+        if not targets[name].is_file():
+            continue
+        result = _read(targets[name])
+        if result.get("grader_error") or (deadline.due is None and "late" not in result.get("extra_data", {})):
+            continue
+        submitted = times.get(name) or submission_time(path)
+        late = apply(deadline, name, raw_score(result), submitted)
+        stamped = stamp(result, late) if deadline.due is not None else _unstamped(result)
+        if stamped != result:
+            _write_atomically(targets[name], json.dumps(stamped, indent=2))
+
+
+def _unstamped(result: dict) -> dict:
+    """A result stamped by an earlier policy, now that the settings have no deadline: its raw score back."""
+    extra = {key: value for key, value in result.get("extra_data", {}).items() if key != "late"}
+    return {**result, "score": raw_score(result), "extra_data": extra}
 
 
 def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
@@ -329,22 +361,30 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
     )
 
 
+LATE_COLUMNS = ("raw_score", "late_penalty", "submitted_at", "hours_late", "extension")
+
+
 def _write_csv(path: Path, stats: ClassResults) -> None:
-    """The grades, one row per student (no result yet: a row that says missing), written whole or not at all."""
+    """The grades, one row per student (no result yet: a row that says missing), written whole or not at all.
+
+    ``score`` is the final score (after a [deadline] penalty); the late columns say how it was reached, empty
+    where no deadline applies."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temporary, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "score", "max_score", "status"])
+        writer.writerow(["student", "score", "max_score", "status", *LATE_COLUMNS])
         for student in stats.students:
             if student.result is None:
-                writer.writerow([_cell(student.shown), "", "", MISSING])
+                writer.writerow([_cell(student.shown), "", "", MISSING, *[""] * len(LATE_COLUMNS)])
                 continue
+            late = (student.result.get("extra_data") or {}).get("late") or {}
             writer.writerow(
                 [
                     _cell(student.shown),
                     student.result.get("score", 0),
                     student.result.get("max_score", 0),
                     student.status,
+                    *[_cell(str(late.get(column, ""))) for column in LATE_COLUMNS],
                 ]
             )
     os.replace(temporary, path)
@@ -358,7 +398,7 @@ def _cell(text: str) -> str:
 
 
 # the summary's words for a student's own flags (the dashboard writes the flags' kinds)
-OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error"}
+OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error", NO_TIME: "no submission time"}
 
 
 def summary(stats: ClassResults) -> str:

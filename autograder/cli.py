@@ -60,16 +60,37 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing",
     )
+    p.add_argument(
+        "--times",
+        type=Path,
+        metavar="FILE",
+        help="--batch: submission times, a CSV with columns student,submitted_at (ISO 8601 with an offset), for the"
+        " [deadline] policy; without it, nbgrader's timestamp.txt in each student's folder",
+    )
+    p.add_argument(
+        "--submitted-at",
+        metavar="TIME",
+        help="one submission: when it was handed in (ISO 8601 with an offset), for the [deadline] policy",
+    )
+    p.add_argument(
+        "--metadata",
+        type=Path,
+        metavar="FILE",
+        help="one submission: Gradescope's submission_metadata.json (its time, and its due date where the settings"
+        " set a policy but no due date); the bundle's run_autograder passes it",
+    )
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
 
 JOBS = 2
 # options that mean something for one mode only: given in the other, they would be ignored, so they are refused
-BATCH_ONLY = ("csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs")
+BATCH_ONLY = ("csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs", "times")
 ONE_ONLY = {
     "json": "--json-dir DIR (one results.json per student)",
     "html": "--report FILE (a dashboard and a page per student)",
+    "submitted_at": "--times FILE (a CSV of student,submitted_at)",
+    "metadata": "--times FILE (a CSV of student,submitted_at)",
 }
 
 
@@ -96,6 +117,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sdpa-grade: {reason}", file=sys.stderr)
         return 2
     args.jobs = JOBS if args.jobs is None else args.jobs
+    if args.submitted_at is not None:
+        from autograder.deadline import DeadlineError, parse_time
+
+        try:
+            args.submitted_at = parse_time(args.submitted_at, "Invalid --submitted-at")
+        except DeadlineError as error:
+            print(f"sdpa-grade: {error}", file=sys.stderr)
+            return 2
     try:
         settings = load_settings(args.config)
     except ConfigError as error:
@@ -121,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         options = BatchOptions(
             folder=args.batch, jobs=args.jobs, device=args.device, json_dir=args.json_dir, csv=args.csv,
             report=args.report, show=args.show, force=args.force, shard=args.shard, summary_only=args.summary_only,
-            partial=args.partial,
+            partial=args.partial, times=args.times,
         )  # fmt: skip
         return run_batch(options, settings)
     if args.submission is None:
@@ -136,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
         result = grader_failure(traceback.format_exc())
         error = result["grader_error"]
+    if not error:
+        result = _late(result, args, settings)
     if args.json:  # first: whatever printing meets, the results file is there
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
@@ -156,6 +187,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sdpa-grade: nothing to grade: {result['ungradable']}", file=sys.stderr)
         return 2
     return 0
+
+
+def _late(result: dict, args: argparse.Namespace, settings) -> dict:
+    """One submission's result with the [deadline] policy applied, where a deadline (or Gradescope's) applies."""
+    from autograder.deadline import apply, gradescope_time, stamp
+
+    deadline, student, submitted = settings.deadline, args.submission.stem, None
+    if args.metadata is not None:
+        student, submitted, deadline = gradescope_time(args.metadata, deadline)
+    if args.submitted_at is not None:
+        submitted = args.submitted_at
+    if deadline.due is None:
+        return result
+    return stamp(result, apply(deadline, student, float(result.get("score", 0)), submitted))
 
 
 if __name__ == "__main__":

@@ -213,3 +213,55 @@ def read_times(path: Path) -> dict[str, datetime]:
             raise DeadlineError(f"--times {path}, row {number}: no student")
         times[student] = parse_time(row.get("submitted_at") or "", f"--times {path}, row {number}: submitted_at")
     return times
+
+
+def gradescope_time(path: Path, deadline: Deadline) -> tuple[str, datetime | None, Deadline]:
+    """From Gradescope's ``submission_metadata.json``: the student (their e-mail), the submission's time, and the
+    deadline to apply: the settings' own, or, where they set a policy but no due date, Gradescope's due date (the
+    student's own, an extension, where Gradescope lists one for them). An unreadable file gives no time."""
+    import json
+
+    try:
+        if path.stat().st_size > 4 * 1024 * 1024:
+            return "", None, deadline
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return "", None, deadline
+    if not isinstance(metadata, dict):
+        return "", None, deadline
+    users = metadata.get("users") if isinstance(metadata.get("users"), list) else []
+    user = users[0] if users and isinstance(users[0], dict) else {}
+    student = str(user.get("email") or user.get("id") or "")
+    try:
+        submitted = parse_time(metadata.get("created_at"), "created_at")
+    except DeadlineError:
+        submitted = None
+    if deadline.due is None and deadline.policy != "none":
+        assignment = metadata.get("assignment") if isinstance(metadata.get("assignment"), dict) else {}
+        own = user.get("assignment") if isinstance(user.get("assignment"), dict) else {}
+        try:
+            due = parse_time(assignment.get("due_date"), "assignment.due_date")
+            moved = {student: parse_time(own["due_date"], "due_date")} if own.get("due_date") else {}
+        except DeadlineError:
+            return student, submitted, deadline
+        if moved.get(student) == due:
+            moved = {}
+        deadline = Deadline(due, deadline.grace_minutes, deadline.policy, deadline.percent, deadline.max_late,
+                            MappingProxyType({**deadline.extensions, **moved}))  # fmt: skip
+    return student, submitted, deadline
+
+
+def stamp(result: dict, late: Late) -> dict:
+    """``result`` with the policy applied: its ``score`` the final one, the late fields under extra_data.late
+    (the tests keep the points they earned: their sum is the raw score)."""
+    extra = dict(result.get("extra_data") or {})
+    extra["late"] = late.fields()
+    return {**result, "score": late.score, "extra_data": extra}
+
+
+def raw_score(result: dict) -> float:
+    """The score before any late penalty (a result stamped earlier keeps its raw score under extra_data.late)."""
+    late = (result.get("extra_data") or {}).get("late")
+    if isinstance(late, dict) and isinstance(late.get("raw_score"), (int, float)):
+        return float(late["raw_score"])
+    return float(result.get("score", 0))
