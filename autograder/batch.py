@@ -51,6 +51,9 @@ class BatchOptions:
     summary_only: bool = False  # grade nothing: summarise the results already written (the merge of the shards)
     partial: bool = False  # with --summary-only: summarise and write the CSV with students missing
     times: Path | None = None  # a CSV of student,submitted_at for the [deadline] policy (else nbgrader's timestamps)
+    csv_format: str = "plain"  # plain, canvas or moodle
+    roster: Path | None = None  # the LMS's own gradebook export, for canvas and moodle
+    assignment: str = "sdpa"  # the assignment's name in the LMS
 
 
 def mark_output(folder: Path) -> None:
@@ -175,8 +178,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
     stats = class_results(results)
-    if args.csv:
-        _write_csv(args.csv, stats)
+    unmatched = _write_grades(args, stats)
     if args.show is not None:
         from autograder.report import table
 
@@ -194,7 +196,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 3
-    return 0
+    return 1 if unmatched else 0
 
 
 def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict) -> None:
@@ -243,10 +245,9 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
         )
         return 1
     stats = class_results({name: None if name in missing else _read(targets[name]) for name in roster})
-    if args.csv:
-        _write_csv(args.csv, stats)
+    unmatched = _write_grades(args, stats)
     print(inert(summary(stats)))
-    return 1 if missing else 0
+    return 1 if missing or unmatched else 0
 
 
 def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, args: BatchOptions) -> int:
@@ -359,6 +360,32 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
         f"{result.get('score', 0):g}/{result.get('max_score', 0):g}",
         file=sys.stderr,
     )
+
+
+def _write_grades(args: BatchOptions, stats: ClassResults) -> bool:
+    """--csv in its format; for an LMS, True when students are left unmatched on either side (named here)."""
+    if not args.csv:
+        return False
+    if args.csv_format == "plain":
+        _write_csv(args.csv, stats)
+        return False
+    from autograder.gradebook import RosterError, write_canvas, write_moodle
+
+    scores = {s.name: float(s.result.get("score", 0)) for s in stats.present}
+    top = max((s.max_score for s in stats.present), default=0.0)
+    try:
+        if args.csv_format == "canvas":
+            written = write_canvas(args.csv, args.roster, args.assignment, scores, top)
+        else:
+            written = write_moodle(args.csv, args.roster, args.assignment, scores)
+    except RosterError as error:
+        print(f"sdpa-grade: {error}; no --csv written", file=sys.stderr)
+        return True
+    for side, names in (("in the roster but not graded", written.roster_only),
+                        ("graded but not in the roster", written.graded_only)):  # fmt: skip
+        if names:
+            print(f"sdpa-grade: {len(names)} {side}: {', '.join(shown(n) for n in names)}", file=sys.stderr)
+    return bool(written.roster_only or written.graded_only)
 
 
 LATE_COLUMNS = ("raw_score", "late_penalty", "submitted_at", "hours_late", "extension")

@@ -61,6 +61,25 @@ def parser() -> argparse.ArgumentParser:
         help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing",
     )
     p.add_argument(
+        "--csv-format",
+        choices=("plain", "canvas", "moodle"),
+        help="--batch --csv: plain (the default: student, score, ...), or a gradebook file Canvas or Moodle imports,"
+        " made from --roster",
+    )
+    p.add_argument(
+        "--roster",
+        type=Path,
+        metavar="FILE",
+        help="--csv-format canvas|moodle: the gradebook CSV the LMS itself exports (its students and identity columns)",
+    )
+    p.add_argument(
+        "--assignment",
+        default="sdpa",
+        metavar="TITLE",
+        help="--csv-format canvas|moodle: the assignment's name in the LMS (Canvas's 'TITLE (id)' column is found by"
+        " it; default sdpa)",
+    )
+    p.add_argument(
         "--times",
         type=Path,
         metavar="FILE",
@@ -85,7 +104,10 @@ def parser() -> argparse.ArgumentParser:
 
 JOBS = 2
 # options that mean something for one mode only: given in the other, they would be ignored, so they are refused
-BATCH_ONLY = ("csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs", "times")
+BATCH_ONLY = (
+    "csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs", "times", "csv_format",
+    "roster",
+)  # fmt: skip
 ONE_ONLY = {
     "json": "--json-dir DIR (one results.json per student)",
     "html": "--report FILE (a dashboard and a page per student)",
@@ -147,10 +169,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch is not None:
         from autograder.batch import BatchOptions, run_batch
 
+        if (args.csv_format or "plain") != "plain" and (args.csv is None or args.roster is None):
+            print(f"sdpa-grade: --csv-format {args.csv_format} needs --csv FILE and --roster FILE (the LMS's own"
+                  " gradebook export)", file=sys.stderr)  # fmt: skip
+            return 2
+        if args.roster is not None and (args.csv_format or "plain") == "plain":
+            print("sdpa-grade: --roster goes with --csv-format canvas or moodle", file=sys.stderr)
+            return 2
+
         options = BatchOptions(
             folder=args.batch, jobs=args.jobs, device=args.device, json_dir=args.json_dir, csv=args.csv,
             report=args.report, show=args.show, force=args.force, shard=args.shard, summary_only=args.summary_only,
-            partial=args.partial, times=args.times,
+            partial=args.partial, times=args.times, csv_format=args.csv_format or "plain", roster=args.roster,
+            assignment=args.assignment,
         )  # fmt: skip
         return run_batch(options, settings)
     if args.submission is None:
