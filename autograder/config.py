@@ -113,10 +113,20 @@ class Limits:
     require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
 
 
+@dataclass(frozen=True)
+class Gradescope:
+    """[gradescope]: what the Gradescope bundle's results.json shows students."""
+
+    visibility: str = setting(
+        "when students see the hidden checks' results on Gradescope (after_due_date also hides the total until then)",
+        choices=("visible", "after_due_date", "after_published"),
+    )
+
+
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
 # extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names
 # (each check declares itself; the plugin refuses a check without points), each a non-negative number.
-SECTIONS: dict[str, type] = {"tolerance": Tolerance, "timing": Timing, "limits": Limits}
+SECTIONS: dict[str, type] = {"tolerance": Tolerance, "timing": Timing, "limits": Limits, "gradescope": Gradescope}
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,7 @@ class Settings:
     tolerance: Tolerance
     timing: Timing
     limits: Limits
+    gradescope: Gradescope
     source: str = "defaults"
     deadline: Deadline = Deadline()
 

@@ -79,3 +79,18 @@ def test_a_roster_that_is_not_an_export_is_refused(tmp_path):
         write_canvas(tmp_path / "c.csv", roster, "SDPA", {}, 55.0)
     with pytest.raises(RosterError, match="cannot be read"):
         write_moodle(tmp_path / "m.csv", tmp_path / "missing.csv", "SDPA", {})
+
+
+def test_gradescope_visibility_is_the_courses_choice(tmp_path):
+    """[gradescope] visibility = "after_due_date": every check that ran carries it; a check not run stays hidden."""
+    import json
+
+    from tests.helpers import BIN, ROOT, run
+
+    (tmp_path / "course.toml").write_text('[gradescope]\nvisibility = "after_due_date"\n')
+    done = run([str(BIN / "sdpa-grade"), str(ROOT / "examples" / "class" / "alice.py"), "--json",
+                str(tmp_path / "r.json"), "--config", str(tmp_path / "course.toml")])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tests = json.loads((tmp_path / "r.json").read_text())["tests"]
+    assert {t["visibility"] for t in tests if t["max_score"] > 0} == {"after_due_date"}
+    assert {t["visibility"] for t in tests if t["max_score"] == 0} <= {"hidden"}
