@@ -31,6 +31,10 @@ c.Autograde.autograde_preprocessors = [
 # c.GradeNotebook.settings_file = "grading.toml"  # as sdpa-grade --config FILE
 # c.GradeNotebook.require_sandbox = True          # as sdpa-grade --require-sandbox
 
+# Late penalties from the grading settings' [deadline] (due date, grace, policy, extensions), as sdpa-grade applies
+# them; nbgrader asks only for submissions later than its own due date for the assignment: set it no later.
+c.AssignLatePenalties.plugin_class = "autograder.late_plugin.CourseDeadline"
+
 # Collecting as root (containers, CI) would otherwise refuse submissions owned by others.
 c.ExchangeCollect.check_owner = False
 

@@ -19,8 +19,9 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.class_results import MISSING, ClassResults, class_results, describe, reason
+from autograder.class_results import MISSING, NO_TIME, ClassResults, class_results, describe, reason
 from autograder.config import Settings
+from autograder.deadline import DeadlineError, apply, raw_score, read_times, stamp, submission_time
 from autograder.render.inert import inert
 from autograder.report import grader_failure
 from autograder.roster import result_names, shown
@@ -50,6 +51,10 @@ class BatchOptions:
     summary_only: bool = False  # grade nothing: summarise the results already written (the merge of the shards)
     partial: bool = False  # with --summary-only: summarise and write the CSV with students missing
     diff: Path | None = None  # an earlier results folder: print (and --report shows) what changed since
+    times: Path | None = None  # a CSV of student,submitted_at for the [deadline] policy (else nbgrader's timestamps)
+    csv_format: str = "plain"  # plain, canvas or moodle
+    roster: Path | None = None  # the LMS's own gradebook export, for canvas and moodle
+    assignment: str = "sdpa"  # the assignment's name in the LMS
 
 
 def mark_output(folder: Path) -> None:
@@ -149,7 +154,13 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     for name in roster:
         if files[name] != f"{name}.json":
             print(f"note: the result of {shown(name)!r} is in {files[name]}", file=sys.stderr)
+    try:
+        times = read_times(args.times) if args.times is not None else {}
+    except DeadlineError as error:
+        print(f"sdpa-grade: {error}", file=sys.stderr)
+        return 2
     if args.summary_only:
+        _apply_deadline(roster, targets, settings, times)
         return _summarise_only(roster, targets, args)
     # a result that was the grader's own failure is graded again
     todo = [
@@ -175,12 +186,12 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 130
+    _apply_deadline(roster, targets, settings, times)
     results = {name: _read(targets[name]) for name in roster}
     for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
     stats = class_results(results)
-    if args.csv:
-        _write_csv(args.csv, stats)
+    unmatched = _write_grades(args, stats)
     if args.show is not None:
         from autograder.report import table
 
@@ -199,7 +210,30 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 3
-    return 0
+    return 1 if unmatched else 0
+
+
+def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict) -> None:
+    """The [deadline] policy, applied afresh to every graded result on every run (a changed due date, policy or
+    extension re-applies without regrading): each result's score becomes the final one, the rest kept."""
+    deadline = settings.deadline
+    for name, path in roster.items():
+        if not targets[name].is_file():
+            continue
+        result = _read(targets[name])
+        if result.get("grader_error") or (deadline.due is None and "late" not in result.get("extra_data", {})):
+            continue
+        submitted = times.get(name) or submission_time(path)
+        late = apply(deadline, name, raw_score(result), submitted)
+        stamped = stamp(result, late) if deadline.due is not None else _unstamped(result)
+        if stamped != result:
+            _write_atomically(targets[name], json.dumps(stamped, indent=2))
+
+
+def _unstamped(result: dict) -> dict:
+    """A result stamped by an earlier policy, now that the settings have no deadline: its raw score back."""
+    extra = {key: value for key, value in result.get("extra_data", {}).items() if key != "late"}
+    return {**result, "score": raw_score(result), "extra_data": extra}
 
 
 def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
@@ -225,11 +259,10 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
         )
         return 1
     stats = class_results({name: None if name in missing else _read(targets[name]) for name in roster})
-    if args.csv:
-        _write_csv(args.csv, stats)
+    unmatched = _write_grades(args, stats)
     print(inert(summary(stats)))
     _changes_since(args, targets, stats)
-    return 1 if missing else 0
+    return 1 if missing or unmatched else 0
 
 
 def _changes_since(args: BatchOptions, targets: dict, stats: ClassResults):
@@ -357,22 +390,56 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
     )
 
 
+def _write_grades(args: BatchOptions, stats: ClassResults) -> bool:
+    """--csv in its format; for an LMS, True when students are left unmatched on either side (named here)."""
+    if not args.csv:
+        return False
+    if args.csv_format == "plain":
+        _write_csv(args.csv, stats)
+        return False
+    from autograder.gradebook import RosterError, write_canvas, write_moodle
+
+    scores = {s.name: float(s.result.get("score", 0)) for s in stats.present}
+    top = max((s.max_score for s in stats.present), default=0.0)
+    try:
+        if args.csv_format == "canvas":
+            written = write_canvas(args.csv, args.roster, args.assignment, scores, top)
+        else:
+            written = write_moodle(args.csv, args.roster, args.assignment, scores)
+    except RosterError as error:
+        print(f"sdpa-grade: {error}; no --csv written", file=sys.stderr)
+        return True
+    for side, names in (("in the roster but not graded", written.roster_only),
+                        ("graded but not in the roster", written.graded_only)):  # fmt: skip
+        if names:
+            print(f"sdpa-grade: {len(names)} {side}: {', '.join(shown(n) for n in names)}", file=sys.stderr)
+    return bool(written.roster_only or written.graded_only)
+
+
+LATE_COLUMNS = ("raw_score", "late_penalty", "submitted_at", "hours_late", "extension")
+
+
 def _write_csv(path: Path, stats: ClassResults) -> None:
-    """The grades, one row per student (no result yet: a row that says missing), written whole or not at all."""
+    """The grades, one row per student (no result yet: a row that says missing), written whole or not at all.
+
+    ``score`` is the final score (after a [deadline] penalty); the late columns say how it was reached, empty
+    where no deadline applies."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temporary, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "score", "max_score", "status"])
+        writer.writerow(["student", "score", "max_score", "status", *LATE_COLUMNS])
         for student in stats.students:
             if student.result is None:
-                writer.writerow([_cell(student.shown), "", "", MISSING])
+                writer.writerow([_cell(student.shown), "", "", MISSING, *[""] * len(LATE_COLUMNS)])
                 continue
+            late = (student.result.get("extra_data") or {}).get("late") or {}
             writer.writerow(
                 [
                     _cell(student.shown),
                     student.result.get("score", 0),
                     student.result.get("max_score", 0),
                     student.status,
+                    *[_cell(str(late.get(column, ""))) for column in LATE_COLUMNS],
                 ]
             )
     os.replace(temporary, path)
@@ -386,7 +453,7 @@ def _cell(text: str) -> str:
 
 
 # the summary's words for a student's own flags (the dashboard writes the flags' kinds)
-OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error"}
+OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error", NO_TIME: "no submission time"}
 
 
 def summary(stats: ClassResults) -> str:

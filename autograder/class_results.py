@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from autograder.render.html import feedback_text
 from autograder.roster import page_names, result_names, shown
 
+NO_TIME = "no submission time"  # a flag: the [deadline] policy needed a time this submission does not have
+
 # A student's status, as the CSV and the dashboard write it
 GRADED, UNGRADABLE, GRADER_ERROR, MISSING = "graded", "ungradable", "grader-error", "missing"
 
@@ -98,6 +100,9 @@ def flags_of(name: str, result: dict) -> list[Flag]:
         found.append(Flag(name, "grader error", result["grader_error"].strip().splitlines()[-1][:300]))
     if result.get("ungradable"):
         found.append(Flag(name, "ungradable", result["ungradable"]))
+    late = (result.get("extra_data") or {}).get("late") or {}
+    if isinstance(late, dict) and late.get("missing_time"):
+        found.append(Flag(name, NO_TIME, "a deadline is set and this submission has no time: no late penalty applied"))
     for test in result.get("tests", []):
         extra = test.get("extra_data") or {}
         if extra.get("flag"):

@@ -69,16 +69,59 @@ def parser() -> argparse.ArgumentParser:
         " whose grade changed (with --csv FILE, one row per student and check that moved); with --batch DIR,"
         " --diff OLD compares OLD with this batch's results (and --report shows the changes)",
     )
+    p.add_argument(
+        "--csv-format",
+        choices=("plain", "canvas", "moodle"),
+        help="--batch --csv: plain (the default: student, score, ...), or a gradebook file Canvas or Moodle imports,"
+        " made from --roster",
+    )
+    p.add_argument(
+        "--roster",
+        type=Path,
+        metavar="FILE",
+        help="--csv-format canvas|moodle: the gradebook CSV the LMS itself exports (its students and identity columns)",
+    )
+    p.add_argument(
+        "--assignment",
+        default="sdpa",
+        metavar="TITLE",
+        help="--csv-format canvas|moodle: the assignment's name in the LMS (Canvas's 'TITLE (id)' column is found by"
+        " it; default sdpa)",
+    )
+    p.add_argument(
+        "--times",
+        type=Path,
+        metavar="FILE",
+        help="--batch: submission times, a CSV with columns student,submitted_at (ISO 8601 with an offset), for the"
+        " [deadline] policy; without it, nbgrader's timestamp.txt in each student's folder",
+    )
+    p.add_argument(
+        "--submitted-at",
+        metavar="TIME",
+        help="one submission: when it was handed in (ISO 8601 with an offset), for the [deadline] policy",
+    )
+    p.add_argument(
+        "--metadata",
+        type=Path,
+        metavar="FILE",
+        help="one submission: Gradescope's submission_metadata.json (its time, and its due date where the settings"
+        " set a policy but no due date); the bundle's run_autograder passes it",
+    )
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
 
 JOBS = 2
 # options that mean something for one mode only: given in the other, they would be ignored, so they are refused
-BATCH_ONLY = ("csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs")
+BATCH_ONLY = (
+    "csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs", "times", "csv_format",
+    "roster",
+)  # fmt: skip
 ONE_ONLY = {
     "json": "--json-dir DIR (one results.json per student)",
     "html": "--report FILE (a dashboard and a page per student)",
+    "submitted_at": "--times FILE (a CSV of student,submitted_at)",
+    "metadata": "--times FILE (a CSV of student,submitted_at)",
 }
 
 
@@ -119,6 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     args.jobs = JOBS if args.jobs is None else args.jobs
     if args.diff is not None and args.batch is None:
         return compare(args.diff[0], args.diff[1], args.csv)
+    if args.submitted_at is not None:
+        from autograder.deadline import DeadlineError, parse_time
+
+        try:
+            args.submitted_at = parse_time(args.submitted_at, "Invalid --submitted-at")
+        except DeadlineError as error:
+            print(f"sdpa-grade: {error}", file=sys.stderr)
+            return 2
     try:
         settings = load_settings(args.config)
     except ConfigError as error:
@@ -141,10 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch is not None:
         from autograder.batch import BatchOptions, run_batch
 
+        if (args.csv_format or "plain") != "plain" and (args.csv is None or args.roster is None):
+            print(f"sdpa-grade: --csv-format {args.csv_format} needs --csv FILE and --roster FILE (the LMS's own"
+                  " gradebook export)", file=sys.stderr)  # fmt: skip
+            return 2
+        if args.roster is not None and (args.csv_format or "plain") == "plain":
+            print("sdpa-grade: --roster goes with --csv-format canvas or moodle", file=sys.stderr)
+            return 2
+
         options = BatchOptions(
             folder=args.batch, jobs=args.jobs, device=args.device, json_dir=args.json_dir, csv=args.csv,
             report=args.report, show=args.show, force=args.force, shard=args.shard, summary_only=args.summary_only,
-            partial=args.partial, diff=args.diff[0] if args.diff else None,
+            partial=args.partial, diff=args.diff[0] if args.diff else None, times=args.times,
+            csv_format=args.csv_format or "plain", roster=args.roster, assignment=args.assignment,
         )  # fmt: skip
         return run_batch(options, settings)
     if args.submission is None:
@@ -159,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
         result = grader_failure(traceback.format_exc())
         error = result["grader_error"]
+    if not error:
+        result = _late(result, args, settings)
     if args.json:  # first: whatever printing meets, the results file is there
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
@@ -195,6 +257,20 @@ def compare(old: Path, new: Path, csv_path: Path | None) -> int:
     if csv_path is not None:
         write_csv(csv_path, found)
     return 0
+
+
+def _late(result: dict, args: argparse.Namespace, settings) -> dict:
+    """One submission's result with the [deadline] policy applied, where a deadline (or Gradescope's) applies."""
+    from autograder.deadline import apply, gradescope_time, stamp
+
+    deadline, student, submitted = settings.deadline, args.submission.stem, None
+    if args.metadata is not None:
+        student, submitted, deadline = gradescope_time(args.metadata, deadline)
+    if args.submitted_at is not None:
+        submitted = args.submitted_at
+    if deadline.due is None:
+        return result
+    return stamp(result, apply(deadline, student, float(result.get("score", 0)), submitted))
 
 
 if __name__ == "__main__":

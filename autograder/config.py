@@ -24,6 +24,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from autograder.deadline import Deadline, DeadlineError
+from autograder.deadline import parse as parse_deadline
+
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 ENV_VAR = "SDPA_GRADE_CONFIG"
 DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -110,9 +113,20 @@ class Limits:
     require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
 
 
-# The sections, in defaults.toml's order. [points] is not among them: its keys are the hidden checks' names
+@dataclass(frozen=True)
+class Gradescope:
+    """[gradescope]: what the Gradescope bundle's results.json shows students."""
+
+    visibility: str = setting(
+        "when students see the hidden checks' results on Gradescope (after_due_date also hides the total until then)",
+        choices=("visible", "after_due_date", "after_published"),
+    )
+
+
+# The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
+# extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names
 # (each check declares itself; the plugin refuses a check without points), each a non-negative number.
-SECTIONS: dict[str, type] = {"tolerance": Tolerance, "timing": Timing, "limits": Limits}
+SECTIONS: dict[str, type] = {"tolerance": Tolerance, "timing": Timing, "limits": Limits, "gradescope": Gradescope}
 
 
 @dataclass(frozen=True)
@@ -123,7 +137,9 @@ class Settings:
     tolerance: Tolerance
     timing: Timing
     limits: Limits
+    gradescope: Gradescope
     source: str = "defaults"
+    deadline: Deadline = Deadline()
 
     def replace(self, section: str, **changes) -> Settings:
         """These settings with some keys of one section changed (``require_sandbox`` from a command-line flag),
@@ -178,6 +194,12 @@ def _validate(overrides: dict, defaults: dict, where: str) -> None:
     for section, table in overrides.items():
         if section not in defaults or not isinstance(table, dict):
             raise ConfigError(f"unknown section [{section}] in {where}; known: {', '.join(defaults)}")
+        if section == "deadline":
+            try:
+                parse_deadline(table, where)
+            except DeadlineError as error:
+                raise ConfigError(str(error)) from None
+            continue
         for key, value in table.items():
             if key not in defaults[section]:
                 raise ConfigError(f"unknown setting {section}.{key} in {where}")
@@ -197,7 +219,8 @@ def _build(values: dict, source: str) -> Settings:
             for key, (kind, _) in _declared(section).items()
         }
         sections[name] = section(**table)
-    return Settings(MappingProxyType(dict(values["points"])), **sections, source=source)
+    deadline = parse_deadline(values["deadline"], source)
+    return Settings(MappingProxyType(dict(values["points"])), **sections, source=source, deadline=deadline)
 
 
 def load_settings(path: str | Path | None = None, environ: dict | None = None) -> Settings:
@@ -215,5 +238,5 @@ def load_settings(path: str | Path | None = None, environ: dict | None = None) -
     overrides = _read(chosen, where)
     _validate(overrides, defaults, f"{chosen} ({where})")
     for section, table in overrides.items():
-        values[section].update(table)
+        values[section].update(table)  # [deadline.extensions], a table, is replaced whole: the course's own list
     return _build(values, f"{chosen} ({where})")

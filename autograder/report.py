@@ -23,7 +23,7 @@ def results_json(grading) -> dict:
             "score": item.score,
             "max_score": item.max_score,
             "output": output_text(item),
-            "visibility": _visibility(item),
+            "visibility": _visibility(item, grading.settings.gradescope.visibility),
             "tags": [item.outcome.function, item.outcome.category],
             **_status(item),
             # structured fields for summaries and dashboards: never parsed back from the wording above
@@ -64,9 +64,10 @@ def _status(item) -> dict:
     return {"status": Status.PASSED if item.score == item.max_score else Status.FAILED}
 
 
-def _visibility(item) -> str:
-    """Gradescope's ``visibility``: a check that was not run and counts nothing (0 of 0) is hidden from the student."""
-    return "hidden" if item.outcome.status == Status.NOT_RUN and item.max_score == 0 else "visible"
+def _visibility(item, chosen: str) -> str:
+    """Gradescope's ``visibility``: a check that was not run and counts nothing (0 of 0) is hidden from the student;
+    the others as the settings choose ([gradescope] visibility)."""
+    return "hidden" if item.outcome.status == Status.NOT_RUN and item.max_score == 0 else chosen
 
 
 def _extra_data(outcome) -> dict:

@@ -53,7 +53,8 @@ def submission_text(name: str) -> str:
 def bundle(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("bundle")
     config = folder / "course.toml"
-    config.write_text("[points]\nsdpa_gradients = 5\n")
+    # a late policy without a due date: Gradescope's own due date applies, where submission_metadata.json gives one
+    config.write_text('[points]\nsdpa_gradients = 5\n[deadline]\npolicy = "per_day"\npercent = 10\n')
     target = folder / "autograder.zip"
     result = run([str(BIN / "sdpa-build"), "--check"], cwd=ROOT)
     assert result.returncode == 0
@@ -106,10 +107,14 @@ def gradescope(bundle, tmp_path_factory):
     return root, result
 
 
-def run_autograder(root: Path, name: str) -> tuple[subprocess.CompletedProcess, dict]:
-    """Put ``name`` in /autograder/submission, run run_autograder, return its run and results.json."""
+def run_autograder(root: Path, name: str, metadata: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+    """Put ``name`` in /autograder/submission (and ``metadata`` in submission_metadata.json), run run_autograder,
+    return its run and results.json."""
     for folder in ("submission", "results"):
         shutil.rmtree(root / folder, ignore_errors=True)
+    (root / "submission_metadata.json").unlink(missing_ok=True)
+    if metadata is not None:
+        (root / "submission_metadata.json").write_text(json.dumps(metadata))
     (root / "submission").mkdir()
     (root / "submission" / "attention.py").write_text(submission_text(name))
     result = run(
@@ -177,6 +182,22 @@ def test_wrong_submission_loses_the_right_points(gradescope):
     scale = next(t for t in results["tests"] if t["name"].endswith("scale_values"))
     assert scale["score"] == 0 and "divided by d_k" in scale["output"]
     assert 0 < results["score"] < 57
+
+
+def test_a_submission_two_days_late_loses_its_penalty(gradescope):
+    """submission_metadata.json two days after Gradescope's due date, 10% a day: results.json's score is the final
+    one, and it says how it was reached; the tests keep the points they earned."""
+    metadata = {
+        "created_at": "2026-12-03T22:00:00.000000-08:00",
+        "assignment": {"due_date": "2026-12-01T23:00:00.000000-08:00", "late_due_date": None, "title": "SDPA"},
+        "users": [{"email": "student@example.com", "id": 1234, "name": "Student User"}],
+    }
+    result, results = run_autograder(gradescope[0], "correct", metadata)
+    assert result.returncode == 0, result.stdout + result.stderr
+    raw = sum(test["score"] for test in results["tests"])
+    late = results["extra_data"]["late"]
+    assert (late["raw_score"], late["late_penalty"], late["hours_late"]) == (raw, pytest.approx(raw * 0.2), 47.0)
+    assert results["score"] == pytest.approx(raw * 0.8)
 
 
 @pytest.mark.parametrize("name", ["fake_results", "os_exit_at_import"])

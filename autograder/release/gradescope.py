@@ -95,6 +95,8 @@ ROOT="${AUTOGRADER_ROOT:-/autograder}"
 mkdir -p "$ROOT/results"
 CONFIG=()
 if [ -f "$ROOT/source/config.toml" ]; then CONFIG=(--config "$ROOT/source/config.toml"); fi
+# the submission's time (and Gradescope's due dates), for the settings' [deadline] policy
+if [ -f "$ROOT/submission_metadata.json" ]; then CONFIG+=(--metadata "$ROOT/submission_metadata.json"); fi
 "$ROOT/venv/bin/sdpa-grade" "$ROOT/submission" --json "$ROOT/results/results.json" "${CONFIG[@]}"
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then

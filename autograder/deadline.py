@@ -1,0 +1,267 @@
+"""A course's deadline policy and what it does to one score: due date, grace, late penalty, extensions.
+
+The policy is the ``[deadline]`` section of the settings (config.py reads it through ``parse``):
+
+    [deadline]
+    due = "2026-12-01T23:59:00-05:00"   # ISO 8601 with an offset; leave out (or "") for no deadline
+    grace_minutes = 15                   # a submission this little after the due date is on time
+    policy = "per_day"                   # none, zero, per_day or per_hour
+    percent = 10                         # per_day / per_hour: percent of the score taken per day (hour) late
+    max_late = 5                         # per_day / per_hour: days (hours) after which the score is 0; 0: no cap
+    [deadline.extensions]
+    alice = "2026-12-03T23:59:00-05:00"  # alice's own due date
+
+Lateness counts from the student's due date (their extension's, where they have one), in whole days or
+hours begun: 2 hours late is 1 day late under per_day. The grace period only forgives: a submission
+inside it is on time, one after it is late by its full time since the due date. A submission's time comes
+from where it really is (nbgrader's timestamp.txt, Gradescope's submission_metadata.json, a CSV of
+times), never a file's modification time; where a time is needed and missing, nothing is taken off and
+the student is flagged for review.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import MappingProxyType
+
+POLICIES = ("none", "zero", "per_day", "per_hour")
+KEYS = ("due", "grace_minutes", "policy", "percent", "max_late", "extensions")
+UNIT = {"per_day": timedelta(days=1), "per_hour": timedelta(hours=1)}
+
+
+class DeadlineError(ValueError):
+    """A deadline setting that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """[deadline]: when the assignment is due and what lateness costs."""
+
+    due: datetime | None = None  # None: no deadline, nothing is ever late
+    grace_minutes: float = 0.0
+    policy: str = "none"
+    percent: float = 0.0
+    max_late: float = 0.0
+    extensions: Mapping[str, datetime] = field(default_factory=lambda: MappingProxyType({}))
+
+    def due_for(self, student: str) -> datetime | None:
+        return self.extensions.get(student, self.due)
+
+
+@dataclass(frozen=True)
+class Late:
+    """What the policy did to one score: the fields results, the CSV and the dashboard carry."""
+
+    raw_score: float
+    late_penalty: float  # points taken off
+    score: float  # raw_score - late_penalty
+    submitted_at: str  # ISO 8601, "" when unknown
+    hours_late: float  # 0 when on time (or unknown)
+    extension: str  # the extended due date used, "" for none
+    missing_time: bool = False  # a deadline is set and this submission's time is unknown: flagged, no penalty
+
+    def fields(self) -> dict:
+        return {
+            "raw_score": self.raw_score,
+            "late_penalty": self.late_penalty,
+            "score": self.score,
+            "submitted_at": self.submitted_at,
+            "hours_late": self.hours_late,
+            "extension": self.extension,
+            "missing_time": self.missing_time,
+        }
+
+
+def parse_time(text: object, label: str, where: str = "") -> datetime:
+    """An ISO 8601 time with its offset (``Z`` for UTC); anything else is refused, the message starting ``label``."""
+    example = "such as 2026-12-01T23:59:00-05:00"
+    label = f"{label} {text!r}" + (f" from {where}" if where else "")
+    if not isinstance(text, str):
+        raise DeadlineError(f"{label}: expected an ISO 8601 date and time with an offset, {example}")
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise DeadlineError(f"{label}: not an ISO 8601 date and time, {example}") from None
+    if moment.tzinfo is None:
+        raise DeadlineError(f"{label}: give its time zone as an offset, such as -05:00 or Z")
+    return moment
+
+
+def parse(table: Mapping, where: str) -> Deadline:
+    """The [deadline] section as written in a settings file; errors name the key, the value and ``where``."""
+
+    def bad(key: str, value: object, why: str) -> DeadlineError:
+        return DeadlineError(f"Invalid deadline.{key} {value!r} from {where}: {why}")
+
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise DeadlineError(f"unknown setting deadline.{unknown[0]} in {where}")
+    due_text = table.get("due", "")
+    due = parse_time(due_text, "Invalid deadline.due", where) if due_text != "" else None
+    numbers = {}
+    for key in ("grace_minutes", "percent", "max_late"):
+        value = table.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or not math.isfinite(value):
+            raise bad(key, value, "expected a non-negative number")
+        numbers[key] = float(value)
+    if numbers["percent"] > 100:
+        raise bad("percent", table["percent"], "expected at most 100")
+    policy = table.get("policy", "none")
+    if policy not in POLICIES:
+        raise bad("policy", policy, f"expected one of {', '.join(POLICIES)}")
+    extensions = table.get("extensions", {})
+    if not isinstance(extensions, Mapping):
+        raise bad("extensions", extensions, "expected a table of student = due date")
+    moved = {str(s): parse_time(t, f"Invalid deadline.extensions.{s}", where) for s, t in extensions.items()}
+    if moved and due is None:
+        raise bad("extensions", dict(extensions), "extensions need a due date (deadline.due)")
+    return Deadline(due, numbers["grace_minutes"], policy, numbers["percent"], numbers["max_late"],
+                    MappingProxyType(moved))  # fmt: skip
+
+
+def apply(deadline: Deadline, student: str, raw_score: float, submitted_at: datetime | None) -> Late:
+    """The policy applied to one student's score."""
+    shown = submitted_at.isoformat() if submitted_at is not None else ""
+    due = deadline.due_for(student)
+    extension = deadline.extensions[student].isoformat() if student in deadline.extensions else ""
+    if due is None:
+        return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
+    if submitted_at is None:
+        return Late(raw_score, 0.0, raw_score, "", 0.0, extension, missing_time=True)
+    late = submitted_at - due
+    if late <= timedelta(minutes=deadline.grace_minutes) or late <= timedelta(0):
+        return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
+    hours = round(late / timedelta(hours=1), 4)
+    fraction = 0.0
+    if deadline.policy == "zero":
+        fraction = 1.0
+    elif deadline.policy in UNIT:
+        units = math.ceil(late / UNIT[deadline.policy])  # whole days (hours) begun
+        fraction = 1.0 if deadline.max_late and units > deadline.max_late else min(1.0, units * deadline.percent / 100)
+    penalty = round(raw_score * fraction, 6)
+    return Late(raw_score, penalty, round(raw_score - penalty, 6), shown, hours, extension)
+
+
+# nbgrader's timestamp.txt: its timestamp_format, "%Y-%m-%d %H:%M:%S.%f %Z" by default ("... UTC"); a zone may
+# also be an offset such as +0100 or -05:00. A time written without a zone is nbgrader's default zone, UTC.
+_NBGRADER = re.compile(
+    r"^\s*(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)\s*([A-Za-z]+|[+-]\d{2}:?\d{2})?\s*$"
+)
+_ZONES = {"UTC": timezone.utc, "GMT": timezone.utc, "Z": timezone.utc}
+
+
+def parse_nbgrader_timestamp(text: str) -> datetime | None:
+    """A time as nbgrader writes it in timestamp.txt; None for text it cannot be (the student is then flagged)."""
+    found = _NBGRADER.match(text[:200])
+    if not found:
+        return None
+    day, clock, zone = found.groups()
+    try:
+        moment = datetime.fromisoformat(f"{day}T{clock}")
+    except ValueError:
+        return None
+    if zone is None:
+        return moment.replace(tzinfo=timezone.utc)
+    if zone.upper() in _ZONES:
+        return moment.replace(tzinfo=_ZONES[zone.upper()])
+    if zone[0] in "+-":
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+        return moment.replace(tzinfo=timezone(offset if zone[0] == "+" else -offset))
+    return None  # a zone name other than UTC: ambiguous without a zone database, so unknown
+
+
+TIMESTAMP = "timestamp.txt"  # nbgrader's, in each collected submission folder
+
+
+def submission_time(path: Path) -> datetime | None:
+    """The time nbgrader recorded for a student's folder (``timestamp.txt`` in it, or one level down, as in
+    ``submitted/<student>/<assignment>/``); None where there is none or it cannot be read."""
+    if not path.is_dir():
+        return None
+    for candidate in [path / TIMESTAMP, *sorted(path.glob(f"*/{TIMESTAMP}"))[:20]]:
+        try:
+            if candidate.is_file() and not candidate.is_symlink() and candidate.stat().st_size <= 1024:
+                return parse_nbgrader_timestamp(candidate.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return None
+    return None
+
+
+def read_times(path: Path) -> dict[str, datetime]:
+    """``--times FILE``: a CSV with columns ``student,submitted_at`` (ISO 8601 with an offset); errors name the row."""
+    import csv
+
+    try:
+        if path.stat().st_size > 20 * 1024 * 1024:
+            raise DeadlineError(f"--times {path}: larger than 20 MiB")
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise DeadlineError(f"--times {path} cannot be read: {error}") from None
+    if rows and not {"student", "submitted_at"} <= set(rows[0]):
+        raise DeadlineError(f"--times {path}: expected the columns student,submitted_at (has: {', '.join(rows[0])})")
+    times = {}
+    for number, row in enumerate(rows, start=2):
+        student = (row.get("student") or "").strip()
+        if not student:
+            raise DeadlineError(f"--times {path}, row {number}: no student")
+        times[student] = parse_time(row.get("submitted_at") or "", f"--times {path}, row {number}: submitted_at")
+    return times
+
+
+def gradescope_time(path: Path, deadline: Deadline) -> tuple[str, datetime | None, Deadline]:
+    """From Gradescope's ``submission_metadata.json``: the student (their e-mail), the submission's time, and the
+    deadline to apply: the settings' own, or, where they set a policy but no due date, Gradescope's due date (the
+    student's own, an extension, where Gradescope lists one for them). An unreadable file gives no time."""
+    import json
+
+    try:
+        if path.stat().st_size > 4 * 1024 * 1024:
+            return "", None, deadline
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return "", None, deadline
+    if not isinstance(metadata, dict):
+        return "", None, deadline
+    users = metadata.get("users") if isinstance(metadata.get("users"), list) else []
+    user = users[0] if users and isinstance(users[0], dict) else {}
+    student = str(user.get("email") or user.get("id") or "")
+    try:
+        submitted = parse_time(metadata.get("created_at"), "created_at")
+    except DeadlineError:
+        submitted = None
+    if deadline.due is None and deadline.policy != "none":
+        assignment = metadata.get("assignment") if isinstance(metadata.get("assignment"), dict) else {}
+        own = user.get("assignment") if isinstance(user.get("assignment"), dict) else {}
+        try:
+            due = parse_time(assignment.get("due_date"), "assignment.due_date")
+            moved = {student: parse_time(own["due_date"], "due_date")} if own.get("due_date") else {}
+        except DeadlineError:
+            return student, submitted, deadline
+        if moved.get(student) == due:
+            moved = {}
+        deadline = Deadline(due, deadline.grace_minutes, deadline.policy, deadline.percent, deadline.max_late,
+                            MappingProxyType({**deadline.extensions, **moved}))  # fmt: skip
+    return student, submitted, deadline
+
+
+def stamp(result: dict, late: Late) -> dict:
+    """``result`` with the policy applied: its ``score`` the final one, the late fields under extra_data.late
+    (the tests keep the points they earned: their sum is the raw score)."""
+    extra = dict(result.get("extra_data") or {})
+    extra["late"] = late.fields()
+    return {**result, "score": late.score, "extra_data": extra}
+
+
+def raw_score(result: dict) -> float:
+    """The score before any late penalty (a result stamped earlier keeps its raw score under extra_data.late)."""
+    late = (result.get("extra_data") or {}).get("late")
+    if isinstance(late, dict) and isinstance(late.get("raw_score"), (int, float)):
+        return float(late["raw_score"])
+    return float(result.get("score", 0))

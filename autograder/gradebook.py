@@ -1,0 +1,136 @@
+"""Gradebook files an LMS imports, made from the LMS's own roster export: Canvas and Moodle.
+
+Students are matched to their graded folders by an identifier the roster holds, in a fixed order
+(Canvas: SIS Login ID, then Login ID, then e-mail; Moodle: ID number, then username, then e-mail), the
+whole value compared, never a name guessed from another; students left unmatched on either side are
+listed, and the command that writes the file exits 1 (the file holds the matched rows only). Cells are
+written with Python's csv module, quoted where needed, and a cell a spreadsheet would run as a formula
+is neutralised (batch._cell).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# Canvas's gradebook export: these identity columns come first, Section the last of them; then one column per
+# assignment, "Title (id)"; the second row is "Points Possible" (its first cell indented by spaces in exports)
+CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Integration ID", "Section")
+CANVAS_MATCH = ("SIS Login ID", "Login ID", "Email")
+POINTS_POSSIBLE = "Points Possible"
+# Moodle's grade export / import: identity columns, one grade column per item
+MOODLE_IDENTITY = ("First name", "Last name", "ID number", "Username", "Email address")
+MOODLE_MATCH = ("ID number", "Username", "Email address")
+MAX_ROSTER_BYTES = 20 * 1024 * 1024
+
+
+class RosterError(ValueError):
+    """A roster that cannot be used: not found, not CSV, or without the columns it needs."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """What writing a gradebook did: students matched, and those left unmatched on each side."""
+
+    matched: int
+    roster_only: list[str]  # roster rows (their Student / name column) with no graded folder
+    graded_only: list[str]  # graded students no roster row names
+
+
+def _read_roster(path: Path) -> tuple[list[str], list[list[str]]]:
+    try:
+        if path.stat().st_size > MAX_ROSTER_BYTES:
+            raise RosterError(f"roster {path} is larger than {MAX_ROSTER_BYTES // 2**20} MiB")
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RosterError(f"roster {path} cannot be read: {error}") from None
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or not rows[0]:
+        raise RosterError(f"roster {path} is empty")
+    return [cell.strip() for cell in rows[0]], rows[1:]
+
+
+def _match(row: dict[str, str], keys: tuple[str, ...], graded: Mapping[str, object]) -> str | None:
+    for key in keys:
+        value = (row.get(key) or "").strip()
+        if value and value in graded:
+            return value
+        lowered = {name.lower(): name for name in graded}
+        if value and key.lower().startswith("email") and value.lower() in lowered:
+            return lowered[value.lower()]  # e-mail addresses compare without case
+    return None
+
+
+def _write(path: Path, rows: list[list[str]]) -> None:
+    from autograder.batch import _cell
+
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, quoting=csv.QUOTE_MINIMAL)
+        for row in rows:
+            writer.writerow([_cell(str(cell)) if cell != "" else "" for cell in row])
+    os.replace(temporary, path)
+
+
+def _column(header: list[str], title: str) -> str:
+    """The roster's column for the assignment: ``title`` itself or Canvas's ``title (id)``; else ``title``."""
+    for name in header:
+        if name == title or (name.startswith(f"{title} (") and name.endswith(")")):
+            return name
+    return title
+
+
+def write_canvas(path: Path, roster: Path, title: str, scores: Mapping[str, float], points: float) -> Written:
+    """Canvas's gradebook import: the roster's identity columns, the assignment's column and Points Possible."""
+    header, rows = _read_roster(roster)
+    identity = [name for name in CANVAS_IDENTITY if name in header]
+    if "Student" not in identity or not any(key in header for key in CANVAS_MATCH):
+        raise RosterError(
+            f"roster {roster} is not a Canvas gradebook export: it needs a Student column and one of"
+            f" {', '.join(CANVAS_MATCH)} (has: {', '.join(header)})"
+        )
+    if identity[-1] != "Section" and "Section" in identity:
+        identity.remove("Section")
+        identity.append("Section")
+    column = _column(header, title)
+    out = [[*identity, column], [" " * 4 + POINTS_POSSIBLE, *[""] * (len(identity) - 1), f"{points:g}"]]
+    return _fill(path, out, header, rows, identity, CANVAS_MATCH, scores, skip=_canvas_skip)
+
+
+def _canvas_skip(row: dict[str, str]) -> bool:
+    """Canvas's own non-student rows: Points Possible, and 'Manual Posting' / muted lines some exports add."""
+    first = (row.get("Student") or "").strip()
+    return first in (POINTS_POSSIBLE, "Student, Test") or first.startswith(("Manual Posting", "Muted"))
+
+
+def write_moodle(path: Path, roster: Path, title: str, scores: Mapping[str, float]) -> Written:
+    """Moodle's grade import (Grades > Import > CSV file): identity columns and one grade column."""
+    header, rows = _read_roster(roster)
+    identity = [name for name in MOODLE_IDENTITY if name in header]
+    if not any(key in header for key in MOODLE_MATCH):
+        raise RosterError(
+            f"roster {roster} is not a Moodle grade export: it needs one of {', '.join(MOODLE_MATCH)}"
+            f" (has: {', '.join(header)})"
+        )
+    out = [[*identity, _column(header, title)]]
+    return _fill(path, out, header, rows, identity, MOODLE_MATCH, scores, skip=lambda row: False)
+
+
+def _fill(path, out, header, rows, identity, keys, scores, *, skip) -> Written:
+    used, roster_only = set(), []
+    for cells in rows:
+        row = dict(zip(header, cells))
+        if not any(cell.strip() for cell in cells) or skip(row):
+            continue
+        student = _match(row, keys, scores)
+        if student is None or student in used:
+            roster_only.append(row.get("Student") or row.get("Email address") or row.get(keys[0], "") or "?")
+            continue
+        used.add(student)
+        out.append([row.get(name, "") for name in identity] + [f"{scores[student]:g}"])
+    _write(path, out)
+    return Written(len(used), roster_only, sorted(set(scores) - used))

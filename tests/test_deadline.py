@@ -1,0 +1,118 @@
+"""The deadline policy: due date, grace, none / zero / per day / per hour with a cap, extensions, and times."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from autograder.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp
+
+DUE = "2026-12-01T23:59:00-05:00"
+DUE_AT = datetime(2026, 12, 1, 23, 59, tzinfo=timezone(timedelta(hours=-5)))
+
+
+def _policy(**table):
+    return parse({"due": DUE, **table}, "course.toml")
+
+
+# the class of issue 34: on time, 2 hours late, 3 days late, 10 days late, and 3 days late with a 4-day extension
+TIMES = {
+    "ontime": DUE_AT - timedelta(minutes=1),
+    "hours2": DUE_AT + timedelta(hours=2),
+    "days3": DUE_AT + timedelta(days=3),
+    "days10": DUE_AT + timedelta(days=10),
+    "extended": DUE_AT + timedelta(days=3),
+}
+EXTENSIONS = {"extended": "2026-12-05T23:59:00-05:00"}
+
+
+@pytest.mark.parametrize(
+    "policy, table, expected",
+    [
+        ("none", {}, {"ontime": 40, "hours2": 40, "days3": 40, "days10": 40, "extended": 40}),
+        ("zero", {}, {"ontime": 40, "hours2": 0, "days3": 0, "days10": 0, "extended": 40}),
+        # 10% a day begun, 0 after 5 days: 2 hours is 1 day begun
+        (
+            "per_day",
+            {"percent": 10, "max_late": 5},
+            {"ontime": 40, "hours2": 36, "days3": 28, "days10": 0, "extended": 40},
+        ),  # fmt: skip
+        # 5% an hour begun, 0 after 48 hours
+        (
+            "per_hour",
+            {"percent": 5, "max_late": 48},
+            {"ontime": 40, "hours2": 36, "days3": 0, "days10": 0, "extended": 40},
+        ),  # fmt: skip
+    ],
+)
+def test_each_final_score_under_each_policy(policy, table, expected):
+    """Each student's final score out of a raw 40, for each policy, with one student's extension honoured."""
+    deadline = _policy(policy=policy, extensions=EXTENSIONS, **table)
+    scores = {name: apply(deadline, name, 40.0, moment).score for name, moment in TIMES.items()}
+    assert scores == expected
+
+
+def test_the_fields_a_result_carries():
+    """raw score, penalty, final score, when, how late and the extension used."""
+    late = apply(_policy(policy="per_day", percent=10), "hours2", 40.0, TIMES["hours2"])
+    assert late.fields() == {"raw_score": 40.0, "late_penalty": 4.0, "score": 36.0,
+                             "submitted_at": "2026-12-02T01:59:00-05:00", "hours_late": 2.0, "extension": "",
+                             "missing_time": False}  # fmt: skip
+    extended = apply(_policy(extensions=EXTENSIONS), "extended", 40.0, TIMES["extended"])
+    assert extended.extension == "2026-12-05T23:59:00-05:00" and extended.hours_late == 0
+
+
+def test_grace_forgives_only_inside_it():
+    """15 minutes' grace: 10 minutes late is on time; 20 minutes late is late by 20 minutes (one hour begun)."""
+    deadline = _policy(policy="per_hour", percent=10, grace_minutes=15)
+    assert apply(deadline, "a", 10.0, DUE_AT + timedelta(minutes=10)).score == 10
+    late = apply(deadline, "a", 10.0, DUE_AT + timedelta(minutes=20))
+    assert (late.score, late.hours_late) == (9.0, pytest.approx(1 / 3, abs=1e-3))
+
+
+def test_a_missing_time_is_flagged_and_costs_nothing():
+    """With a deadline set and no time for the student: full raw score, flagged."""
+    late = apply(_policy(policy="zero"), "a", 40.0, None)
+    assert (late.score, late.late_penalty, late.missing_time) == (40.0, 0.0, True)
+    assert apply(parse({}, "defaults"), "a", 40.0, None).missing_time is False  # no deadline: nothing needed
+
+
+@pytest.mark.parametrize(
+    "table, says",
+    [
+        ({"due": "2026-12-01 23:59"}, "deadline.due '2026-12-01 23:59' from course.toml: give its time zone"),
+        ({"due": "tomorrow"}, "deadline.due 'tomorrow' from course.toml: not an ISO 8601"),
+        ({"due": DUE, "percent": 150}, "deadline.percent 150 from course.toml: expected at most 100"),
+        ({"due": DUE, "percent": -1}, "deadline.percent -1 from course.toml: expected a non-negative"),
+        ({"due": DUE, "policy": "half"}, "deadline.policy 'half' from course.toml: expected one of none, zero"),
+        (
+            {"due": DUE, "extensions": {"bob": "soon"}},
+            "deadline.extensions.bob 'soon' from course.toml: not an ISO 8601",
+        ),
+        ({"extensions": {"bob": DUE}}, "extensions need a due date"),
+        ({"due": DUE, "late": 1}, "unknown setting deadline.late"),
+    ],
+)
+def test_bad_settings_name_the_key(table, says):
+    """A bad date, a percentage over 100, an unknown policy: refused, naming the key and the file."""
+    with pytest.raises(DeadlineError, match=None) as caught:
+        parse(table, "course.toml")
+    assert says in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2026-12-02 01:59:00.123456 UTC", datetime(2026, 12, 2, 1, 59, 0, 123456, tzinfo=timezone.utc)),
+        ("2026-12-02 01:59:00 UTC", datetime(2026, 12, 2, 1, 59, tzinfo=timezone.utc)),
+        ("2026-12-02 01:59:00.5 -0500", datetime(2026, 12, 2, 1, 59, 0, 500000, tzinfo=timezone(timedelta(hours=-5)))),
+        ("2026-12-02 01:59:00", datetime(2026, 12, 2, 1, 59, tzinfo=timezone.utc)),
+        ("2026-12-02 01:59:00 CET", None),
+        ("yesterday", None),
+        ("", None),
+    ],
+)
+def test_nbgrader_timestamps(text, expected):
+    """nbgrader's timestamp_format (the default '%Y-%m-%d %H:%M:%S.%f %Z'), an offset, or none (UTC)."""
+    assert parse_nbgrader_timestamp(text) == expected

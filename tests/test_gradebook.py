@@ -1,0 +1,96 @@
+"""Gradebook files for Canvas and Moodle, made from their own roster exports and read back with their rules."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from autograder.gradebook import RosterError, write_canvas, write_moodle
+
+# a Canvas gradebook export as Canvas writes it: identity columns, assignment columns "Title (id)", totals, and
+# the indented "Points Possible" row second
+CANVAS_ROSTER = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,Quiz 1 (101),SDPA (2024),Current Points,Final Points\n"
+    "    Points Possible,,,,,10.00,55.00,(read only),(read only)\n"
+    '"Doe, Jane",1001,s1001,jdoe,Section A,9,,9,9\n'
+    '"O\'Brien ""Bob""",1002,s1002,bob,Section A,8,,8,8\n'
+    "=cmd|' /C calc'!A0,1003,s1003,mallory,Section B,7,,7,7\n"
+    "Nobody Graded,1004,s1004,ghost,Section B,,,0,0\n"
+    '"Student, Test",1005,,test_student,Section A,,,,\n'
+)
+
+
+def _read(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def test_canvas_file_keeps_canvas_header_rules(tmp_path):
+    """Identity columns first with Section last of them, the assignment's own column, Points Possible second;
+    matched by SIS Login ID; a name with a comma, quotes or a leading = survives as one cell."""
+    roster = tmp_path / "roster.csv"
+    roster.write_text(CANVAS_ROSTER, encoding="utf-8")
+    out = tmp_path / "canvas.csv"
+    written = write_canvas(out, roster, "SDPA", {"jdoe": 55.0, "bob": 27.5, "mallory": 0.0, "stray": 10.0}, 55.0)
+    rows = _read(out)
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "SDPA (2024)"]
+    assert rows[1][0].strip() == "Points Possible" and rows[1][-1] == "55"
+    assert rows[2:] == [
+        ["Doe, Jane", "1001", "s1001", "jdoe", "Section A", "55"],
+        ['O\'Brien "Bob"', "1002", "s1002", "bob", "Section A", "27.5"],
+        ["'=cmd|' /C calc'!A0", "1003", "s1003", "mallory", "Section B", "0"],
+    ]
+    assert (written.matched, written.roster_only, written.graded_only) == (3, ["Nobody Graded"], ["stray"])
+
+
+def test_canvas_title_without_an_id_is_its_own_column(tmp_path):
+    """A roster without the assignment gets a new column named by the title."""
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\nA,1,s1,a,S\n", encoding="utf-8")
+    write_canvas(tmp_path / "c.csv", roster, "Attention", {"a": 3.0}, 55.0)
+    assert _read(tmp_path / "c.csv")[0][-1] == "Attention"
+
+
+def test_moodle_file_matches_by_id_number_then_email(tmp_path):
+    """Moodle: ID number first, then username, then e-mail (any case); one grade column."""
+    roster = tmp_path / "moodle.csv"
+    roster.write_text(
+        "First name,Last name,ID number,Institution,Department,Email address,SDPA,Last downloaded from this course\n"
+        "Jane,Doe,s1001,,,jane@uni.edu,,1700000000\n"
+        "Bob,Roe,,,,Bob@Uni.edu,,1700000000\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "m.csv"
+    written = write_moodle(out, roster, "SDPA", {"s1001": 50.0, "bob@uni.edu": 40.0})
+    assert _read(out) == [
+        ["First name", "Last name", "ID number", "Email address", "SDPA"],
+        ["Jane", "Doe", "s1001", "jane@uni.edu", "50"],
+        ["Bob", "Roe", "", "Bob@Uni.edu", "40"],
+    ]
+    assert (written.roster_only, written.graded_only) == ([], [])
+
+
+def test_a_roster_that_is_not_an_export_is_refused(tmp_path):
+    """A CSV without the LMS's identity columns: a clear refusal naming what it has."""
+    roster = tmp_path / "r.csv"
+    roster.write_text("name,score\nA,1\n", encoding="utf-8")
+    with pytest.raises(RosterError, match="not a Canvas gradebook export.*has: name, score"):
+        write_canvas(tmp_path / "c.csv", roster, "SDPA", {}, 55.0)
+    with pytest.raises(RosterError, match="cannot be read"):
+        write_moodle(tmp_path / "m.csv", tmp_path / "missing.csv", "SDPA", {})
+
+
+def test_gradescope_visibility_is_the_courses_choice(tmp_path):
+    """[gradescope] visibility = "after_due_date": every check that ran carries it; a check not run stays hidden."""
+    import json
+
+    from tests.helpers import BIN, ROOT, run
+
+    (tmp_path / "course.toml").write_text('[gradescope]\nvisibility = "after_due_date"\n')
+    done = run([str(BIN / "sdpa-grade"), str(ROOT / "examples" / "class" / "alice.py"), "--json",
+                str(tmp_path / "r.json"), "--config", str(tmp_path / "course.toml")])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tests = json.loads((tmp_path / "r.json").read_text())["tests"]
+    assert {t["visibility"] for t in tests if t["max_score"] > 0} == {"after_due_date"}
+    assert {t["visibility"] for t in tests if t["max_score"] == 0} <= {"hidden"}
