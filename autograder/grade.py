@@ -144,7 +144,10 @@ def run_checks(grading: Grading) -> Grading:
         else:
             # the worker starts importing torch now, while pytest starts and collects the checks
             zygote = grading.zygote or owned.enter_context(Zygote())
-            student = owned.enter_context(Sandbox(grading.source, limits, zygote=zygote, device=grading.device))
+            imports = list(grading.settings.imports.allowed)  # plain names, as the limits cross
+            student = owned.enter_context(
+                Sandbox(grading.source, limits, zygote=zygote, device=grading.device, imports=imports)
+            )
 
         def connect() -> Runner:
             student.load()
