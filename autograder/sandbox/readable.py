@@ -60,8 +60,9 @@ def exposed(site: Path, allowed: Iterable[str]) -> set[str]:
             if found and "extra" not in marker:
                 requires.setdefault(name, set()).add(_canonical(found.group()))
     entries = {entry.name for entry in site.iterdir()}
+    provided = {module_name(entry) for entry in entries} | sys.stdlib_module_names
     wanted = {"torch", *allowed}
-    missing = sorted(m for m in wanted if m not in sys.stdlib_module_names and m not in map(module_name, entries))
+    missing = sorted(wanted - provided)
     if missing:
         raise NotInstalled(
             f"[imports] allowed names {', '.join(missing)}, which is not installed here: install it, or take it out"
