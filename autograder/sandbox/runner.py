@@ -135,7 +135,11 @@ class Zygote:
             packages = None
             if imports is not None:
                 packages = exposed(Path(sysconfig.get_paths()["purelib"]), imports)
-            links = [entry.name for entry in self.lib.iterdir() if entry.is_symlink()]
+            links = [
+                entry.name
+                for entry in self.lib.iterdir()
+                if entry.is_symlink() and module_name(entry.name).isidentifier()
+            ]
             shown = {module_name(name) for name in links if packages is None or name in packages}
             self._paths[key] = {
                 "read": readable(self.lib, cuda=cuda, packages=packages),
