@@ -55,9 +55,9 @@ def with_import(line: str) -> str:
     return REFERENCE.read_text().replace("import math\n", f"import math\n{line}\n", 1)
 
 
-def probe(tmp_path: Path, zygote: Zygote, imports) -> tuple[dict[str, bool], bool]:
-    """What the probe could import in a sandbox given ``imports``, and whether it could read matplotlib's files where
-    Landlock holds (True where it does not: nothing to see)."""
+def probe(tmp_path: Path, zygote: Zygote, imports) -> tuple[dict[str, bool], bool, bool]:
+    """What the probe could import in a sandbox given ``imports``, whether it could read matplotlib's files, and
+    whether Landlock held there."""
     import matplotlib
 
     path = tmp_path / "attention.py"
@@ -67,7 +67,7 @@ def probe(tmp_path: Path, zygote: Zygote, imports) -> tuple[dict[str, bool], boo
         found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=30).value.tolist()
         readable = box.call("scale_scores", (torch.zeros(1), 4), timeout=30).value.item()
         landlock = not box.confinement.get("landlock", "missing").startswith("missing")
-    return dict(zip(TRIED, found)), bool(readable) or not landlock
+    return dict(zip(TRIED, found)), bool(readable), landlock
 
 
 @pytest.mark.timeout(300)
@@ -76,12 +76,12 @@ def test_the_sandbox_lets_a_submission_import_what_the_settings_allow(tmp_path):
     statement or by importlib, and matplotlib's files cannot be read; torch's own dependencies stay (sympy).
     Listed, matplotlib imports; without a list (the reference's sandbox) everything installed does."""
     with Zygote() as zygote:
-        default, hidden_files = probe(tmp_path, zygote, ["torch", "numpy"])
+        default, read, landlock = probe(tmp_path, zygote, ["torch", "numpy"])
         assert default == dict(zip(TRIED, (True, True, False, False, False, True)))
-        assert not hidden_files  # where Landlock holds (here), matplotlib's files cannot even be read
-        listed, read = probe(tmp_path, zygote, ["torch", "numpy", "matplotlib"])
+        assert not (read and landlock)  # where Landlock holds, matplotlib's files cannot even be read
+        listed, read, _ = probe(tmp_path, zygote, ["torch", "numpy", "matplotlib"])
         assert listed == dict(zip(TRIED, (True, True, True, False, True, True))) and read
-        unlisted, _ = probe(tmp_path, zygote, None)
+        unlisted, _, _ = probe(tmp_path, zygote, None)
         assert all(unlisted.values()), unlisted
 
 
