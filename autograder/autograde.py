@@ -15,6 +15,7 @@ package, the reference or the answers (docs/security.md, "The nbgrader path").
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import nbformat
@@ -23,7 +24,7 @@ from traitlets import Bool, Unicode
 
 from autograder.cell_feedback import failure_output, note_output
 from autograder.checks.catalogue import catalogue
-from autograder.config import load_settings
+from autograder.config import ConfigError, Settings, load_settings
 from autograder.release.quiz import BY_NAME, verdict
 
 NOT_RUN_HERE = (
@@ -40,7 +41,9 @@ class GradeNotebook(NbGraderPreprocessor):
     """Fills in every test cell's output from a grading outside the student's reach (see the module's docstring)."""
 
     settings_file = Unicode(
-        "", help="Grading settings, as sdpa-grade --config FILE (empty: SDPA_GRADE_CONFIG, then the defaults)"
+        "",
+        help="Grading settings, the file sdpa-grade --config FILE takes (relative to the folder nbgrader runs in;"
+        " empty: SDPA_GRADE_CONFIG, then the defaults). The notebook's hidden cells must be worth the points it gives",
     ).tag(config=True)
     require_sandbox = Bool(
         False,
@@ -54,7 +57,19 @@ class GradeNotebook(NbGraderPreprocessor):
             name = _check_of(cell)
             if name and name not in checks and name not in BY_NAME:
                 raise GraderFailed(f"the hidden cell check_{name} names no check of this grader")
-        verdicts = self.code_verdicts(nb)
+        settings = self.settings()
+        mismatched = points_mismatch(tests, settings.points)
+        if mismatched:  # nbgrader scores a cell by its own points (the gradebook's): they must be the settings'
+            raise GraderFailed(
+                f"the notebook's points are not those of the grading settings ({settings.source}): "
+                + "; ".join(
+                    f"check_{name} is worth {cell:g} in the notebook, {given:g} in [points] {name}"
+                    for name, cell, given in mismatched
+                )
+                + ". Give the source notebook's hidden cells the settings' points and run nbgrader generate_assignment"
+                " --force, or change the settings (docs/instructor.md)"
+            )
+        verdicts = self.code_verdicts(nb, settings)
         for cell in tests:
             name = _check_of(cell)
             if name in BY_NAME:
@@ -69,14 +84,20 @@ class GradeNotebook(NbGraderPreprocessor):
             cell.outputs = [failure_output(name, message)] if message else []
         return nb, resources
 
-    def code_verdicts(self, nb: nbformat.NotebookNode) -> dict:
+    def settings(self) -> Settings:
+        """The grading settings: ``settings_file`` (as ``sdpa-grade --config``), else SDPA_GRADE_CONFIG, else the
+        defaults; a bad file is the grader's failure, naming it."""
+        try:
+            settings = load_settings(self.settings_file or None)
+        except ConfigError as error:
+            raise GraderFailed(f"c.GradeNotebook.settings_file: {error}") from None
+        return settings.replace("limits", require_sandbox=True) if self.require_sandbox else settings
+
+    def code_verdicts(self, nb: nbformat.NotebookNode, settings: Settings) -> dict:
         """check -> None when it earned all its points, else its scored check (worded by failure_output); graded as
-        ``sdpa-grade NOTEBOOK`` grades."""
+        ``sdpa-grade --config FILE NOTEBOOK`` grades."""
         from autograder.grade import grade  # torch and pytest: imported only when a notebook is graded
 
-        settings = load_settings(self.settings_file or None)
-        if self.require_sandbox:
-            settings = settings.replace("limits", require_sandbox=True)
         with tempfile.TemporaryDirectory(prefix="sdpa-notebook-") as folder:
             path = Path(folder) / "submission.ipynb"
             nbformat.write(nb, path)
@@ -87,6 +108,19 @@ class GradeNotebook(NbGraderPreprocessor):
         if grading.grader_error:
             raise GraderFailed(f"the grader failed on this notebook:\n{grading.grader_error}")
         return {item.outcome.check: None if item.score == item.max_score else item for item in grading.scored}
+
+
+def points_mismatch(tests: list[nbformat.NotebookNode], points: Mapping[str, float]) -> list[tuple[str, float, float]]:
+    """(check, the cell's points, the settings') for each hidden cell of a check whose points the settings set
+    otherwise."""
+    found = []
+    for cell in tests:
+        name = _check_of(cell)
+        if name in points:
+            worth = cell.metadata.get("nbgrader", {}).get("points", 0)
+            if float(worth) != float(points[name]):
+                found.append((name, float(worth), float(points[name])))
+    return found
 
 
 def _check_of(cell: nbformat.NotebookNode) -> str:

@@ -36,10 +36,18 @@ class ConfigError(ValueError):
     """A setting that cannot be used, with the place it came from."""
 
 
-def setting(help: str, *, zero: bool = False, minimum: float | None = None, choices: tuple[str, ...] = ()):
+def setting(
+    help: str,
+    *,
+    zero: bool = False,
+    minimum: float | None = None,
+    choices: tuple[str, ...] = (),
+    needs: tuple[str, ...] = (),
+):
     """A key's declaration: what it means, whether 0 means something (no time or memory does not; no retry
-    does), the least value that can work, and, for a word, the words allowed. Its type is the field's."""
-    return field(metadata={"help": help, "zero": zero, "minimum": minimum, "choices": choices})
+    does), the least value that can work, for a word the words allowed, and for a list of names the names it
+    must hold. Its type is the field's."""
+    return field(metadata={"help": help, "zero": zero, "minimum": minimum, "choices": choices, "needs": needs})
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,18 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Imports:
+    """[imports]: what a submission may import besides Python's standard library (docs/instructor.md).
+
+    The sandbox side reads it as plain values, as it reads [limits]: the worker refuses any other import made by the
+    submission's code, and the sandbox lets it read only these packages and what they need (docs/security.md)."""
+
+    allowed: tuple[str, ...] = setting(
+        "top-level modules a submission may import besides the standard library (torch among them)", needs=("torch",)
+    )
+
+
+@dataclass(frozen=True)
 class Gradescope:
     """[gradescope]: what the Gradescope bundle's results.json shows students."""
 
@@ -126,7 +146,9 @@ class Gradescope:
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
 # extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names
 # (each check declares itself; the plugin refuses a check without points), each a non-negative number.
-SECTIONS: dict[str, type] = {"tolerance": Tolerance, "timing": Timing, "limits": Limits, "gradescope": Gradescope}
+SECTIONS: dict[str, type] = {
+    "tolerance": Tolerance, "timing": Timing, "limits": Limits, "imports": Imports, "gradescope": Gradescope,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -137,6 +159,7 @@ class Settings:
     tolerance: Tolerance
     timing: Timing
     limits: Limits
+    imports: Imports
     gradescope: Gradescope
     source: str = "defaults"
     deadline: Deadline = Deadline()
@@ -176,6 +199,15 @@ def _check(section: type, key: str, value, label: str) -> None:
         if value not in rule["choices"]:
             raise ConfigError(f"{label}: expected one of {', '.join(rule['choices'])}")
         return
+    if kind == tuple[str, ...]:
+        if not isinstance(value, (list, tuple)) or not all(
+            isinstance(name, str) and name.isidentifier() for name in value
+        ):
+            raise ConfigError(f'{label}: expected a list of top-level module names, such as ["torch", "numpy"]')
+        missing = [name for name in rule["needs"] if name not in value]
+        if missing:
+            raise ConfigError(f"{label}: must include {', '.join(missing)}")
+        return
     _check_number(value, label, whole=kind is int, zero=rule["zero"], minimum=rule["minimum"])
 
 
@@ -214,13 +246,19 @@ def _build(values: dict, source: str) -> Settings:
     """The typed settings from checked values (a float setting given as 7 becomes 7.0)."""
     sections = {}
     for name, section in SECTIONS.items():
-        table = {
-            key: float(values[name][key]) if kind is float else values[name][key]
-            for key, (kind, _) in _declared(section).items()
-        }
+        table = {key: _typed(kind, values[name][key]) for key, (kind, _) in _declared(section).items()}
         sections[name] = section(**table)
     deadline = parse_deadline(values["deadline"], source)
     return Settings(MappingProxyType(dict(values["points"])), **sections, source=source, deadline=deadline)
+
+
+def _typed(kind: type, value):
+    """A checked value as its declared type: a float setting given as 7 is 7.0, a list of names a tuple."""
+    if kind is float:
+        return float(value)
+    if kind == tuple[str, ...]:
+        return tuple(value)
+    return value
 
 
 def load_settings(path: str | Path | None = None, environ: dict | None = None) -> Settings:

@@ -137,6 +137,7 @@ def run_checks(grading: Grading) -> Grading:
     """Run the hidden checks against the submission's sandbox (and the reference's, started when a check needs
     it). This stage owns them and the zygote they fork from: each is closed once, by the ``with`` block."""
     limits = dataclasses.asdict(grading.settings.limits)
+    imports = list(grading.settings.imports.allowed)  # plain names, as the limits cross
     with contextlib.ExitStack() as owned:
         if grading.ungradable:
             student: Runner = Unreadable(grading.ungradable)
@@ -144,7 +145,9 @@ def run_checks(grading: Grading) -> Grading:
         else:
             # the worker starts importing torch now, while pytest starts and collects the checks
             zygote = grading.zygote or owned.enter_context(Zygote())
-            student = owned.enter_context(Sandbox(grading.source, limits, zygote=zygote, device=grading.device))
+            student = owned.enter_context(
+                Sandbox(grading.source, limits, zygote=zygote, device=grading.device, imports=imports)
+            )
 
         def connect() -> Runner:
             student.load()
@@ -152,11 +155,12 @@ def run_checks(grading: Grading) -> Grading:
 
         def connect_reference() -> Runner:
             """The reference's source, loaded in a sandbox like the student's, forked from the same zygote (torch is
-            imported once), timed the same way and never seen by the student's. Only the student's sandbox has
-            fused attention blocked: the reference's is trusted code. Closed before the student's (last in, first out).
+            imported once), timed the same way (under the same import rule) and never seen by the student's. Only the
+            student's sandbox has fused attention blocked: the reference's is trusted code. Closed before the
+            student's (last in, first out).
             """
             reference = owned.enter_context(
-                Sandbox(REFERENCE, limits, zygote=zygote, device=grading.device, block_fused=False)
+                Sandbox(REFERENCE, limits, zygote=zygote, device=grading.device, block_fused=False, imports=imports)
             )
             reference.load()
             return reference

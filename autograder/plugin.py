@@ -78,7 +78,9 @@ class GradingPlugin:
         self._pictured: set[str] = set()  # student functions already pictured in this run: one picture each
         # the reference solution, run as the student's code is (a second sandbox): the timing checks' yardstick
         self._connect_reference = connect_reference
-        self._reference_runner: Runner | None = None
+        self._student: Student | None = None
+        self._connect_failed: Exception | None = None
+        self._reference: Reference | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line(
@@ -135,21 +137,31 @@ class GradingPlugin:
             self._pictured.add(function)
         return shown
 
-    @pytest.fixture(scope="session")
+    # The proxies are made once per grading and kept here: the fixtures that hand them out are per check, since
+    # pytest deprecates session-scoped fixtures defined as instance methods (PytestRemovedIn10Warning).
+    @pytest.fixture
     def student(self) -> Student:
-        if self._runner is None:
-            self._runner = self._connect()
-        return Student(self._runner, self._settings.limits.call_timeout)
+        """The one proxy to the student's code, for the whole grading (the ops it saw are the integrity check's)."""
+        if self._student is None:
+            if self._connect_failed is not None:  # once, as a session-scoped fixture would: every check fails alike
+                raise self._connect_failed
+            try:
+                self._runner = self._connect()
+            except Exception as error:
+                self._connect_failed = error
+                raise
+            self._student = Student(self._runner, self._settings.limits.call_timeout)
+        return self._student
 
-    @pytest.fixture(scope="session")
+    @pytest.fixture
     def reference(self) -> Reference:
         """The reference solution behind the same proxy, in a runner of the same kind as the student's,
         started on first use (a check that fails or skips before timing anything starts none)."""
-        if self._reference_runner is None:
+        if self._reference is None:
             if self._connect_reference is None:
                 raise RuntimeError("this grading has no runner for the reference (connect_reference)")
-            self._reference_runner = _Deferred(self._connect_reference)
-        return Reference(self._reference_runner, self._settings.limits.call_timeout)
+            self._reference = Reference(_Deferred(self._connect_reference), self._settings.limits.call_timeout)
+        return self._reference
 
     @pytest.fixture
     def loaded(self, student: Student, request: pytest.FixtureRequest) -> Student:
@@ -160,7 +172,10 @@ class GradingPlugin:
                 self._load_failure_shown_in = check_id(request.node)
                 if reply.error == "not graded":  # nothing was read: the reason is already the student's sentence
                     raise StudentFault(f"not graded: {reply.message}")
-                raise StudentFault(explain(reply.error, reply.message, self._runner.source, self._shown))
+                allowed = self._settings.imports.allowed
+                raise StudentFault(
+                    explain(reply.error, reply.message, self._runner.source, self._shown, allowed=allowed)
+                )
             # the reason once, in the first check; every other check points there
             what = "not graded" if reply.error == "not graded" else f"{self._shown} could not be loaded"
             raise StudentFault(f"not run: {what} (the reason is under {self._load_failure_shown_in})")

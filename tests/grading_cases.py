@@ -18,7 +18,13 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "reference": (set(), {}),
     # broken or hostile from the first line: nothing can be earned
     "syntax_error": ({"*"}, {"scores_shape": "could not be loaded: SyntaxError"}),
-    "import_error": ({"*"}, {"scores_shape": "imports numpy_but_misspelled; only Python's standard library and torch"}),
+    "import_error": (
+        {"*"},
+        {
+            "scores_shape": "imports numpy_but_misspelled; a submission may import only Python's standard library,"
+            " torch and numpy"
+        },
+    ),
     # what is not allowed while grading, in the student's words, with their line (and no path of the grader's)
     "run_program_at_import": (
         {"*"},

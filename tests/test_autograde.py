@@ -10,7 +10,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.autograde import GradeNotebook, GraderFailed
+from autograder.autograde import GradeNotebook, GraderFailed, points_mismatch
 from autograder.release.quiz import BY_NAME, QUESTIONS, answer_in, verdict
 from tests.helpers import ROOT
 
@@ -108,3 +108,23 @@ def test_question_names_are_known():
     assert set(BY_NAME) == {q.name for q in QUESTIONS}
     assert {c["metadata"]["nbgrader"]["grade_id"] for c in _cells("check_q_")} == {f"check_{q.name}" for q in QUESTIONS}
     assert nbformat.validate(nbformat.read(NOTEBOOK, as_version=4)) is None
+
+
+def test_points_the_settings_give_otherwise_stop_the_notebook_before_grading(tmp_path):
+    """settings_file gives scale_values 5 points, the notebook's cell (the gradebook's) 2: nbgrader would score the
+    cell's 2 while sdpa-grade --config scores 5, so the notebook's autograde stops, naming the cell, both values and
+    the file, before any grading; with the settings' points in the cell, the check passes on to grading."""
+    course = tmp_path / "course.toml"
+    course.write_text("[points]\nscale_values = 5\n")
+    cell = next(
+        c
+        for c in nbformat.read(NOTEBOOK, as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "check_scale_values"
+    )
+    with pytest.raises(GraderFailed) as refused:
+        GradeNotebook(settings_file=str(course)).preprocess(new_notebook(cells=[cell]), {})
+    assert f"grading settings ({course} (--config))" in str(refused.value)
+    assert "check_scale_values is worth 2 in the notebook, 5 in [points] scale_values" in str(refused.value)
+    cell.metadata["nbgrader"]["points"] = 5
+    assert GradeNotebook(settings_file=str(course)).settings().points["scale_values"] == 5
+    assert points_mismatch([cell], GradeNotebook(settings_file=str(course)).settings().points) == []

@@ -229,7 +229,10 @@ def test_load_failure_of_a_notebook_names_the_notebook(tmp_path):
     [
         ("run_program_at_import", "runs a program, which is not allowed while grading"),
         ("write_outside_at_import", "uses a file outside its own folder, which is not allowed while grading"),
-        ("import_error", "imports numpy_but_misspelled; only Python's standard library and torch"),
+        (
+            "import_error",
+            "imports numpy_but_misspelled; a submission may import only Python's standard library, torch and numpy",
+        ),
     ],
 )
 def test_load_failure_says_what_is_not_allowed_with_the_students_line(tmp_path, name, sentence):

@@ -107,16 +107,18 @@ def gradescope(bundle, tmp_path_factory):
     return root, result
 
 
-def run_autograder(root: Path, name: str, metadata: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
-    """Put ``name`` in /autograder/submission (and ``metadata`` in submission_metadata.json), run run_autograder,
-    return its run and results.json."""
+def run_autograder(
+    root: Path, name: str, text: str | None = None, metadata: dict | None = None
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """Put ``name`` (or ``text``) in /autograder/submission (and ``metadata`` in submission_metadata.json), run
+    run_autograder, return its run and results.json."""
     for folder in ("submission", "results"):
         shutil.rmtree(root / folder, ignore_errors=True)
     (root / "submission_metadata.json").unlink(missing_ok=True)
     if metadata is not None:
         (root / "submission_metadata.json").write_text(json.dumps(metadata))
     (root / "submission").mkdir()
-    (root / "submission" / "attention.py").write_text(submission_text(name))
+    (root / "submission" / "attention.py").write_text(submission_text(name) if text is None else text)
     result = run(
         [shutil.which("bash"), str(root / "source" / "run_autograder")],
         cwd=root / "source",
@@ -192,7 +194,7 @@ def test_a_submission_two_days_late_loses_its_penalty(gradescope):
         "assignment": {"due_date": "2026-12-01T23:00:00.000000-08:00", "late_due_date": None, "title": "SDPA"},
         "users": [{"email": "student@example.com", "id": 1234, "name": "Student User"}],
     }
-    result, results = run_autograder(gradescope[0], "correct", metadata)
+    result, results = run_autograder(gradescope[0], "correct", metadata=metadata)
     assert result.returncode == 0, result.stdout + result.stderr
     raw = sum(test["score"] for test in results["tests"])
     late = results["extra_data"]["late"]
@@ -207,6 +209,28 @@ def test_hostile_submission_cannot_forge_its_results(gradescope, name):
     assert result.returncode == 0, result.stderr
     assert results["score"] == sum(test["score"] for test in results["tests"]) < 57
     assert "grader_error" not in results
+
+
+def test_an_import_outside_the_list_is_graded_alike_here_and_on_gradescope(gradescope, tmp_path):
+    """A correct file with matplotlib imported at the top: the bundle (whose venv has no matplotlib) and sdpa-grade in
+    this venv (which has it, for the pictures) give the same score and the same reason, the line and the list. It once
+    scored full marks here and 0 there."""
+    root, _ = gradescope
+    text = REFERENCE.read_text().replace("import math\n", "import math\nimport matplotlib.pyplot as plt\n", 1)
+    result, there = run_autograder(root, "", text)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (tmp_path / "attention.py").write_text(text)
+    config = root / "source" / "config.toml"  # the bundle's settings, the same for both
+    local = run([str(BIN / "sdpa-grade"), "attention.py", "--json", "here.json", "--config", str(config)], cwd=tmp_path)
+    assert local.returncode == 0, local.stdout + local.stderr
+    here = json.loads((tmp_path / "here.json").read_text())
+    assert run([str(BIN / "python"), "-c", "import matplotlib"]).returncode == 0  # installed here, not there
+    assert (here["score"], here["max_score"]) == (there["score"], there["max_score"]) == (0, there["max_score"])
+    assert here["tests"][0]["output"] == there["tests"][0]["output"]
+    assert (
+        "line 18 (`import matplotlib.pyplot as plt`) imports matplotlib.pyplot; a submission may import only"
+        in (there["tests"][0]["output"])
+    )
 
 
 def test_plain_wheel_install_grades_outside_the_repository(wheel, tmp_path):

@@ -12,6 +12,7 @@ import shutil
 import nbformat
 import pytest
 
+from autograder.config import load_settings
 from autograder.release.quiz import QUESTIONS
 from autograder.release.template import solution_lines
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
@@ -250,3 +251,66 @@ def test_nbgrader_logs_hold_no_false_alarms(course):
     for step, log in course["logs"].items():
         assert "not recognized" not in log and "in config, not" not in log, f"{step}:\n{log[-3000:]}"
     assert "Attribute 'checksum'" not in course["logs"]["autograde"], course["logs"]["autograde"][-3000:]
+
+
+def _course_with_settings(base, points: float):
+    """The course, its nbgrader_config.py naming course.toml (scale_values 5 points) as GradeNotebook's settings_file,
+    its source notebook's check_scale_values cell worth ``points``; the assignment generated; bob's notebook (scores
+    divided by d_k) in submitted/, as collect leaves it."""
+    course = base / "course"
+    shutil.copytree(
+        ROOT / "assignments",
+        course,
+        ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
+    )
+    (course / "course.toml").write_text("[points]\nscale_values = 5\n")
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write('\nc.GradeNotebook.settings_file = "course.toml"\n')
+    path = course / "source" / "sdpa" / "sdpa.ipynb"
+    source = nbformat.read(path, as_version=4)
+    cell = next(c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "check_scale_values")
+    cell.metadata["nbgrader"]["points"] = points
+    nbformat.write(source, path)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
+    release = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
+    bob = {"scale_scores": "import math\n\n\ndef scale_scores(scores, d_k):\n    return scores / d_k\n"}
+    submitted = course / "submitted" / "bob" / "sdpa" / "sdpa.ipynb"
+    submitted.parent.mkdir(parents=True)
+    nbformat.write(answered(release, source, bob), submitted)
+    return course, env, submitted
+
+
+@pytest.mark.timeout(1500)
+def test_nbgrader_grades_with_the_courses_settings_file(tmp_path):
+    """c.GradeNotebook.settings_file = "course.toml" gives scale_values 5 points. With the notebook's cell still worth
+    2, autograde refuses the notebook, naming the cell and both values (once it gave 65/65, the defaults, silently).
+    With the cell worth 5, nbgrader's export gives bob what `sdpa-grade --config course.toml` gives him, plus the
+    knowledge check, out of the same maximum plus the knowledge check."""
+    course, env, _ = _course_with_settings(tmp_path / "stale", 2)
+    refused = run([str(BIN / "nbgrader"), "autograde", "sdpa", "--force"], cwd=course, env=env, timeout=900)
+    said = refused.stdout + refused.stderr
+    assert "check_scale_values is worth 2 in the notebook, 5 in [points] scale_values" in said, said[-3000:]
+    assert "course.toml (--config)" in said
+    course, env, submitted = _course_with_settings(tmp_path / "matched", 5)
+    nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
+    nbgrader("export", cwd=course, env=env)
+    exported = _scores({"course": course})["bob"]
+    result = run(
+        [
+            str(BIN / "sdpa-grade"),
+            str(submitted),
+            "--config",
+            str(course / "course.toml"),
+            "--json",
+            str(tmp_path / "bob.json"),
+        ],
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    graded = json.loads((tmp_path / "bob.json").read_text())
+    quiz = len(QUESTIONS)  # one point each; bob answers every question right
+    settings = load_settings(course / "course.toml", environ={})
+    assert graded["max_score"] == sum(v for k, v in settings.points.items() if k != "timing_gpu")  # no GPU here
+    assert exported == (graded["score"] + quiz, graded["max_score"] + quiz)
+    assert next(t for t in graded["tests"] if t["name"].endswith("scale_values"))["score"] == 0

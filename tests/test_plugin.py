@@ -20,14 +20,15 @@ FACTS = 'function="attention_scores", category="shape", exercises=("mask",), pic
 _names = itertools.count()
 
 
-def collect(tmp_path: Path, source: str) -> tuple[int, str, GradingPlugin]:
-    """Run one hidden-check file (a real pytest run, with the grading plugin): its exit code, output and plugin."""
+def collect(tmp_path: Path, source: str, ini: str = "[pytest]\n", **runners) -> tuple[int, str, GradingPlugin]:
+    """Run one hidden-check file (a real pytest run, with the grading plugin): its exit code, output and plugin.
+    ``runners``: the plugin's ``connect`` and ``connect_reference``, where the checks use them."""
     folder = tmp_path / "checks"
     folder.mkdir()
-    (folder / "pytest.ini").write_text("[pytest]\n")
+    (folder / "pytest.ini").write_text(ini)
     # a fresh module name per file: pytest imports each check file as a top-level module
     (folder / f"test_checks_{next(_names)}.py").write_text(source)
-    plugin = GradingPlugin(lambda: None, load_settings(None), 0, "cpu")
+    plugin = GradingPlugin(runners.pop("connect", lambda: None), load_settings(None), 0, "cpu", **runners)
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         code = pytest.main(
@@ -125,3 +126,26 @@ def test_the_student_functions_come_from_the_reference():
     assert FUNCTIONS[0] == "attention_scores" and FUNCTIONS[-1] == "dot_product_variance"
     assert all(callable(getattr(ref, name)) for name in FUNCTIONS)
     assert tuple(RETURNS) == FUNCTIONS
+
+
+def test_the_proxies_are_made_once_and_raise_no_pytest_deprecation(tmp_path):
+    """Under the checks' own pytest.ini (where a pytest deprecation is an error), three checks get one student proxy
+    and one reference proxy, the student's runner connected once and the reference's never (first use starts it); no
+    PytestRemovedIn10Warning (session-scoped fixtures defined as instance methods, as the plugin's once were)."""
+    connected = []
+    source = "import pytest\n\nseen = set()\n" + "".join(
+        f"\n\n@pytest.mark.check({FACTS})\ndef test_{name}(student, reference):\n"
+        "    seen.add((id(student), id(reference)))\n    assert len(seen) == 1\n"
+        for name in ("scores_shape", "scores_values", "scale_values")
+    )
+    code, output, plugin = collect(
+        tmp_path,
+        source,
+        (Path(__file__).parents[1] / "autograder" / "checks" / "pytest.ini").read_text(),
+        connect=lambda: connected.append("student") or object(),
+        connect_reference=lambda: connected.append("reference") or object(),
+    )
+    assert code == pytest.ExitCode.OK, output
+    assert "PytestRemoved" not in output and "Deprecat" not in output, output
+    assert [o.status for o in plugin.outcomes.values()] == ["passed"] * 3
+    assert connected == ["student"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.checks.integrity import GRADER_MODULES
@@ -29,14 +30,19 @@ RUN_ONLY_DEFINITIONS = (
     "grading imports your file to call its functions: move that line into a function, or under"
     ' `if __name__ == "__main__":`, so that it does not run on import'
 )
-# what a submission may import while it is graded
-AVAILABLE = "only Python's standard library and torch (with numpy) are installed where submissions are graded"
 # the grader's own places, scrubbed from any message shown to a student
 _GRADER_PLACES = sorted({sys.prefix, sys.base_prefix, str(Path(__file__).resolve().parents[2])}, key=len, reverse=True)
 
 
-def explain(error: str, message: str, source: str, shown: str = "attention.py") -> str:
-    """One sentence: ``shown`` could not be loaded, and why, with the student's line where there is one."""
+def may_import(allowed: Sequence[str]) -> str:
+    """What a submission may import, in words: the settings' [imports] allowed, after the standard library."""
+    names = ["Python's standard library", *allowed]
+    return f"a submission may import only {', '.join(names[:-1])} and {names[-1]}"
+
+
+def explain(error: str, message: str, source: str, shown: str = "attention.py", *, allowed: Sequence[str]) -> str:
+    """One sentence: ``shown`` could not be loaded, and why, with the student's line where there is one. ``allowed``:
+    the settings' [imports] allowed, named when the line imports something else."""
     number = _LINE.search(message)
     lines = source.splitlines()
     text = lines[int(number.group(1)) - 1].strip() if number and 0 < int(number.group(1)) <= len(lines) else ""
@@ -49,9 +55,11 @@ def explain(error: str, message: str, source: str, shown: str = "attention.py") 
                 f"{shown} could not be loaded: {where} imports {name}, the grader's own code, which a submission"
                 " may not import while grading"
             )
+        if name.split(".")[0] in (*allowed, *sys.stdlib_module_names):
+            return f"{shown} could not be loaded: {where} imports {name}, which does not exist: check its name"
         return (
-            f"{shown} could not be loaded: {where} imports {name}; {AVAILABLE}, and only attention.py is graded:"
-            " remove that import"
+            f"{shown} could not be loaded: {where} imports {name}; {may_import(allowed)} (the course's settings,"
+            " [imports] allowed), and only attention.py is graded: remove that import"
         )
     if _REFUSED.search(message) or error == "PermissionError":
         if _RUNS.search(text):

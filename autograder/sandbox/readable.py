@@ -6,8 +6,11 @@ finder, nor site-packages as a folder (only the packages the worker's library fo
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 import sys
 import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
 
 _SYSTEM = ("/usr/lib", "/lib", "/lib64", "/usr/lib64", "/etc/ld.so.cache", "/dev/urandom", "/dev/zero", "/dev/null")
@@ -25,10 +28,65 @@ _CUDA = (
 )
 
 
-def readable(lib: Path, *, cuda: bool = False) -> list[str]:
-    """Paths the worker is allowed to read, given its library folder (links to site-packages' entries)."""
+class NotInstalled(RuntimeError):
+    """A module the settings allow a submission to import is not installed here: the grader's failure (grading here
+    would differ from grading where it is installed)."""
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def module_name(entry: str) -> str:
+    """The top-level module a site-packages entry provides ("pylab.py", "_cffi_backend.cpython-311-....so": the part
+    before the first dot); a distribution's metadata folder gives a name no import can ask for."""
+    return entry.split(".")[0]
+
+
+def exposed(site: Path, allowed: Iterable[str]) -> set[str]:
+    """The entries of ``site`` (site-packages) that belong to the distributions providing the ``allowed`` modules
+    (torch always: the worker runs on it) and to everything those require, extras left out.
+
+    Raises NotInstalled for an allowed module that neither the standard library nor ``site`` holds."""
+    owners: dict[str, set[str]] = {}  # a distribution -> its entries in site-packages
+    requires: dict[str, set[str]] = {}
+    for dist in importlib.metadata.distributions(path=[str(site)]):
+        name = _canonical(dist.metadata["Name"] or "")
+        tops = {file.parts[0] for file in dist.files or () if file.parts and file.parts[0] not in ("..", "__pycache__")}
+        owners.setdefault(name, set()).update(tops)
+        for requirement in dist.requires or ():
+            needed, _, marker = requirement.partition(";")
+            found = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", needed.strip())
+            if found and "extra" not in marker:
+                requires.setdefault(name, set()).add(_canonical(found.group()))
+    entries = {entry.name for entry in site.iterdir()}
+    provided = {module_name(entry) for entry in entries} | sys.stdlib_module_names
+    wanted = {"torch", *allowed}
+    missing = sorted(wanted - provided)
+    if missing:
+        raise NotInstalled(
+            f"[imports] allowed names {', '.join(missing)}, which is not installed here: install it, or take it out"
+            " of the list (a submission graded here would score otherwise where it is installed)"
+        )
+    todo = [dist for dist, tops in owners.items() if any(module_name(top) in wanted for top in tops)]
+    seen: set[str] = set()
+    while todo:
+        dist = todo.pop()
+        if dist not in seen:
+            seen.add(dist)
+            todo += [needed for needed in requires.get(dist, ()) if needed in owners]
+    return {top for dist in seen for top in owners[dist]} & entries
+
+
+def readable(lib: Path, *, cuda: bool = False, packages: set[str] | None = None) -> list[str]:
+    """Paths the worker is allowed to read, given its library folder (links to site-packages' entries): of those links,
+    only the ones named in ``packages`` where it is given (``exposed``)."""
     paths = [str(lib)]
-    paths += [str(link.resolve()) for link in lib.iterdir() if link.is_symlink()]
+    paths += [
+        str(link.resolve())
+        for link in lib.iterdir()
+        if link.is_symlink() and (packages is None or link.name in packages)
+    ]
     site = Path(sysconfig.get_paths()["purelib"]).resolve()
     for stdlib in {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib")}:
         if stdlib not in site.parents:  # a virtual environment: this project is not installed under the stdlib

@@ -19,7 +19,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -30,7 +30,7 @@ from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
 from autograder.sandbox.protocol import Reply, Runner, reply_from
-from autograder.sandbox.readable import readable, writable
+from autograder.sandbox.readable import exposed, module_name, readable, writable
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 
 # seconds the zygote may take to import torch, and to fork a child: the grader's own work, never the student's time
@@ -124,13 +124,30 @@ class Zygote:
         )
         theirs.close()
         self._ready = False
-        self._paths: dict[bool, dict[str, list[str]]] = {}
+        self._paths: dict[tuple, dict[str, list[str]]] = {}
 
-    def paths(self, cuda: bool) -> dict[str, list[str]]:
-        """What its children may read and write (readable.py), worked out once per zygote."""
-        if cuda not in self._paths:
-            self._paths[cuda] = {"read": readable(self.lib, cuda=cuda), "write": writable(cuda=cuda)}
-        return self._paths[cuda]
+    def paths(self, cuda: bool, imports: Sequence[str] | None = None) -> dict[str, list[str]]:
+        """What its children may read and write (readable.py), and the modules of the library folder: ``hidden`` from
+        them (those outside ``imports``, the modules a submission may import, and what they need; none where ``imports``
+        is None), and ``packages``, the others, whose own imports are theirs; worked out once per zygote and list."""
+        key = (cuda, None if imports is None else tuple(imports))
+        if key not in self._paths:
+            packages = None
+            if imports is not None:
+                packages = exposed(Path(sysconfig.get_paths()["purelib"]), imports)
+            links = [
+                entry.name
+                for entry in self.lib.iterdir()
+                if entry.is_symlink() and module_name(entry.name).isidentifier()
+            ]
+            shown = {module_name(name) for name in links if packages is None or name in packages}
+            self._paths[key] = {
+                "read": readable(self.lib, cuda=cuda, packages=packages),
+                "write": writable(cuda=cuda),
+                "hidden": sorted({module_name(name) for name in links} - shown),
+                "packages": sorted(shown),
+            }
+        return self._paths[key]
 
     def wait_ready(self) -> None:
         """Wait until the zygote has imported torch (the grader gets ready meanwhile)."""
@@ -178,13 +195,17 @@ class Sandbox(Runner):
         zygote: Zygote | None = None,
         device: str = "cpu",
         block_fused: bool = True,
+        imports: Sequence[str] | None = None,
     ) -> None:
         """A sandbox for ``submission`` (its worker starts on ``__enter__``; ``load()`` when needed), forked from
         ``zygote`` (a batch's, or the grading's); without one, the sandbox starts and closes a zygote of its own.
 
         ``limits`` is the settings' [limits] as plain values (``dataclasses.asdict(settings.limits)``, declared in
-        autograder/config.py): the sandbox imports nothing of the grader's."""
+        autograder/config.py): the sandbox imports nothing of the grader's. ``imports``, the settings' [imports]
+        allowed (plain names), is what the submission's code may import besides the standard library (the worker
+        refuses the rest, and the sandbox cannot read it); None: whatever the library folder holds (the reference)."""
         self.submission = submission
+        self.imports = None if imports is None else list(imports)
         self.block_fused = block_fused  # fused attention unreachable in the worker (worker._block_fused)
         self.require_sandbox = bool(limits["require_sandbox"])
         self.confinement: dict[str, str] = {}
@@ -425,10 +446,9 @@ class Sandbox(Runner):
     def _spawn(self) -> None:
         self._zygote.wait_ready()
         ours, theirs = socket.socketpair()
-        paths = {**self._zygote.paths(bool(self.limits["cuda"])), "cgroups": self.cgroups.procs}
-        spec = json.dumps(
-            {"scratch": str(self.scratch), "limits": self.limits, "block_fused": self.block_fused, **paths}
-        ).encode()
+        paths = {**self._zygote.paths(bool(self.limits["cuda"]), self.imports), "cgroups": self.cgroups.procs}
+        spec = {"scratch": str(self.scratch), "limits": self.limits, "block_fused": self.block_fused, **paths}
+        spec = json.dumps({**spec, "imports": self.imports}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()
         self._client.settimeout(START_TIMEOUT)

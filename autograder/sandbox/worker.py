@@ -162,6 +162,42 @@ def _block_fused() -> None:
 _BLOCKS: list = []
 
 
+class _Hidden:
+    """A finder, first on ``sys.meta_path``: the library folder's modules outside what the submission may import and
+    what those need are not installed, for whoever asks (the sandbox cannot read them either: readable.py)."""
+
+    def __init__(self, hidden: frozenset[str]) -> None:
+        self.hidden = hidden
+
+    def find_spec(self, name: str, path=None, target=None):
+        if path is None and name in self.hidden:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+def _allow_imports(allowed: list[str], hidden: list[str], packages: list[str]) -> None:
+    """Before the submission loads: an import statement in the submission's code (code whose module is neither the
+    standard library's nor one of the library folder's ``packages``) of a module outside the standard library and
+    ``allowed`` fails as the import of a missing module does (``ModuleNotFoundError``, which ``try: ... except
+    ImportError`` catches), on every path alike, whatever the grading machine has installed. The packages' own imports
+    are theirs. ``hidden``: the library folder's modules that are not there at all (``_Hidden``)."""
+    import builtins
+
+    permitted = frozenset(allowed) | sys.stdlib_module_names
+    theirs = permitted | frozenset(packages) | {"__main__"}  # and this worker's own (it imports wire as it serves)
+    sys.meta_path.insert(0, _Hidden(frozenset(hidden) - permitted))
+    original = builtins.__import__
+
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name.partition(".")[0] not in permitted:
+            importer = sys._getframe(1).f_globals.get("__name__")
+            if str(importer).partition(".")[0] not in theirs:
+                raise ModuleNotFoundError(f"No module named {name!r} (not allowed)", name=name)
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = guarded
+
+
 def _recording(name: str, function, entered: set[str]):
     """``function``, adding ``name`` to ``entered`` when called; its name, docstring and signature are the function's,
     so code that looks at itself sees its own function (a notebook's attack listed its functions by ``__name__``)."""
@@ -359,6 +395,8 @@ def _serve(conn: socket.socket, spec: dict) -> None:
         os._exit(1)
     if spec.get("block_fused", True):
         _block_fused()
+    if spec.get("imports") is not None:
+        _allow_imports(spec["imports"], spec["hidden"], spec["packages"])
     os.environ["HOME"] = scratch
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
