@@ -199,12 +199,15 @@ def test_the_flag_reaches_the_summary_and_the_dashboards_flags():
 
     extra = {"graded_file": OWN_NOTEBOOK, "candidates": [OWN_NOTEBOOK, "Untitled.ipynb"]}
     result = {"score": 1, "max_score": 1, "execution_time": 1, "tests": [], "extra_data": extra}
-    stats = class_results({"alice": result, "bob": {**result, "extra_data": {"graded_file": OWN_PY}}})
-    (flag,) = stats.flags
-    assert flag.student == "alice" and OWN_NOTEBOOK in flag.detail and "Untitled.ipynb" in flag.detail
+    stopped = {"graded_file": OWN_PY, "search_stopped": {"limit": "folder_files", "value": 50}}
+    plain = {**result, "extra_data": {"graded_file": OWN_PY}}
+    stats = class_results({"alice": result, "bob": plain, "carol": {**result, "extra_data": stopped}})
+    alice, carol = stats.flags
+    assert alice.student == "alice" and OWN_NOTEBOOK in alice.detail and "Untitled.ipynb" in alice.detail
+    assert carol.student == "carol" and "limits.folder_files = 50" in carol.detail and OWN_PY in carol.detail
     text = summary(stats)
     review = text.split("Flagged for review", 1)[1]
-    assert "alice" in review and "Untitled.ipynb" in review and "bob" not in review
+    assert "alice" in review and "Untitled.ipynb" in review and "carol" in review and "bob" not in review
 
 
 @pytest.fixture(scope="module")
