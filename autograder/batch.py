@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.class_results import MISSING, NO_TIME, ClassResults, class_results, describe, reason
+from autograder.class_results import FILE_CHOICE, MISSING, NO_TIME, ClassResults, class_results, describe, reason
 from autograder.config import Settings
 from autograder.deadline import DeadlineError, apply, raw_score, read_times, stamp, submission_time
 from autograder.render.inert import inert
@@ -65,12 +65,14 @@ def mark_output(folder: Path) -> None:
         marker.write_text("Written by sdpa-grade; sdpa-grade --batch never takes this folder for a student's.\n")
 
 
-def students(folder: Path) -> dict[str, Path]:
-    """Student name -> submission: every subfolder, and every .py or .ipynb file at the top.
+def students(folder: Path) -> dict[str, Path | tuple[Path, ...]]:
+    """Student name -> submission: every subfolder, and the .py and .ipynb files at the top, by name.
 
-    A file whose stem is also a folder's name (``x.py`` beside ``x/``) keeps its whole name, so
-    that neither is dropped. Symbolic links are kept here and refused when read (submission.py).
-    Folders that an earlier batch wrote (they hold ``MARKER``) are not students.
+    Files at the top that share a name (``alice.py`` + ``alice.ipynb``) are one student, a tuple of them: which is
+    graded is the one rule's choice (submission.choose), and the student is flagged. A file whose stem is also a
+    folder's name (``x.py`` beside ``x/``) keeps its whole name, so that neither is dropped. Symbolic links are kept
+    here and refused when read (submission.py). Folders that an earlier batch wrote (they hold ``MARKER``) are not
+    students.
     """
     entries = [
         e
@@ -78,12 +80,23 @@ def students(folder: Path) -> dict[str, Path]:
         if not e.name.startswith(".") and not (e.is_dir() and (e / MARKER).is_file())
     ]
     folders = {e.name for e in entries if e.is_dir()}
-    found = {}
+    files = [e for e in entries if not e.is_dir() and e.suffix in (".py", ".ipynb")]
+    named: dict[str, list[Path]] = {}
+    for entry in files:
+        named.setdefault(entry.stem, []).append(entry)
+    found: dict[str, Path | tuple[Path, ...]] = {}
+    grouped = set()  # the stems whose files are a student already
     for entry in entries:
         if entry.is_dir():
             found[entry.name] = entry
-        elif entry.suffix in (".py", ".ipynb"):
-            found[entry.name if entry.stem in folders or entry.stem in found else entry.stem] = entry
+        elif entry not in files or entry.stem in grouped:
+            continue
+        elif entry.stem in folders or entry.stem in found:
+            found[entry.name] = entry
+        else:
+            group = named[entry.stem]
+            found[entry.stem] = group[0] if len(group) == 1 else tuple(group)
+            grouped.add(entry.stem)
     return found
 
 
@@ -95,7 +108,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _grade_in_child(
-    submission: Path, target: Path, settings: Settings, device: str, zygote: Zygote, batch: int
+    submission: Path | tuple[Path, ...], target: Path, settings: Settings, device: str, zygote: Zygote, batch: int
 ) -> None:
     """In a forked child: grade, write the result, exit. Never returns."""
     die_with_parent(batch)  # the batch killed, by SIGKILL too: no grading of it runs on
@@ -470,8 +483,11 @@ def _review_and_times(stats: ClassResults) -> list[str]:
     """Submissions to look at (integrity flags with their reasons, ungradable, grader errors) and grading times."""
     review = []
     for student in stats.present:
-        reasons = [f"{flag.check}: {reason(flag.kind)}" for flag in student.flags if flag.kind not in OWN_FLAGS]
+        reasons = [
+            f"{flag.check}: {reason(flag.kind)}" for flag in student.flags if flag.kind not in (*OWN_FLAGS, FILE_CHOICE)
+        ]
         reasons += [word for kind, word in OWN_FLAGS.items() if any(flag.kind == kind for flag in student.flags)]
+        reasons += [flag.detail for flag in student.flags if flag.kind == FILE_CHOICE]
         if reasons:
             review.append(f"   {student.name}: {'; '.join(reasons)}")
     seconds = sorted(student.seconds for student in stats.present)

@@ -12,12 +12,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from autograder.render.html import feedback_text
+from autograder.render.text import graded_file_text
 from autograder.roster import page_names, result_names, shown
 
 NO_TIME = "no submission time"  # a flag: the [deadline] policy needed a time this submission does not have
 
 # A student's status, as the CSV and the dashboard write it
 GRADED, UNGRADABLE, GRADER_ERROR, MISSING = "graded", "ungradable", "grader-error", "missing"
+# the flag's kind for a submission with other files that could be the graded one, or a search stopped by a bound
+FILE_CHOICE = "file choice"
 
 
 def status_of(result: dict | None) -> str:
@@ -32,8 +35,8 @@ class Flag:
     """Something an instructor should look at: a failed integrity check, an ungradable submission, a grader error."""
 
     student: str
-    kind: str  # the integrity check's flag (extra_data.flag), "ungradable" or "grader error"
-    detail: str  # the check's name and feedback, the reason it was ungradable, or the error's last line
+    kind: str  # the integrity check's flag (extra_data.flag), "ungradable", "grader error" or FILE_CHOICE
+    detail: str  # the check's name and feedback, the reason it was ungradable, the error's last line, the candidates
     check: str | None = None  # for an integrity flag: the check that raised it (extra_data.check); else None
 
 
@@ -50,7 +53,7 @@ class Student:
     seconds: float
     status: str  # graded, ungradable, grader-error or missing
     mistakes: list[str] = field(default_factory=list)  # named mistakes shown by any of their checks, sorted
-    flags: list[Flag] = field(default_factory=list)  # grader error, ungradable, then integrity flags in check order
+    flags: list[Flag] = field(default_factory=list)  # grader error, ungradable, file choice, integrity flags
 
     @property
     def shown(self) -> str:
@@ -94,7 +97,8 @@ def reason(flag: str) -> str:
 
 
 def flags_of(name: str, result: dict) -> list[Flag]:
-    """A result's flags, from its fields: a grader error, ungradable, and each test's ``extra_data.flag``."""
+    """A result's flags, from its fields: a grader error, ungradable, the file's choice (``extra_data.candidates``,
+    ``search_stopped``), and each test's ``extra_data.flag``."""
     found = []
     if result.get("grader_error"):
         found.append(Flag(name, "grader error", result["grader_error"].strip().splitlines()[-1][:300]))
@@ -103,6 +107,9 @@ def flags_of(name: str, result: dict) -> list[Flag]:
     late = (result.get("extra_data") or {}).get("late") or {}
     if isinstance(late, dict) and late.get("missing_time"):
         found.append(Flag(name, NO_TIME, "a deadline is set and this submission has no time: no late penalty applied"))
+    choice = graded_file_text(result.get("extra_data") or {})
+    if choice:
+        found.append(Flag(name, FILE_CHOICE, choice))
     for test in result.get("tests", []):
         extra = test.get("extra_data") or {}
         if extra.get("flag"):

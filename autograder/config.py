@@ -119,6 +119,8 @@ class Limits:
         "a call the machine's load stretches past this many times its limit is the grader's error", minimum=1.0
     )
     require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
+    folder_depth: int = setting("levels of folders searched for the graded file below the submission's own")
+    folder_files: int = setting("files and folders the search for the graded file looks at, in all")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from autograder.plugin import GradingPlugin, Outcome
 from autograder.sandbox.protocol import Reply, Runner
 from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Sandbox, Zygote
-from autograder.submission import Ungradable, read_submission, shown_name
+from autograder.submission import Choice, Ungradable, choose, read_submission, shown_name
 from reference import attention as _reference_module
 
 CHECKS = Path(__file__).with_name("checks")
@@ -39,11 +39,12 @@ PLUGINS = ("pytest_timeout",)
 class Grading:
     """Everything known about one submission's grading, filled in stage by stage."""
 
-    submission: Path
+    submission: Path | tuple[Path, ...]  # a file, a folder, or a batch folder's files of one name (submission.choose)
     settings: Settings
     device: str = "cpu"
     seed: int = field(default_factory=lambda: secrets.randbits(62))
     folder: Path | None = None
+    choice: Choice | None = None  # the graded file, by the one rule (submission.choose); None: none was found
     source: Path | None = None
     ungradable: str = ""
     missing: bool = False  # nothing could be read at the submission's path (sdpa-grade exits 2)
@@ -93,7 +94,8 @@ def warm_up(settings: Settings) -> None:
 
 def read(grading: Grading) -> Grading:
     try:
-        grading.source = read_submission(grading.submission, grading.folder)
+        grading.choice = choose(grading.submission, grading.settings.limits)
+        grading.source = read_submission(grading.choice, grading.folder)
     except Ungradable as reason:
         grading.ungradable = str(reason)
         grading.missing = reason.missing
@@ -171,7 +173,7 @@ def run_checks(grading: Grading) -> Grading:
             grading.seed,
             grading.device,
             connect_reference=connect_reference,
-            shown=shown_name(grading.submission),
+            shown=shown_name(grading.choice),
         )
         code, grading.log = run_pytest(plugin, grading.settings)
     grading.sandbox = describe(student.confinement) if student.confinement else ""
@@ -201,10 +203,16 @@ STAGES = [read, run_checks, score, build_result]
 
 
 def grade(
-    submission: Path, settings: Settings, *, device: str = "cpu", seed: int | None = None, zygote: Zygote | None = None
+    submission: Path | tuple[Path, ...],
+    settings: Settings,
+    *,
+    device: str = "cpu",
+    seed: int | None = None,
+    zygote: Zygote | None = None,
 ) -> Grading:
     """Run every stage on one submission and return the filled-in record."""
-    grading = Grading(Path(submission), settings, device, zygote=zygote)
+    submission = submission if isinstance(submission, tuple) else Path(submission)
+    grading = Grading(submission, settings, device, zygote=zygote)
     if seed is not None:
         grading.seed = seed
     with tempfile.TemporaryDirectory(prefix="sdpa-submission-") as folder, one_thread():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from autograder.render.inert import inert
-from autograder.render.text import output_text
+from autograder.render.text import FLAGGED, graded_file_text, output_text
 from autograder.status import Status
 
 # What happens after the grader's own failure, as it really is on every path: nothing reaches the
@@ -31,12 +31,15 @@ def results_json(grading) -> dict:
         }
         for item in grading.scored
     ]
+    extra = _graded_file(getattr(grading, "choice", None))
     if grading.ungradable:
         output = f"Your submission could not be graded: {grading.ungradable}. Score: 0."
     elif grading.grader_error:
         output = f"The grader itself failed on some checks (your code is not to blame). {GRADER_FAILED_NEXT}"
     else:
         output = "Graded by the hidden checks. Each check names what it tested; failed checks say what went wrong."
+    if graded_file_text(extra):
+        output = f"{output} {graded_file_text(extra)} {FLAGGED}"
     result = {
         "score": round(sum(test["score"] for test in tests), 6),
         "max_score": round(sum(test["max_score"] for test in tests), 6),
@@ -47,10 +50,26 @@ def results_json(grading) -> dict:
     if grading.ungradable:
         result["ungradable"] = grading.ungradable
     if getattr(grading, "sandbox", ""):  # the instructor sees a weaker sandbox in every result
-        result["extra_data"] = {"sandbox": grading.sandbox}
+        extra["sandbox"] = grading.sandbox
+    if extra:
+        result["extra_data"] = extra
     if grading.grader_error:
         result["grader_error"] = grading.grader_error
     return result
+
+
+def _graded_file(choice) -> dict:
+    """The rule's choice as fields (submission.choose): the graded file, relative to the submission; every candidate,
+    the graded first, where there were others; the bound that stopped the search, where one did. Either flags the
+    student (class_results.flags_of)."""
+    if choice is None:
+        return {}
+    extra: dict = {"graded_file": choice.relative}
+    if choice.others:
+        extra["candidates"] = list(choice.candidates)
+    if choice.stopped:
+        extra["search_stopped"] = {"limit": choice.stopped[0], "value": choice.stopped[1]}
+    return extra
 
 
 def _status(item) -> dict:
@@ -111,4 +130,7 @@ def table(result: dict, width: int = 100) -> str:
     lines.append(f"{'total':<56} {result['score']:g}/{result['max_score']:g}")
     if result.get("ungradable"):
         lines.append(f"not graded: {inert(result['ungradable'])}")
+    note = graded_file_text(result.get("extra_data") or {})
+    if note:
+        lines.append(f"flagged: {inert(note)}")
     return "\n".join(lines)

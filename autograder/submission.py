@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
+
+from autograder.release.build import NOTEBOOK, TEMPLATE
 
 
 class Ungradable(Exception):
@@ -51,42 +56,141 @@ def _as_cell(code: str, number: int) -> str:
 
 
 def _refuse_links(path: Path, top: Path) -> None:
-    """A submission, or a folder on the way to it, that is a symbolic link points outside what was submitted."""
+    """A submission, or a folder on the way to it below ``top``, that is a symbolic link points outside what was
+    submitted."""
     for step in (path, *path.parents):
-        if step.is_symlink():
-            raise Ungradable(f"{step.name} is a symbolic link (to {step.readlink()}); submit the file itself")
         if step == top:
             return
+        if step.is_symlink():
+            raise Ungradable(f"{step.name} is a symbolic link (to {step.readlink()}); submit the file itself")
 
 
-def submitted_file(path: Path) -> Path:
-    """The file that is graded: ``path`` itself, or in a folder its attention.py (else its notebook)."""
-    if path.is_dir() and not path.is_symlink():
-        candidates = sorted(path.rglob("attention.py")) or sorted(path.rglob("*.ipynb"))
-        candidates = [c for c in candidates if ".ipynb_checkpoints" not in c.parts]
-        if not candidates:
-            raise Ungradable(f"the folder {path.name}/ holds no attention.py and no notebook (.ipynb)", missing=True)
-        return candidates[0]
-    return path
+# The graded file's own names, in the rule's order, from where the project names them: the template's attention.py,
+# and the notebook nbgrader releases (the source notebook's name)
+OWN_NAMES = (TEMPLATE.name, NOTEBOOK.name)
+# What archive tools, editors and Python leave in a folder: never a submission. Every name that starts with "." is
+# left out too (.ipynb_checkpoints, a Mac zip's ._x AppleDouble files, .DS_Store, .git).
+DEBRIS = frozenset({"__MACOSX", "__pycache__"})
 
 
-def shown_name(path: Path) -> str:
+@dataclass(frozen=True)
+class Choice:
+    """The file a submission is graded on, by the one rule (``choose``), and what else could have been.
+
+    Paths in ``relative`` and ``others`` are POSIX paths relative to ``root`` (what was submitted: the
+    student's folder, or a batch folder for the files at its top). ``others`` not empty, or ``stopped``
+    set, flags the student for the instructor's review.
+    """
+
+    root: Path
+    path: Path  # the graded file
+    relative: str
+    others: tuple[str, ...] = ()  # the other candidates, in the rule's order
+    stopped: tuple[str, int] | None = None  # the bound that stopped the search ([limits] key, value); None: whole
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """Every candidate, the graded one first."""
+        return (self.relative, *self.others)
+
+
+def _rank(relative: str) -> tuple:
+    """The rule's order: the assignment's own names first, the shallowest first, a .py before a notebook, by path."""
+    parts = relative.split("/")
+    name = parts[-1]
+    own = OWN_NAMES.index(name) if name in OWN_NAMES else len(OWN_NAMES)
+    return (own == len(OWN_NAMES), len(parts), own, not name.endswith(".py"), relative)
+
+
+def _candidate(name: str) -> bool:
+    """A file the rule could grade: a notebook, or a .py named like the assignment's (attention.py, a copy of it)."""
+    return name.endswith(".ipynb") or (name.endswith(".py") and name.startswith(TEMPLATE.stem))
+
+
+def _walk(top: Path, depth: int, files: int) -> tuple[list[str], tuple[str, int] | None]:
+    """The candidates in ``top``, breadth first, with no recursion: at most ``depth`` levels of folders below
+    ``top`` and ``files`` entries in all, counted as they are read. Symbolic links to folders are not followed."""
+    found: list[str] = []
+    stopped = None
+    seen = 0
+    queue = deque([(top, "")])
+    while queue:
+        folder, prefix = queue.popleft()
+        level = prefix.count("/")
+        entries = []
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    seen += 1
+                    if seen > files:
+                        stopped = ("folder_files", files)
+                        break
+                    entries.append(entry)
+        except OSError:
+            continue  # a folder that cannot be listed holds nothing to grade
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.startswith(".") or entry.name in DEBRIS:
+                continue
+            relative = f"{prefix}{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                if level < depth:
+                    queue.append((Path(entry.path), f"{relative}/"))
+                elif stopped is None:
+                    stopped = ("folder_depth", depth)
+            elif _candidate(entry.name):
+                found.append(relative)
+        if stopped is not None and stopped[0] == "folder_files":
+            break
+    return found, stopped
+
+
+def choose(submission: Path | tuple[Path, ...], limits) -> Choice:
+    """The one rule that picks the graded file, on every path (a file, a student's folder, a batch's files).
+
+    A file given alone is graded as it is. In a folder: the candidates (``_candidate``) the bounded walk finds,
+    in ``_rank``'s order; the first is graded. A tuple is the files at a batch folder's top that share a name
+    (``alice.py`` + ``alice.ipynb``): one student, ranked the same way. ``limits`` is the settings' [limits]
+    (``folder_depth``, ``folder_files``); a folder whose walk finds nothing is ungradable.
+    """
+    if isinstance(submission, tuple):
+        ranked = sorted(submission, key=lambda file: _rank(file.name))
+        return Choice(ranked[0].parent, ranked[0], ranked[0].name, tuple(file.name for file in ranked[1:]))
+    if not submission.is_dir() or submission.is_symlink():
+        return Choice(submission.parent, submission, submission.name)
+    found, stopped = _walk(submission, limits.folder_depth, limits.folder_files)
+    if not found:
+        searched = ""
+        if stopped and stopped[0] == "folder_depth":
+            searched = f" within {stopped[1]} levels of folders (limits.folder_depth = {stopped[1]}: no deeper)"
+        elif stopped:
+            searched = f" in its first {stopped[1]} files and folders (limits.folder_files = {stopped[1]}: no more)"
+        raise Ungradable(
+            f"the folder {submission.name}/ holds no attention.py and no notebook (.ipynb){searched}",
+            missing=stopped is None,
+        )
+    ranked = sorted(found, key=_rank)
+    return Choice(submission, submission.joinpath(*ranked[0].split("/")), ranked[0], tuple(ranked[1:]), stopped)
+
+
+def shown_name(choice: Choice | None) -> str:
     """What the student's feedback calls the submission: "your notebook", or attention.py
     (whatever the file is called here)."""
-    try:
-        return "your notebook" if submitted_file(path).suffix == ".ipynb" else "attention.py"
-    except Ungradable:
-        return "attention.py"
+    return "your notebook" if choice is not None and choice.path.suffix == ".ipynb" else "attention.py"
 
 
-def read_submission(path: Path, folder: Path) -> Path:
-    """Write the submission's Python source to ``folder/attention.py`` and return that path.
+def read_submission(submission: Choice | Path, folder: Path) -> Path:
+    """Write the graded file's Python source to ``folder/attention.py`` and return that path.
 
+    ``submission`` is the rule's choice (``choose``), or a path, chosen from under the default limits.
     Every submission that cannot be read is refused alike (``sdpa-grade`` exits 2), with a reason
     that names what was given: a path that is not there, a folder, a notebook or a .py file.
     """
-    top, path = path, submitted_file(path)
-    _refuse_links(path, top)
+    if not isinstance(submission, Choice):
+        from autograder.config import load_settings
+
+        submission = choose(submission, load_settings(environ={}).limits)
+    path = submission.path
+    _refuse_links(path, submission.root)
     if not path.exists():
         raise Ungradable(f"there is no file or folder at {path}", missing=True)
     notebook = path.suffix == ".ipynb"

@@ -20,9 +20,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
+from autograder.release.build import NOTEBOOK
 from autograder.release.quiz import QUESTIONS
 
-NOTEBOOK = Path("assignments/source/sdpa/sdpa.ipynb")
 PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader releases it beside the notebook
 HANDOUT = Path("docs/handout.md")
 PUBLIC_TESTS = Path("student_template/test_attention.py")

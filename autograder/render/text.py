@@ -28,6 +28,22 @@ LEGEND = (
 )
 
 
+def graded_file_text(extra: dict) -> str:
+    """What a result's ``extra_data`` says about the file graded (submission.choose), "" unless it flags the student:
+    other files that could be the submission, or a search stopped by a bound. The caller adds FLAGGED where it fits."""
+    sentences = []
+    candidates = extra.get("candidates") or []
+    if candidates:
+        sentences.append(f"Graded {candidates[0]}; the submission also holds {', '.join(candidates[1:])}.")
+    stopped = extra.get("search_stopped")
+    if stopped:
+        sentences.append(
+            f"The search for the file to grade stopped at limits.{stopped['limit']} = {stopped['value']}"
+            f" and graded {extra.get('graded_file')}."
+        )
+    return " ".join(sentences)
+
+
 def shade(weight: float | None) -> str:
     """One character for one weight: blank only for exactly 0, a block up to full (1), '?' for NaN or inf, '-' below 0.
 
