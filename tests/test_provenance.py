@@ -205,8 +205,8 @@ def rerun(tmp_path_factory):
     alone = run([str(BIN / "sdpa-grade"), str(folder / "chen.py"), "--json", str(out / "chen.json"),
                  "--config", str(other)], timeout=600)  # fmt: skip
     merge = _batch(folder, out, "--summary-only")
-    wrong = (SUBMISSIONS / "standalone" / "mistake_divide_by_dk.py").read_text()
-    (folder / "ada.py").write_text(wrong)
+    wrong = (SUBMISSIONS / "overlays" / "mistake_divide_by_dk.py").read_text()  # appended to the reference
+    (folder / "ada.py").write_text(f"{REFERENCE.read_text()}\n\n{wrong}")
     second = _batch(folder, out, "--config", str(config), "--csv", str(base / "second.csv"), "--report",
                     str(base / "class.html"))  # fmt: skip
     return {"base": base, "folder": folder, "out": out, "first": first, "alone": alone, "merge": merge,
