@@ -9,19 +9,23 @@ moment it is known, so an interrupted batch resumes where it stopped (``--force`
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
-import secrets
 import signal
 import sys
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import provenance
+from autograder.atomic import write_atomically
 from autograder.class_results import FILE_CHOICE, MISSING, NO_TIME, ClassResults, class_results, describe, reason
 from autograder.config import Settings
 from autograder.deadline import DeadlineError, apply, raw_score, read_times, stamp, submission_time
+from autograder.interrupts import Interrupts
 from autograder.render.inert import inert
 from autograder.report import grader_failure
 from autograder.roster import result_names, shown
@@ -100,19 +104,16 @@ def students(folder: Path) -> dict[str, Path | tuple[Path, ...]]:
     return found
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    # a name no other grader can have: shards on other machines may share the folder (and a PID)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
-
-
 def _grade_in_child(
     submission: Path | tuple[Path, ...], target: Path, settings: Settings, device: str, zygote: Zygote, batch: int
 ) -> None:
-    """In a forked child: grade, write the result, exit. Never returns."""
+    """In a forked child: grade, write the result, exit. Never returns.
+
+    Ctrl-C reaches the child too (the terminal signals the whole group): a grading it cut short is not a result,
+    so nothing is written and the student's earlier result, if any, stays as it was."""
     die_with_parent(batch)  # the batch killed, by SIGKILL too: no grading of it runs on
     code = 0
+    interrupts = Interrupts()
     try:
         from autograder.grade import grade
 
@@ -120,12 +121,13 @@ def _grade_in_child(
         result = grading.result
         code = 3 if grading.grader_error else 0
     except BaseException:  # noqa: BLE001 - the grader's own fault, recorded for the instructor
-        result = grader_failure(traceback.format_exc())
+        result = grader_failure(traceback.format_exc(), provenance.failed(settings, device))
         code = 3
     try:
-        _write_atomically(target, json.dumps(result, indent=2))
+        if not interrupts.seen:
+            write_atomically(target, json.dumps(result, indent=2))
     finally:
-        os._exit(code)
+        os._exit(130 if interrupts.seen else code)
 
 
 def run_batch(args: BatchOptions, settings: Settings) -> int:
@@ -175,16 +177,14 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     if args.summary_only:
         _apply_deadline(roster, targets, settings, times)
         return _summarise_only(roster, targets, args)
-    # a result that was the grader's own failure is graded again
-    todo = [
-        name for name in roster if args.force or not targets[name].is_file() or _read(targets[name]).get("grader_error")
-    ]
+    today = provenance.now(settings, args.device)
+    why = {name: FORCED if args.force else _why(roster[name], targets[name], today) for name in roster}
+    todo = [name for name in roster if why[name]]
     shard = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
-    print(
-        f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade",
-        file=sys.stderr,
-    )
+    print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade"
+          f"{_why_line(why, args.force)}", file=sys.stderr)  # fmt: skip
 
+    started = time.time()
     try:
         failures = _grade_all(todo, roster, targets, settings, args)
         again = [name for name in todo if _read(targets[name]).get("grader_error")]
@@ -192,12 +192,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
             failures = _grade_all(again, roster, targets, settings, args)
     except KeyboardInterrupt:
-        saved = sum(1 for name in roster if targets[name].is_file() and not _read(targets[name]).get("grader_error"))
-        print(
-            f"\nsdpa-grade: interrupted: {saved} of {len(roster)} results are saved in {out}; run the same command"
-            " again to grade the rest",
-            file=sys.stderr,
-        )
+        print(f"\nsdpa-grade: interrupted: {_left(roster, targets, today, out, started, args.force)}", file=sys.stderr)
         return 130
     _apply_deadline(roster, targets, settings, times)
     results = {name: _read(targets[name]) for name in roster}
@@ -240,7 +235,7 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
         late = apply(deadline, name, raw_score(result), submitted)
         stamped = stamp(result, late) if deadline.due is not None else _unstamped(result)
         if stamped != result:
-            _write_atomically(targets[name], json.dumps(stamped, indent=2))
+            write_atomically(targets[name], json.dumps(stamped, indent=2))
 
 
 def _unstamped(result: dict) -> dict:
@@ -249,15 +244,84 @@ def _unstamped(result: dict) -> dict:
     return {**result, "score": raw_score(result), "extra_data": extra}
 
 
+# Why a student is graded in this run (and counted so in its first line), besides provenance.REASONS
+NEW, GRADER_FAILED, FORCED = "new", "grader error", "--force"
+
+
+def _why(submission: Path, target: Path, today: provenance.Now) -> str:
+    """Why this student is graded now ("" to keep their result): no result yet, the grader's own failure, or
+    what changed since their result was graded (provenance.stale)."""
+    if not target.is_file():
+        return NEW
+    result = _read(target)
+    if result.get("grader_error"):
+        return GRADER_FAILED
+    return provenance.stale(result, submission, today)
+
+
+def _counts(reasons: list[str]) -> str:
+    """ "file changed 2, settings changed 1": each reason with its count, in a fixed order."""
+    counted = Counter(reasons)
+    order = [*provenance.REASONS, GRADER_FAILED]
+    return ", ".join(f"{word} {counted[word]}" for word in order if counted[word])
+
+
+def _why_line(why: dict[str, str], force: bool) -> str:
+    """What the first line adds to "N to grade": how many are new, how many regraded and why."""
+    if force:
+        return f" (--force: all {len(why)} graded again)" if why else ""
+    reasons = [word for word in why.values() if word]
+    new = reasons.count(NEW)
+    regraded = [word for word in reasons if word != NEW]
+    parts = [f"{new} new"] if new and regraded else []
+    if regraded:
+        parts.append(f"{len(regraded)} regraded: {_counts(regraded)}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _left(roster: dict, targets: dict, today: provenance.Now, out: Path, started: float, force: bool) -> str:
+    """After Ctrl-C: what is saved, what is stale, and what each command would grade now (one line). ``started``:
+    when this run began grading (``time.time()``): a result written since is this run's."""
+    now = {name: _why(roster[name], targets[name], today) for name in roster}
+    saved = [name for name in roster if now[name] not in (NEW, GRADER_FAILED)]
+    line = f"{len(saved)} of {len(roster)} results are saved in {out}"
+    if force:  # a result this run has not reached is older than it, whatever its provenance says
+        since = {name: targets[name].stat().st_mtime for name in saved}
+        fresh = [name for name in saved if since[name] >= started]
+        old = [name for name in saved if since[name] < started]
+        stale = [now[name] for name in old if now[name]]
+        stale_words = f" ({len(stale)} of them stale: {_counts(stale)})" if stale else ""
+        plain = sum(1 for name in roster if now[name])
+        return (
+            f"{line}: {len(fresh)} graded by this run, {len(old)} from before it, not graded again{stale_words}; "
+            f"the same command (--force) grades all {len(roster)} again; without --force, {plain} would be graded"
+        )
+    rest = [now[name] for name in roster if now[name]]
+    if not rest:
+        return f"{line}, every one up to date; the same command grades nothing more"
+    stale = [word for word in rest if word not in (NEW, GRADER_FAILED)]
+    parts = [f"{len(saved) - len(stale)} up to date"]
+    if stale:
+        parts.append(f"{len(stale)} stale ({_counts(stale)}), each kept until it is graded again")
+    if len(rest) > len(stale):
+        parts.append(f"{len(rest) - len(stale)} not graded yet")
+    return f"{line}: {', '.join(parts)}; run the same command again to grade the {len(rest)} left"
+
+
 def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
     """--summary-only: summary and CSV of the results already written, by any machine (the merge of the shards).
 
     A merge that is not whole says so and writes nothing: a CSV with students left out would be
     uploaded as the class's grades. It names every student with no result yet (what to grade
     next) and exits 1; ``--partial`` asks for the summary and the CSV of what there is all the
-    same, the missing students' rows marked ``missing``.
+    same, the missing students' rows marked ``missing``. Results graded with other checks or other
+    settings are not added up at all (exit 2): each group is named, with where its settings came from.
     """
     missing = [name for name in roster if not targets[name].is_file()]
+    mixed = _mixed({name: _read(targets[name]) for name in roster if name not in missing})
+    if mixed:
+        print(f"sdpa-grade: {mixed}", file=sys.stderr)
+        return 2
     if missing:
         print(
             f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: "
@@ -291,6 +355,33 @@ def _changes_since(args: BatchOptions, targets: dict, stats: ClassResults):
     return found
 
 
+def _mixed(results: dict[str, dict]) -> str:
+    """Why these results cannot be merged (one line naming each group of students graded alike), or "" when they
+    were all graded with the same checks and settings. A grader's own failure graded nothing and is left out."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, result in results.items():
+        if not result.get("grader_error"):
+            groups.setdefault(provenance.grouping(result), []).append(name)
+    if len(groups) < 2:
+        return ""
+
+    def described(key: tuple[str, str], names: list[str]) -> str:
+        checks, settings = key
+        if not checks:
+            return f"{', '.join(shown(n) for n in names)} (no provenance: graded by an older grader)"
+        source = provenance.of(results[names[0]]).get("settings_from", "?")
+        return (
+            f"{', '.join(shown(n) for n in names)} (settings from {inert(str(source), keep_newlines=False)},"
+            f" settings {settings[:12]}, checks {checks[:12]})"
+        )
+
+    named = "; ".join(described(key, names) for key, names in groups.items())
+    return (
+        f"these results were graded with different checks or settings, and a merge would mix them: {named}."
+        " Grade them again with one settings file (the batch with --force and the same --config), then merge"
+    )
+
+
 def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, args: BatchOptions) -> int:
     """Grade ``todo``, ``args.jobs`` at a time, sharing one worker zygote; return how many failed the grader."""
     if not todo:
@@ -307,7 +398,7 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
     started = time.perf_counter()
     queue = list(todo)
     batch = os.getpid()
-    interrupted = _Interrupts()
+    interrupted = Interrupts()
     try:
         while queue or running:
             interrupted.check()
@@ -337,35 +428,6 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
         zygote.close()
         kill_orphans()
     return failures
-
-
-class _Interrupts:
-    """Ctrl-C as KeyboardInterrupt, never lost. Python raises it wherever the signal lands, and one that lands in
-    an at-fork callback (logging's, around every ``os.fork``) is only printed, "Exception ignored": the batch
-    then graded on to the end and exited 0. The handler also notes it, and ``check`` raises it again."""
-
-    def __init__(self) -> None:
-        self.seen = False
-        self._previous = signal.signal(signal.SIGINT, self._handle)
-        self._unraisable = sys.unraisablehook
-        sys.unraisablehook = self._ignored
-
-    def _handle(self, signum, frame) -> None:
-        self.seen = True
-        raise KeyboardInterrupt
-
-    def _ignored(self, unraisable) -> None:
-        """The interrupt is raised again by ``check``: no "Exception ignored" traceback for it on the way."""
-        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
-            self._unraisable(unraisable)
-
-    def check(self) -> None:
-        if self.seen:
-            raise KeyboardInterrupt
-
-    def restore(self) -> None:
-        signal.signal(signal.SIGINT, self._previous)
-        sys.unraisablehook = self._unraisable
 
 
 def _stop(running: dict[int, str], owners: dict[int, str]) -> None:
@@ -432,30 +494,37 @@ def _write_grades(args: BatchOptions, stats: ClassResults) -> bool:
 LATE_COLUMNS = ("raw_score", "late_penalty", "submitted_at", "hours_late", "extension")
 
 
+# The CSV's columns after the grade: how a late penalty was reached ([deadline]; empty where none applies), and
+# what graded it (provenance.py), so a grade can be traced to its file
+PROVENANCE_COLUMNS = ("graded_file", "sha256", "checks_sha256", "settings_sha256", "graded_at")
+
+
 def _write_csv(path: Path, stats: ClassResults) -> None:
     """The grades, one row per student (no result yet: a row that says missing), written whole or not at all.
 
-    ``score`` is the final score (after a [deadline] penalty); the late columns say how it was reached, empty
-    where no deadline applies."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student", "score", "max_score", "status", *LATE_COLUMNS])
-        for student in stats.students:
-            if student.result is None:
-                writer.writerow([_cell(student.shown), "", "", MISSING, *[""] * len(LATE_COLUMNS)])
-                continue
-            late = (student.result.get("extra_data") or {}).get("late") or {}
+    ``score`` is the final score (after a [deadline] penalty)."""
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["student", "score", "max_score", "status", *LATE_COLUMNS, *PROVENANCE_COLUMNS])
+    for student in stats.students:
+        if student.result is None:
             writer.writerow(
-                [
-                    _cell(student.shown),
-                    student.result.get("score", 0),
-                    student.result.get("max_score", 0),
-                    student.status,
-                    *[_cell(str(late.get(column, ""))) for column in LATE_COLUMNS],
-                ]
+                [_cell(student.shown), "", "", MISSING, *("" for _ in (*LATE_COLUMNS, *PROVENANCE_COLUMNS))]
             )
-    os.replace(temporary, path)
+            continue
+        late = (student.result.get("extra_data") or {}).get("late") or {}
+        record = provenance.of(student.result)
+        writer.writerow(
+            [
+                _cell(student.shown),
+                student.result.get("score", 0),
+                student.result.get("max_score", 0),
+                student.status,
+                *(_cell(str(late.get(column, ""))) for column in LATE_COLUMNS),
+                *(_cell(str(record.get(column) or "")) for column in PROVENANCE_COLUMNS),
+            ]
+        )
+    write_atomically(path, text.getvalue())
 
 
 def _cell(text: str) -> str:

@@ -8,7 +8,9 @@ import sys
 import traceback
 from pathlib import Path
 
+from autograder.atomic import write_atomically
 from autograder.config import ConfigError, load_settings
+from autograder.interrupts import Interrupts
 from autograder.shard import parse_shard
 
 
@@ -153,8 +155,40 @@ def refused(args: argparse.Namespace) -> str:
     return ""
 
 
+def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
+    """Grade ``args.submission``: its result, and the grader's error ("" when it graded)."""
+    from autograder.report import grader_failure
+
+    try:
+        from autograder.grade import grade  # inside: a broken install is the grader's failure too
+
+        grading = grade(args.submission, settings, device=args.device, seed=args.seed)
+        return grading.result, grading.grader_error
+    except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
+        from autograder.provenance import failed
+
+        result = grader_failure(traceback.format_exc(), failed(settings, args.device))
+        return result, result["grader_error"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:  # Ctrl-C before the grading (imports, settings) or after it: nothing more is written
+        return _interrupted(args)
+
+
+def _interrupted(args: argparse.Namespace) -> int:
+    if getattr(args, "written", False):
+        print(f"sdpa-grade: interrupted: {args.json} is written, whole; nothing else is", file=sys.stderr)
+    else:
+        kept = f" ({args.json} is as it was)" if args.json else ""
+        print(f"sdpa-grade: interrupted: nothing written{kept}", file=sys.stderr)
+    return 130
+
+
+def _main(args: argparse.Namespace) -> int:
     reason = refused(args)
     if reason:
         print(f"sdpa-grade: {reason}", file=sys.stderr)
@@ -209,21 +243,21 @@ def main(argv: list[str] | None = None) -> int:
         return run_batch(options, settings)
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
-    from autograder.report import grader_failure, table
+    from autograder.report import table
 
-    try:
-        from autograder.grade import grade  # inside: a broken install is the grader's failure too
-
-        grading = grade(args.submission, settings, device=args.device, seed=args.seed)
-        result, error = grading.result, grading.grader_error
-    except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
-        result = grader_failure(traceback.format_exc())
-        error = result["grader_error"]
-    if not error:
-        result = _late(result, args, settings)
-    if args.json:  # first: whatever printing meets, the results file is there
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
+    with Interrupts() as interrupts:
+        try:
+            result, error = _grade_one(args, settings)
+            if not error:
+                result = _late(result, args, settings)
+        except KeyboardInterrupt:
+            interrupts.seen = True
+        if interrupts.seen:  # whatever the grading made of it (pytest stops, the worker dies): nothing is written
+            return _interrupted(args)
+        if args.json:  # first: whatever printing meets, the results file is there, whole or as it was
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(args.json, json.dumps(result, indent=2))
+            args.written = True
     print(table(result))
     sandbox = result.get("extra_data", {}).get("sandbox")
     if sandbox:

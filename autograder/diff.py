@@ -17,7 +17,7 @@ from autograder.class_results import MISSING, flags_of, status_of
 
 # provenance fields that describe a run as a whole (the same for every student of one run): the diff says
 # which of them differ between the two folders, i.e. what changed between the runs
-RUN_FIELDS = ("grader_version", "checks_digest", "settings_digest")
+RUN_FIELDS = ("grader_version", "checks_sha256", "settings_sha256")
 
 
 class Unusable(Exception):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import report, scoring
+from autograder import provenance, report, scoring
 from autograder.checks.timing import one_thread
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
@@ -46,6 +46,9 @@ class Grading:
     folder: Path | None = None
     choice: Choice | None = None  # the graded file, by the one rule (submission.choose); None: none was found
     source: Path | None = None
+    graded: Path | None = None  # the file the read stage read (provenance.py), None where there was none
+    sha256: str | None = None  # the SHA-256 of the bytes it read, None where it read none
+    graded_at: str = field(default_factory=provenance.utc_now)
     ungradable: str = ""
     missing: bool = False  # nothing could be read at the submission's path (sdpa-grade exits 2)
     grader_error: str = ""
@@ -95,10 +98,12 @@ def warm_up(settings: Settings) -> None:
 def read(grading: Grading) -> Grading:
     try:
         grading.choice = choose(grading.submission, grading.settings.limits)
-        grading.source = read_submission(grading.choice, grading.folder)
+        submitted = read_submission(grading.choice, grading.folder)
+        grading.source, grading.graded, grading.sha256 = submitted.source, submitted.file, submitted.sha256
     except Ungradable as reason:
         grading.ungradable = str(reason)
         grading.missing = reason.missing
+        grading.graded, grading.sha256 = reason.file, reason.sha256
     return grading
 
 

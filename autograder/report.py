@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from autograder import provenance
 from autograder.render.inert import inert
 from autograder.render.text import FLAGGED, graded_file_text, output_text
 from autograder.status import Status
@@ -49,10 +50,10 @@ def results_json(grading) -> dict:
     }
     if grading.ungradable:
         result["ungradable"] = grading.ungradable
+    extra["provenance"] = provenance.record(grading)  # what was graded, with what, when
     if getattr(grading, "sandbox", ""):  # the instructor sees a weaker sandbox in every result
         extra["sandbox"] = grading.sandbox
-    if extra:
-        result["extra_data"] = extra
+    result["extra_data"] = extra
     if grading.grader_error:
         result["grader_error"] = grading.grader_error
     return result
@@ -104,9 +105,10 @@ def _extra_data(outcome) -> dict:
     return data
 
 
-def grader_failure(detail: str) -> dict:
-    """The results file when the grader itself failed before it could grade: 0, and a reason for the instructor."""
-    return {
+def grader_failure(detail: str, record: dict | None = None) -> dict:
+    """The results file when the grader itself failed before it could grade: 0, and a reason for the instructor
+    (and, where known, the provenance of the grading that failed: ``provenance.failed``)."""
+    result = {
         "score": 0,
         "max_score": 0,
         "execution_time": 0,
@@ -114,6 +116,9 @@ def grader_failure(detail: str) -> dict:
         "tests": [],
         "grader_error": detail,
     }
+    if record is not None:
+        result["extra_data"] = {"provenance": record}
+    return result
 
 
 def table(result: dict, width: int = 100) -> str:

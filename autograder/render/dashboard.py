@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
+from autograder import provenance
 from autograder.class_results import GRADED, ClassResults, describe
 from autograder.diff import Diff
 from autograder.render import images
@@ -85,8 +86,15 @@ def _times(stats: ClassResults) -> dict | None:
 def _students(stats: ClassResults) -> list[dict]:
     return [{"name": s.name, "score": s.score, "max_score": s.max_score, "seconds": s.seconds, "status": s.status,
              "percent": 100 * s.score / s.max_score if s.max_score else 0.0,
-             "flags": ", ".join(sorted({f.kind for f in s.flags})), "mistakes": ", ".join(s.mistakes)}
+             "flags": ", ".join(sorted({f.kind for f in s.flags})), "mistakes": ", ".join(s.mistakes),
+             "graded": _graded(provenance.of(s.result))}
             for s in stats.present]  # fmt: skip
+
+
+def _graded(record: dict) -> dict:
+    """A student's small line of provenance: the graded file, the first 12 digits of each digest, when."""
+    short = {key: str(record.get(key) or "")[:12] for key in ("sha256", "checks_sha256", "settings_sha256")}
+    return {"file": str(record.get("graded_file") or ""), "at": str(record.get("graded_at") or ""), **short}
 
 
 def _changes(found: Diff | None, stats: ClassResults) -> dict | None:
