@@ -137,6 +137,8 @@ def run_checks(grading: Grading) -> Grading:
     """Run the hidden checks against the submission's sandbox (and the reference's, started when a check needs
     it). This stage owns them and the zygote they fork from: each is closed once, by the ``with`` block."""
     limits = dataclasses.asdict(grading.settings.limits)
+    # the grading's time budget counts from its start: no call of the student's is waited on past it
+    deadline = time.monotonic() + grading.settings.limits.grading_budget - (time.perf_counter() - grading.started)
     with contextlib.ExitStack() as owned:
         if grading.ungradable:
             student: Runner = Unreadable(grading.ungradable)
@@ -144,7 +146,8 @@ def run_checks(grading: Grading) -> Grading:
         else:
             # the worker starts importing torch now, while pytest starts and collects the checks
             zygote = grading.zygote or owned.enter_context(Zygote())
-            student = owned.enter_context(Sandbox(grading.source, limits, zygote=zygote, device=grading.device))
+            box = Sandbox(grading.source, limits, zygote=zygote, device=grading.device, deadline=deadline)
+            student = owned.enter_context(box)
 
         def connect() -> Runner:
             student.load()
@@ -168,6 +171,7 @@ def run_checks(grading: Grading) -> Grading:
             grading.device,
             connect_reference=connect_reference,
             shown=shown_name(grading.submission),
+            deadline=deadline,
         )
         code, grading.log = run_pytest(plugin, grading.settings)
     grading.sandbox = describe(student.confinement) if student.confinement else ""
