@@ -109,6 +109,9 @@ class Limits:
     after_hang_timeout: float = setting("seconds every later call gets once any call has hung")
     load_timeout: float = setting("seconds the submission may take to load")
     check_timeout: float = setting("seconds for a whole check (pytest-timeout), above the per-call limit")
+    grading_budget: float = setting(
+        "seconds a whole grading may take by the wall clock; then every check still to run fails as a time-out"
+    )
     memory_mb: int = setting("memory cap of the submission's processes, MiB", minimum=1024)
     output_kb: int = setting("what student code may print, KiB; the rest is dropped")
     processes: int = setting("processes (and threads) the submission may have at once")

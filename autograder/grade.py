@@ -145,6 +145,8 @@ def run_checks(grading: Grading) -> Grading:
     it). This stage owns them and the zygote they fork from: each is closed once, by the ``with`` block."""
     limits = dataclasses.asdict(grading.settings.limits)
     imports = list(grading.settings.imports.allowed)  # plain names, as the limits cross
+    # the grading's time budget counts from its start: no call of the student's is waited on past it
+    deadline = time.monotonic() + grading.settings.limits.grading_budget - (time.perf_counter() - grading.started)
     with contextlib.ExitStack() as owned:
         if grading.ungradable:
             student: Runner = Unreadable(grading.ungradable)
@@ -152,9 +154,10 @@ def run_checks(grading: Grading) -> Grading:
         else:
             # the worker starts importing torch now, while pytest starts and collects the checks
             zygote = grading.zygote or owned.enter_context(Zygote())
-            student = owned.enter_context(
-                Sandbox(grading.source, limits, zygote=zygote, device=grading.device, imports=imports)
+            box = Sandbox(
+                grading.source, limits, zygote=zygote, device=grading.device, imports=imports, deadline=deadline
             )
+            student = owned.enter_context(box)
 
         def connect() -> Runner:
             student.load()
@@ -179,6 +182,7 @@ def run_checks(grading: Grading) -> Grading:
             grading.device,
             connect_reference=connect_reference,
             shown=shown_name(grading.choice),
+            deadline=deadline,
         )
         code, grading.log = run_pytest(plugin, grading.settings)
     grading.sandbox = describe(student.confinement) if student.confinement else ""

@@ -10,6 +10,7 @@ carried into each ``Outcome``; points come from the settings and are applied lat
 
 from __future__ import annotations
 
+import time
 import traceback
 import zlib
 from collections.abc import Callable
@@ -65,6 +66,7 @@ class GradingPlugin:
         device: str,
         connect_reference: Callable[[], Runner] | None = None,
         shown: str = "attention.py",
+        deadline: float | None = None,
     ) -> None:
         # underscored: pytest would take public attributes named like fixtures for fixtures
         self._connect = connect
@@ -81,6 +83,7 @@ class GradingPlugin:
         self._student: Student | None = None
         self._connect_failed: Exception | None = None
         self._reference: Reference | None = None
+        self._deadline = deadline  # time.monotonic() when the grading's time budget runs out; None: no budget
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line(
@@ -98,6 +101,17 @@ class GradingPlugin:
                 raise pytest.UsageError(f"{item.nodeid}: {problem}")
             if check_id(item) not in self._settings.points:
                 raise pytest.UsageError(f"{item.nodeid}: no [points] entry {check_id(item)!r} in the settings")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Once the grading's time budget has run out, every check still to run fails as the student's time-out,
+        before any of it runs (the runner refuses the student's calls by then too)."""
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            budget = self._settings.limits.grading_budget
+            raise StudentFault(
+                f"not run: the grading's time budget of {budget:g} s ran out before this check "
+                "(the submission's calls together took too long)"
+            )
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

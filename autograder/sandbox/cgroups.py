@@ -1,14 +1,18 @@
 """A control group per submission, where the machine lets the grader make one:
-memory, processes and CPU time of the whole.
+memory, processes, CPU share and CPU time of the whole.
 
 ``limits.memory_mb`` then caps the memory of all the submission's processes together (tmpfs
 files included), and ``processes`` their number, whatever user the grader runs as; the kernel
 counts the CPU time of all of them (``cpu_seconds``: the timing check's clock, helpers and
-forked children included). Cgroup v1 controllers (``memory``, ``pids``, ``cpuacct``) are used
-where they are mounted, as on this project's machines, else cgroup v2 where our cgroup
-delegates memory and pids (every v2 group counts its CPU time in ``cpu.stat``). The keeper
-(confine.py) joins the groups before it makes the sandbox, so everything the student starts is
-in them.
+forked children included). Where the ``cpu`` controller can be used, the whole submission gets
+one CPU weight, the kernel's default for one process (``cpu.shares`` 1024 in v1, ``cpu.weight``
+100 in v2): however many processes it starts, together they get no more of a busy CPU than one
+honest student's process beside them, so a student's spinning helpers slow only that student.
+Cgroup v1 controllers (``memory``, ``pids``, ``cpu``, ``cpuacct``) are used where they are
+mounted, as on this project's machines, else cgroup v2 where our cgroup delegates memory and
+pids (and cpu, which the grader enables for its groups where the kernel lets it; every v2 group
+counts its CPU time in ``cpu.stat``). The keeper (confine.py) joins the groups before it makes
+the sandbox, so everything the student starts is in them.
 
 A group is named after the grading process that made it (PID namespace, PID, start time): any
 grader, whatever its user or TMPDIR, can tell whether the owner still runs. When a grading ends,
@@ -28,6 +32,9 @@ from autograder.sandbox.processes import stat_fields
 
 _ROOT = Path("/sys/fs/cgroup")
 _PREFIX = "sdpa-owner-"
+# the whole submission's CPU weight: the kernel's default for a group, which is also one nice-0 process's weight
+CPU_SHARES = ("cpu.shares", 1024)  # cgroup v1
+CPU_WEIGHT = ("cpu.weight", 100)  # cgroup v2
 
 
 def _own(controller: str) -> Path | None:
@@ -157,6 +164,19 @@ def _sweep(parent: Path) -> None:
         remove(group)
 
 
+def _enable_cpu(parent: Path) -> bool:
+    """Whether the cpu controller is now on for the groups made under ``parent`` (cgroup v2): the grader asks the
+    kernel to enable it where ``parent`` has it but does not pass it on; the kernel refuses where processes live in
+    ``parent`` itself (the grader's own, as a rule) or where the grader may not write there."""
+    try:
+        if "cpu" not in (parent / "cgroup.controllers").read_text().split():
+            return False
+        (parent / "cgroup.subtree_control").write_text("+cpu")
+        return "cpu" in (parent / "cgroup.subtree_control").read_text().split()
+    except OSError:
+        return False
+
+
 def remove(group: Path) -> None:
     """Kill what runs in ``group``, then remove it; never raises."""
     kill_group(group)
@@ -173,7 +193,7 @@ def remove(group: Path) -> None:
 def release(owned_by: str) -> None:
     """Kill every process in the groups of the grading ``owned_by`` (``owner()`` of a process that has ended, a
     batch's forked grading), and remove the groups: whatever way that grading ended, nothing it ran outlives it."""
-    parents = {p for p in (_own("memory"), _own("pids"), _own("cpuacct"), _own_v2()) if p is not None}
+    parents = {p for p in (_own("memory"), _own("pids"), _own("cpu"), _own("cpuacct"), _own_v2()) if p is not None}
     for parent in parents:
         try:
             groups = list(parent.glob(f"{_PREFIX}{owned_by}-*"))
@@ -192,6 +212,7 @@ class Cgroups:
         self.reason = ""
         self.kind = ""
         self._usage: tuple[Path, str] | None = None  # the file that counts the whole group's CPU time, and its unit
+        self._weight: tuple[Path, str, int] | None = None  # the group holding the CPU weight, its file and value
         try:
             self._make(name, memory_bytes, processes, owner)
         except OSError as error:
@@ -202,26 +223,41 @@ class Cgroups:
 
     def _make(self, name: str, memory_bytes: int, processes: int, owner: int | None) -> None:
         name = group_name(name)
-        memory, pids, cpuacct = _own("memory"), _own("pids"), _own("cpuacct")
+        memory, pids, cpu, cpuacct = _own("memory"), _own("pids"), _own("cpu"), _own("cpuacct")
         if memory is not None and pids is not None:
             settings = [
                 (memory / name, {"memory.limit_in_bytes": memory_bytes}),
                 (pids / name, {"pids.max": processes}),
             ]
-            self.kind = "cgroup v1 memory and pids controllers"
+            used = ["memory", "pids"]
+            if cpu is not None:
+                settings.append((cpu / name, dict([CPU_SHARES])))
+                self._weight = (cpu / name, *CPU_SHARES)
+                used.append("cpu")
             if cpuacct is not None:
                 settings.append((cpuacct / name, {}))
                 self._usage = (cpuacct / name / "cpuacct.usage", "ns")
-                self.kind = "cgroup v1 memory, pids and cpuacct controllers"
+                used.append("cpuacct")
+            self.kind = f"cgroup v1 {', '.join(used[:-1])} and {used[-1]} controllers"
         else:
             parent = _own_v2()
             delegated = (parent / "cgroup.subtree_control").read_text().split() if parent else []
             if parent is None or not {"memory", "pids"} <= set(delegated):
                 return
-            settings = [(parent / name, {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": processes})]
+            values = {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": processes}
+            if "cpu" in delegated or _enable_cpu(parent):
+                values[CPU_WEIGHT[0]] = CPU_WEIGHT[1]
+                self._weight = (parent / name, *CPU_WEIGHT)
+            settings = [(parent / name, values)]
             self._usage = (parent / name / "cpu.stat", "usage_usec")  # a core file of every v2 group
-            self.kind = "cgroup v2 memory and pids controllers, CPU time from cpu.stat"
+            used = "memory, pids and cpu" if self._weight else "memory and pids"
+            self.kind = f"cgroup v2 {used} controllers, CPU time from cpu.stat"
+        # a hierarchy that holds several controllers (cpu and cpuacct mounted together) is one group, made once
+        merged: dict[Path, tuple[Path, dict]] = {}
         for folder, values in settings:
+            key = folder.parent.resolve() / folder.name
+            merged[key] = (merged[key][0], {**merged[key][1], **values}) if key in merged else (folder, values)
+        for folder, values in merged.values():
             _sweep(folder.parent)
             folder.mkdir()
             self.folders.append(folder)
@@ -231,6 +267,16 @@ class Cgroups:
             if owner is not None:
                 os.chown(folder / "cgroup.procs", owner, -1)
             self.procs.append(str(folder / "cgroup.procs"))
+
+    @property
+    def cpu_group(self) -> Path | None:
+        """The group whose CPU weight the whole submission shares; None where the cpu controller was not usable."""
+        return self._weight[0] if self._weight and self.procs else None
+
+    @property
+    def cpu_weight(self) -> tuple[str, int] | None:
+        """The file that holds the submission's CPU weight in ``cpu_group``, and the weight written there."""
+        return self._weight[1:] if self._weight and self.procs else None
 
     def cpu_seconds(self) -> float | None:
         """CPU time the kernel has charged to every process of the submission so far; None without such a group

@@ -53,6 +53,15 @@ class _NoAnswer(Exception):
     """The worker did not answer in time: the student's own time ran out."""
 
 
+class _OutOfBudget(Exception):
+    """The grading's whole time budget ran out while the worker was answering."""
+
+
+# seconds to read what the worker has already sent, once the call's own time is spent (a reply's deadline counts
+# from the request: a reply whose first byte comes just before the limit has only this long for the rest)
+_READ_GRACE = 0.1
+
+
 class GraderBusy(RuntimeError):
     """A call outlasted its limit by the wall clock while the student's process had not had that much time (the
     machine kept it waiting for a CPU): the grader's failure, never the student's lost points."""
@@ -196,6 +205,7 @@ class Sandbox(Runner):
         device: str = "cpu",
         block_fused: bool = True,
         imports: Sequence[str] | None = None,
+        deadline: float | None = None,
     ) -> None:
         """A sandbox for ``submission`` (its worker starts on ``__enter__``; ``load()`` when needed), forked from
         ``zygote`` (a batch's, or the grading's); without one, the sandbox starts and closes a zygote of its own.
@@ -203,7 +213,9 @@ class Sandbox(Runner):
         ``limits`` is the settings' [limits] as plain values (``dataclasses.asdict(settings.limits)``, declared in
         autograder/config.py): the sandbox imports nothing of the grader's. ``imports``, the settings' [imports]
         allowed (plain names), is what the submission's code may import besides the standard library (the worker
-        refuses the rest, and the sandbox cannot read it); None: whatever the library folder holds (the reference)."""
+        refuses the rest, and the sandbox cannot read it); None: whatever the library folder holds (the reference).
+        ``deadline`` (time.monotonic()) is when the grading's time budget (``limits.grading_budget``) runs out: every
+        request ends by then, and none starts after it."""
         self.submission = submission
         self.imports = None if imports is None else list(imports)
         self.block_fused = block_fused  # fused attention unreachable in the worker (worker._block_fused)
@@ -213,6 +225,8 @@ class Sandbox(Runner):
         self.load_timeout = limits["load_timeout"]
         self.busy_factor = limits["busy_factor"]
         self.reply_bytes = limits["reply_mb"] << 20
+        self.deadline = deadline
+        self.budget = limits["grading_budget"]
         # what the worker's child applies to itself (confine.py): plain values, across the socket
         self.limits = {
             "memory_bytes": limits["memory_mb"] << 20,
@@ -277,7 +291,17 @@ class Sandbox(Runner):
             return Reply(False, error="NotLoaded", message="the submission did not load")
         if target in self.hung:
             return Reply.skipped_after_hang(target)
+        if self._out_of_budget():
+            return self._budget_reply()
         return None
+
+    def _out_of_budget(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def _budget_reply(self) -> Reply:
+        """The student's time-out once the whole grading's budget has run out."""
+        message = f"the grading's time budget of {self.budget:g} s ran out (its calls together took too long)"
+        return Reply(False, error="Timeout", message=message)
 
     def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
         """Call ``target`` of the student's module with plain tensors; never raises for the student's faults."""
@@ -361,13 +385,13 @@ class Sandbox(Runner):
         """One request and its answer, all of it within ``timeout`` (a timed request: each of its two answers)."""
         pid, conn = self._child
         started = time.perf_counter()
-        deadline = time.monotonic() + timeout
+        clock = self._clock()
         cpu = 0.0
         try:
-            wire.send(conn, request, deadline)
+            wire.send(conn, request, self._by(clock[0] + timeout))
             if request.get("arena"):
                 arena.lend(conn)
-            answer = self._answer(conn, timeout)
+            answer = self._answer(conn, timeout, clock)
             if inputs is not None and isinstance(answer, dict) and answer.get("ok") and answer.get("ready") is not True:
                 raise wire.WireError("the worker answered a timed request without getting ready for it")
             if inputs is not None and isinstance(answer, dict) and answer.get("ok"):
@@ -376,15 +400,20 @@ class Sandbox(Runner):
                 for rep_slots, rep in zip(*inputs):
                     for spec, tensor in zip(rep_slots, rep):
                         arena.view(spec).copy_(tensor)
-                deadline = time.monotonic() + timeout
-                wire.send(conn, {"op": "go"}, deadline)
-                answer = self._answer(conn, timeout)
+                clock = self._clock()
+                wire.send(conn, {"op": "go"}, self._by(clock[0] + timeout))
+                answer = self._answer(conn, timeout, clock)
                 cpu = self._cpu_seconds() - cpu
+        except _OutOfBudget:
+            self._kill_child()
+            return self._budget_reply()
         except _NoAnswer:
             self._kill_child()
             return Reply(False, error="Timeout", message=f"no answer within {timeout:g} s (infinite loop?)")
         except TimeoutError:  # socket.timeout: the whole answer missed its deadline
             self._kill_child()
+            if self._out_of_budget():
+                return self._budget_reply()
             return Reply(False, error="Timeout", message=f"no complete answer within {timeout:g} s (a reply too slow)")
         except GraderBusy:
             self._kill_child()
@@ -405,25 +434,45 @@ class Sandbox(Runner):
         the student's process is in no such group, the process clock of that process alone."""
         return self.cgroups.cpu_seconds() if self._whole else cpu_seconds(self._measured)
 
-    def _answer(self, conn: socket.socket, timeout: float):
-        """The worker's whole answer, once it comes within ``timeout`` seconds of the student's own time.
+    def _clock(self) -> tuple[float, float, float]:
+        """Where a request's clocks stand as it is sent: the wall clock, the student's process's run delay and the
+        submission's CPU time. Its answer's deadline counts from here."""
+        pid = self._measured if self._child is not None else None
+        return time.monotonic(), _run_delay(pid) if pid else 0.0, self._own_cpu()
+
+    def _by(self, deadline: float) -> float:
+        """``deadline`` (time.monotonic()), or the grading's, if that comes first."""
+        return deadline if self.deadline is None else min(deadline, self.deadline)
+
+    def _answer(self, conn: socket.socket, timeout: float, clock: tuple[float, float, float]):
+        """The worker's whole answer to the request sent at ``clock`` (``_clock()``), once it comes within
+        ``timeout`` seconds of the student's own time, counted from the request.
 
         The student's own time is what the wall clock gave its process, less the time the kernel kept it waiting
         for a CPU (schedstat's run delay: other processes' load), or, if more, the CPU time of its whole group.
         Only when that runs out is the call the student's timeout; a call that the machine's load stretches past
-        ``limits.busy_factor`` times its limit raises GraderBusy. Once the answer starts, all of it must arrive
-        within what is left of the limit (at least ``min(timeout, 2 s)``): a worker that trickles its bytes
-        misses that deadline as a silent one misses the first."""
+        ``limits.busy_factor`` times its limit raises GraderBusy. The whole answer, not only its first byte, must
+        arrive within the limit (and ``_READ_GRACE`` to read what was sent by then): a worker that answers late
+        and trickles its bytes misses that deadline as a silent one does. Nothing waits past the grading's budget
+        (``deadline``): _OutOfBudget."""
         pid = self._measured if self._child is not None else None
-        started, delayed, cpu = time.monotonic(), _run_delay(pid) if pid else 0.0, self._own_cpu()
-        wait, own = timeout, 0.0
+        started, delayed, cpu = clock
+
+        def own_time() -> tuple[float, float]:
+            wall = time.monotonic() - started
+            own = wall - ((_run_delay(pid) - delayed) if pid else 0.0)
+            return wall, max(own, self._own_cpu() - cpu)
+
+        wait = timeout
         while True:
+            if self.deadline is not None:
+                wait = min(wait, max(self.deadline - time.monotonic(), 0.0))
             ready, _, _ = select.select([conn], [], [], wait)
             if ready:
                 break
-            wall = time.monotonic() - started
-            own = wall - ((_run_delay(pid) - delayed) if pid else 0.0)
-            own = max(own, self._own_cpu() - cpu)
+            if self._out_of_budget():
+                raise _OutOfBudget
+            wall, own = own_time()
             if own >= timeout:
                 raise _NoAnswer
             if wall >= self.busy_factor * timeout:
@@ -432,7 +481,8 @@ class Sandbox(Runner):
                     f"(limit {timeout:g} s): the machine is too busy to grade fairly"
                 )
             wait = max(timeout - own, 0.05)  # the soonest the student's time could run out
-        return wire.receive(conn, self.reply_bytes, time.monotonic() + max(timeout - own, min(timeout, 2.0)))
+        _, own = own_time()
+        return wire.receive(conn, self.reply_bytes, self._by(time.monotonic() + max(timeout - own, _READ_GRACE)))
 
     def _own_cpu(self) -> float:
         """The submission's CPU time so far (its cgroup's, else its process's); 0 before it has a child."""
