@@ -165,8 +165,8 @@ def _respec():
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 def _ctypes():
-    import ctypes
-    return ctypes.CDLL(None).getpid()
+    import ctypes, torch
+    return ctypes.CDLL(torch._C.__file__)  # libtorch's Python binding, to reach its kernels by symbol
 
 REFUSED = {
     "runsource": lambda: code.InteractiveInterpreter({}).runsource("x = " + "1"),
@@ -184,10 +184,12 @@ REFUSED = {
     "gc": lambda: gc.get_objects(),
     "ctypes": _ctypes,
 }
+ALLOWED_CTYPES = lambda: __import__("ctypes").CDLL(None).getpid() > 0  # the program's own symbols (libc)
 ALLOWED = {
     "namedtuple": lambda: collections.namedtuple("Pair", "a b")(1, 2).b,
     "fresh_import": lambda: __import__("colorsys").rgb_to_hsv(1.0, 0.0, 0.0)[2],
     "constant": lambda: CONSTANT,
+    "ctypes_libc": ALLOWED_CTYPES,
 }
 
 def _outcome(call):
@@ -235,7 +237,12 @@ def test_code_built_at_run_time_is_refused_and_honest_code_runs(tmp_path):
     assert found.pop("code_replace").startswith("NotAvailable: code.__new__ is not available")
     assert found.pop("gc").startswith("NotAvailable: gc.get_objects is not available")
     assert found.pop("ctypes").startswith("NotAvailable: ctypes.dlopen is not available")
-    assert found == {"namedtuple": "ran: 2", "fresh_import": "ran: 1.0", "constant": "ran: 1"}
+    assert found == {
+        "namedtuple": "ran: 2",
+        "fresh_import": "ran: 1.0",
+        "constant": "ran: 1",
+        "ctypes_libc": "ran: True",
+    }
 
 
 @pytest.mark.timeout(300)

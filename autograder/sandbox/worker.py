@@ -153,7 +153,7 @@ def _block_fused() -> None:
     ``F.multi_head_attention_forward``, ``nn.MultiheadAttention.forward`` and the quantizable
     MultiheadAttention (which compute their weights in Python) are replaced too; the code guard (``_guard_code``)
     keeps their originals from being run again from torch's files. Native code that calls libtorch's symbols
-    directly is out of reach of this, and ctypes is refused by the guard (docs/security.md)."""
+    directly is out of reach of this; the guard refuses ctypes the loading of libtorch by name (docs/security.md)."""
     import ctypes
     import warnings
 
@@ -175,7 +175,8 @@ def _block_fused() -> None:
 
 
 # Audit events (PEP 578) that reach around the fused-kernel block or the grader's objects: every object the
-# collector knows, native calls and memory. Refused in the student's process once the code guard is on.
+# collector knows, code and functions made from parts. Refused in the student's process once the code guard is on,
+# with ctypes loading a library by name (libtorch's, to call its kernels by their symbols).
 _REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__",
                              "function.__new__", "marshal.load"})  # fmt: skip
 _CODE_EVENTS = frozenset({"compile", "exec", "marshal.loads"})
@@ -212,8 +213,9 @@ def _guard_code(path: str) -> None:
     modules); code or functions made from parts (``types.CodeType``, ``code.replace``, ``types.FunctionType``),
     ``marshal`` of anything but an import's cached bytecode, running a module that was already imported a second
     time (``importlib.reload``, a module loaded again from torch's file, which would bring back what
-    ``_block_fused`` replaced), ``gc.get_objects`` / ``get_referrers`` / ``get_referents``, and every ctypes
-    operation. ``collections.namedtuple`` keeps compiling its one line (its names are checked identifiers).
+    ``_block_fused`` replaced), ``gc.get_objects`` / ``get_referrers`` / ``get_referents``, and ctypes loading a
+    library by name (``CDLL(None)``, the program's own symbols, stays: libtorch's are not among them).
+    ``collections.namedtuple`` keeps compiling its one line (its names are checked identifiers).
     The hook's state is immutable and bound at definition (no global or builtin is looked up when it runs), so
     replacing the worker's globals or builtins does not change what it refuses."""
     import collections
@@ -227,11 +229,20 @@ def _guard_code(path: str) -> None:
     )
     # the devices the sandbox may write (its private tmpfs mounts); where there are none (a sandbox without a mount
     # namespace: the scratch folder on the same file system as Python's), files there cannot be told apart this way
-    writable = frozenset(
-        os.stat(place).st_dev for place in (os.getcwd(), "/tmp", "/dev/shm") if os.path.isdir(place)
-    ) - {os.stat(os.__file__).st_dev}
+    writable = _devices(os.getcwd(), "/tmp", "/dev/shm") - _devices(os.__file__, sys.modules["torch"].__file__)
     sys.addaudithook(_code_hook(allowed, loaded, writable, collections.namedtuple.__code__,
                                 external._compile_bytecode.__code__))  # fmt: skip
+
+
+def _devices(*paths: str) -> frozenset[int]:
+    """The devices (file systems) the paths lie on, of those this process may look at."""
+    found = set()
+    for path in paths:
+        try:
+            found.add(os.stat(path).st_dev)
+        except OSError:  # closed to this user (an unprivileged worker and a Python under /root), or absent
+            pass
+    return frozenset(found)
 
 
 def _code_hook(allowed, loaded, writable, namedtuple, bytecode, refused=_REFUSED_EVENTS, code_events=_CODE_EVENTS):
@@ -250,7 +261,7 @@ def _code_hook(allowed, loaded, writable, namedtuple, bytecode, refused=_REFUSED
         type=type,
         str=str,
     ):
-        if event in refused or event[:7] == "ctypes.":
+        if event in refused or (event == "ctypes.dlopen" and args[0] is not None):  # a library by name: libtorch's
             raise error(f"{event} is not available in this assignment: attention.py needs none of it")
         if event not in code_events:
             return

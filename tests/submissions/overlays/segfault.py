@@ -1,5 +1,5 @@
-import ctypes
+import faulthandler
 
 
 def padding_mask(valid_lens, T_k):
-    return ctypes.string_at(0)
+    faulthandler._sigsegv()  # a segmentation fault in the student's process (ctypes is refused there)
