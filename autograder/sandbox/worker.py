@@ -180,6 +180,9 @@ def _block_fused() -> None:
 _REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__",
                              "function.__new__", "marshal.load"})  # fmt: skip
 _CODE_EVENTS = frozenset({"compile", "exec", "marshal.loads"})
+# what ctypes may still load by name, besides the program's own symbols (None: libc's; libtorch's are not among
+# them): NVML, which torch.cuda loads to count devices
+_LIBRARIES = frozenset({"libnvidia-ml.so.1"})
 
 
 def _code_constants(source: bytes, depth: int = 3) -> frozenset[bytes]:
@@ -245,7 +248,16 @@ def _devices(*paths: str) -> frozenset[int]:
     return frozenset(found)
 
 
-def _code_hook(allowed, loaded, writable, namedtuple, bytecode, refused=_REFUSED_EVENTS, code_events=_CODE_EVENTS):
+def _code_hook(
+    allowed,
+    loaded,
+    writable,
+    namedtuple,
+    bytecode,
+    refused=_REFUSED_EVENTS,
+    code_events=_CODE_EVENTS,
+    libraries=_LIBRARIES,
+):
     """The hook itself. What it uses is bound here, immutable (frozensets, bytes, code objects, C functions; its
     frame, which a traceback shows, holds nothing else): no global or builtin is looked up when it runs."""
 
@@ -261,7 +273,9 @@ def _code_hook(allowed, loaded, writable, namedtuple, bytecode, refused=_REFUSED
         type=type,
         str=str,
     ):
-        if event in refused or (event == "ctypes.dlopen" and args[0] is not None):  # a library by name: libtorch's
+        if event in refused or (
+            event == "ctypes.dlopen" and not (args[0] is None or (type(args[0]) is str and args[0] in libraries))
+        ):  # a library by name: libtorch's, to reach its kernels by their symbols
             raise error(f"{event} is not available in this assignment: attention.py needs none of it")
         if event not in code_events:
             return
