@@ -2,4 +2,4 @@ import faulthandler
 
 
 def padding_mask(valid_lens, T_k):
-    faulthandler._sigsegv()  # a segmentation fault in the student's process (ctypes is refused there)
+    faulthandler._read_null()  # a segmentation fault: a read of address 0 (ctypes would be flagged)
