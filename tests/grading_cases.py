@@ -197,6 +197,19 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     ),
     # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it (55/55 before)
     "cheat_fused_raw_thread": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
+    # issue 32's fused wave (55/55 each before, integrity passed): the block undone through weakref.finalize's
+    # registry, and torch.vmap over the fused function, each on a raw _thread thread; torch's own multi-head
+    # attention source run by code.InteractiveInterpreter().runsource at import
+    "fused_undo_block": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
+    "fused_vmap": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
+    "fused_interpreter_mha": (
+        {"*"},
+        {
+            "scores_shape": "could not be loaded: NotAvailable: building code at run time",
+            "integrity_sdpa": "builds code at run time or reaches native memory (line ",
+            "integrity_mha": ": import of code, line ",
+        },
+    ),
     # a loop in one branch only: every call form is timed (it passed when only masked calls were)
     "mistake_loop_only_without_mask": (
         {"timing_cpu"},

@@ -18,12 +18,14 @@ REASONS = {
     "patches_torch": "the source replaces torch's own functions",
     "imports_grader": "the source imports the grader's reference or its modules",
     "writes_files": "the source writes files it was not asked to",
+    "builds_code": "the source builds code at run time or reaches native memory",
 }
 # what each tampering kind (integrity.tampering) did, as the student's feedback says it
 TAMPERING = {
     "patches_torch": "replaces torch's own functions",
     "imports_grader": "imports the grader's reference or its modules",
     "writes_files": "writes files",
+    "builds_code": "builds code at run time or reaches native memory",
 }
 
 

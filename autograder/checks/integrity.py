@@ -192,6 +192,7 @@ _WRITING_OWNERS = {
     "truncate": ("os",),
 }
 _WRITE_MODE = re.compile(r"[wax+]")
+TAMPERING_KINDS = ("patches_torch", "imports_grader", "writes_files", "builds_code")  # in the order they are told
 
 
 def tampering(source: str, depth: int = 3) -> dict[str, list[str]]:
@@ -201,7 +202,8 @@ def tampering(source: str, depth: int = 3) -> dict[str, list[str]]:
     (``torch.allclose = ...``, ``F.softmax = ...``, ``torch.Tensor.__eq__ = ...``); a setting such as
     ``torch.backends.cudnn.deterministic = True`` is no patch. ``imports_grader``: an import of the
     reference, this package or the worker's modules. ``writes_files``: ``open`` with a write mode, and
-    the calls that write, move or delete files. Code in strings (a notebook's cells) is searched too.
+    the calls that write, move or delete files. ``builds_code``: an interpreter object, code or functions made from
+    parts, marshal, ctypes (``_builds_code``). Code in strings (a notebook's cells) is searched too.
     A source too deep or too slow to scan is ``dynamic_reach``'s finding: nothing here.
     """
     try:
@@ -237,6 +239,8 @@ def _tampering(source: str, depth: int, deadline: float) -> dict[str, list[str]]
             )
         elif isinstance(node, ast.Call) and _writes(node):
             found.setdefault("writes_files", []).append(f"{where}: {ast.unparse(node.func)}()")
+        if builds := _builds_code(node):
+            found.setdefault("builds_code", []).append(f"{where}: {builds}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
             try:
                 inner = _tampering(node.value, depth - 1, deadline)
@@ -244,7 +248,7 @@ def _tampering(source: str, depth: int, deadline: float) -> dict[str, list[str]]
                 continue
             for key, places in inner.items():
                 found.setdefault(key, []).extend(f"{where}, in code given as a string: {place}" for place in places)
-    return {key: found[key] for key in ("patches_torch", "imports_grader", "writes_files") if found.get(key)}
+    return {key: found[key] for key in TAMPERING_KINDS if found.get(key)}
 
 
 def _torch_aliases(tree: ast.AST) -> dict[str, str]:
@@ -302,3 +306,28 @@ def _writes(call: ast.Call) -> bool:
         return False
     owners = _WRITING_OWNERS.get(name)
     return owners is None or _call_name(call.func.value) in owners
+
+
+# Code built or run at run time, and native memory: the worker refuses them (worker._guard_code), and their names
+# in the source are evidence for the instructor. exec, eval and compile given a name built at run time are
+# dynamic_reach's; compile of constant code (a notebook's cells) is neither.
+CODE_MODULES = frozenset({"code", "codeop", "runpy", "marshal", "ctypes"})
+CODE_NAMES = frozenset({
+    "InteractiveInterpreter", "InteractiveConsole", "runsource", "runcode", "compile_command", "CodeType",
+    "FunctionType", "__code__", "ctypes", "pythonapi", "memmove", "memset",
+})  # fmt: skip
+
+
+def _builds_code(node: ast.AST) -> str:
+    """What ``node`` uses to build or run code at run time, or to reach native memory ('' for nothing)."""
+    if isinstance(node, ast.Import):
+        return ", ".join(f"import of {a.name}" for a in node.names if a.name.split(".")[0] in CODE_MODULES)
+    if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in CODE_MODULES:
+        return f"import of {node.module}"
+    if isinstance(node, ast.ImportFrom):
+        return ", ".join(f"import of {a.name}" for a in node.names if a.name in CODE_NAMES)
+    if isinstance(node, ast.Attribute) and node.attr in CODE_NAMES:
+        return f".{node.attr}"
+    if isinstance(node, ast.Name) and node.id in CODE_NAMES:
+        return node.id
+    return ""

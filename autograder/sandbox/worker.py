@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import signal
 import socket
 import sys
@@ -110,20 +111,25 @@ class NotAvailable(RuntimeError):
 
 
 _FUSED_KERNELS: list[tuple[str, str]] = []  # (aten op.overload, dispatch key) with a kernel: found once, in the zygote
-_DISPATCH_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CPU", "CUDA")
+_REGISTERED = re.compile(r"^(\w+)(?:\[alias\])?: registered at", re.MULTILINE)
 
 
 def _find_fused_kernels() -> None:
-    """Every fused-attention op of aten and the dispatch keys its kernels sit under (in the zygote, once)."""
+    """Every fused-attention op of aten and every dispatch key it has a kernel under (in the zygote, once): the
+    dispatcher's own list (``_dispatch_dump``), so functorch's (FuncTorchBatched, FuncTorchBatchedDecomposition,
+    FuncTorchVmapMode), autograd's, autocast's and Meta's are among them, with the backends' and the aliases'."""
     import torch
 
     for op in torch._C._dispatch_get_all_op_names():
         if op.startswith("aten::") and any(
             word in op.lower() for word in (*FORBIDDEN, "_fused_sdp", "cudnn_attention")
         ):
-            _FUSED_KERNELS.extend(
-                (op[6:], key) for key in _DISPATCH_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
-            )
+            for key in dict.fromkeys(_REGISTERED.findall(torch._C._dispatch_dump(op))):
+                try:
+                    torch._C._dispatch_key_parse(key)
+                except RuntimeError:  # a key this build cannot name from Python: none can register there either
+                    continue
+                _FUSED_KERNELS.append((op[6:], key))
 
 
 def _refuse(name: str):
@@ -137,29 +143,173 @@ def _refuse(name: str):
 def _block_fused() -> None:
     """Make PyTorch's fused attention unreachable in this child, before the submission loads.
 
-    Every fused-attention kernel of the dispatcher is replaced by one that raises ``NotAvailable``:
-    ``F.scaled_dot_product_attention``, ``torch._C._nn``'s binding, ``vars(F)[...]``, every
-    ``torch.ops.aten._scaled_dot_product_*`` overload, and calls from any thread (raw ``_thread``
-    ones too) all reach it. ``F.multi_head_attention_forward`` and ``nn.MultiheadAttention.forward``
-    (which compute their weights in Python) are replaced too. The op record and the static scan
-    stay as a second line; native code that calls libtorch's symbols directly is out of reach of
-    this (docs/security.md)."""
+    Every kernel of every fused-attention op, under every dispatch key the dispatcher has one for
+    (functorch's batched and vmap keys, autograd, autocast and Meta included), is replaced by one that
+    raises ``NotAvailable``: ``F.scaled_dot_product_attention``, ``torch._C._nn``'s binding, ``vars(F)[...]``,
+    every ``torch.ops.aten._scaled_dot_product_*`` overload, ``torch.vmap`` over any of them, and calls from any
+    thread (raw ``_thread`` ones too) all reach it. The registrations live in a C++ library object that
+    nothing in Python refers to: no ``torch.library.Library``, no finalizer, no handle a Python object holds
+    (one reference is leaked on purpose, so it is never destroyed and never restores the kernels).
+    ``F.multi_head_attention_forward``, ``nn.MultiheadAttention.forward`` and the quantizable
+    MultiheadAttention (which compute their weights in Python) are replaced too; the code guard (``_guard_code``)
+    keeps their originals from being run again from torch's files. Native code that calls libtorch's symbols
+    directly is out of reach of this; the guard refuses ctypes the loading of libtorch by name (docs/security.md)."""
+    import ctypes
     import warnings
 
     import torch
+    import torch.ao.nn.quantizable as quantizable
     import torch.nn.functional as F
 
-    library = torch.library.Library("aten", "IMPL")
+    library = torch._C._dispatch_library("IMPL", "aten", "", "<the sandbox's fused-attention block>", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
         for op, key in _FUSED_KERNELS:
-            library.impl(op, _refuse(op.split(".")[0]), key)
-    _BLOCKS.append(library)  # a Library restores the kernels it overrode when it is destroyed: it never is
+            library.impl(op, key, _refuse(op.split(".")[0]), False)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))  # never destroyed, and no Python object refers to it
+    del library
     F.multi_head_attention_forward = _refuse("multi_head_attention_forward")
     torch.nn.MultiheadAttention.forward = _refuse("nn.MultiheadAttention")
+    quantizable.MultiheadAttention.forward = _refuse("quantizable MultiheadAttention")
+    quantizable.MultiheadAttention._forward_impl = _refuse("quantizable MultiheadAttention")
 
 
-_BLOCKS: list = []
+# Audit events (PEP 578) that reach around the fused-kernel block or the grader's objects: every object the
+# collector knows, code and functions made from parts. Refused in the student's process once the code guard is on,
+# with ctypes loading a library by name (libtorch's, to call its kernels by their symbols).
+_REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__",
+                             "function.__new__", "marshal.load"})  # fmt: skip
+_CODE_EVENTS = frozenset({"compile", "exec", "marshal.loads"})
+# what ctypes may still load by name, besides the program's own symbols (None: libc's; libtorch's are not among
+# them): NVML, which torch.cuda loads to count devices
+_LIBRARIES = frozenset({"libnvidia-ml.so.1"})
+
+
+def _code_constants(source: bytes, depth: int = 3) -> frozenset[bytes]:
+    """The string constants of ``source``, and of the strings in it that are Python (``depth`` deep), as UTF-8:
+    the code a submission gives as constants (a notebook's cells, ``exec("...")``), which the static scan reads."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    found: set[bytes] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                text = node.value.encode()
+            except UnicodeEncodeError:
+                continue
+            found.add(text)
+            if depth > 0 and node.value.strip():
+                found |= _code_constants(text, depth - 1)
+    return frozenset(found)
+
+
+def _guard_code(path: str) -> None:
+    """Before the submission runs: an audit hook (PEP 578, which nothing in Python can remove) refuses code built at
+    run time and the ways around the fused-kernel block.
+
+    Refused (``NotAvailable``): compiling source that is neither the submission's own (its file, and the strings
+    in it: a notebook's cells) nor the bytes of a file on a read-only mount (an import of torch's or Python's
+    modules); code or functions made from parts (``types.CodeType``, ``code.replace``, ``types.FunctionType``),
+    ``marshal`` of anything but an import's cached bytecode, running a module that was already imported a second
+    time (``importlib.reload``, a module loaded again from torch's file, which would bring back what
+    ``_block_fused`` replaced), ``gc.get_objects`` / ``get_referrers`` / ``get_referents``, and ctypes loading a
+    library by name (``CDLL(None)``, the program's own symbols, stays: libtorch's are not among them).
+    ``collections.namedtuple`` keeps compiling its one line (its names are checked identifiers).
+    The hook's state is immutable and bound at definition (no global or builtin is looked up when it runs), so
+    replacing the worker's globals or builtins does not change what it refuses."""
+    import collections
+    import importlib._bootstrap_external as external
+
+    with open(path, "rb") as handle:
+        own = handle.read()
+    allowed = _code_constants(own) | {own}
+    loaded = frozenset(
+        file for module in list(sys.modules.values()) if isinstance(file := getattr(module, "__file__", None), str)
+    )
+    # the devices the sandbox may write (its private tmpfs mounts); where there are none (a sandbox without a mount
+    # namespace: the scratch folder on the same file system as Python's), files there cannot be told apart this way
+    writable = _devices(os.getcwd(), "/tmp", "/dev/shm") - _devices(os.__file__, sys.modules["torch"].__file__)
+    sys.addaudithook(_code_hook(allowed, loaded, writable, collections.namedtuple.__code__,
+                                external._compile_bytecode.__code__))  # fmt: skip
+
+
+def _devices(*paths: str) -> frozenset[int]:
+    """The devices (file systems) the paths lie on, of those this process may look at."""
+    found = set()
+    for path in paths:
+        try:
+            found.add(os.stat(path).st_dev)
+        except OSError:  # closed to this user (an unprivileged worker and a Python under /root), or absent
+            pass
+    return frozenset(found)
+
+
+def _code_hook(
+    allowed,
+    loaded,
+    writable,
+    namedtuple,
+    bytecode,
+    refused=_REFUSED_EVENTS,
+    code_events=_CODE_EVENTS,
+    libraries=_LIBRARIES,
+):
+    """The hook itself. What it uses is bound here, immutable (frozensets, bytes, code objects, C functions; its
+    frame, which a traceback shows, holds nothing else): no global or builtin is looked up when it runs."""
+
+    def hook(
+        event,
+        args,
+        frame=sys._getframe,
+        error=NotAvailable,
+        stat=os.stat,
+        open=open,
+        view=memoryview,
+        bytes=bytes,
+        type=type,
+        str=str,
+    ):
+        if event in refused or (
+            event == "ctypes.dlopen" and not (args[0] is None or (type(args[0]) is str and args[0] in libraries))
+        ):  # a library by name: libtorch's, to reach its kernels by their symbols
+            raise error(f"{event} is not available in this assignment: attention.py needs none of it")
+        if event not in code_events:
+            return
+        name, content, skip = None, None, 0
+        if event == "exec":
+            if not (args[0].co_name == "<module>" and args[0].co_filename in loaded):
+                return  # code that is not a module's own code, which ran once already
+        else:
+            try:
+                content = bytes(view(args[0]))  # the bytes themselves, whatever object holds them
+            except TypeError:  # compile() of a syntax tree built in Python
+                pass
+        if event == "compile" and content is not None:
+            name = args[1]
+            if content in allowed or frame(1).f_code == namedtuple:
+                return
+        elif event == "marshal.loads":  # an import's cached bytecode, checked against its file below
+            caller, skip = frame(1), 16
+            if caller.f_code == bytecode:
+                name = caller.f_locals.get("bytecode_path")
+        if type(name) is str and content is not None:  # the bytes of a file on a mount nothing here writes
+            try:
+                if stat(name).st_dev not in writable:
+                    with open(name, "rb") as handle:
+                        if handle.read()[skip:] == content:
+                            return
+            except (OSError, ValueError):
+                pass
+        raise error(
+            "building code at run time (exec, eval, compile, an interpreter, a module run again) is not available"
+            " in this assignment: write your functions out in attention.py"
+        )
+
+    return hook
 
 
 class _Hidden:
@@ -370,10 +520,12 @@ def _call(module, request: dict, conn=None) -> dict:
     return reply
 
 
-def _load(path: str):
+def _load(path: str, guard: bool = True):
     import importlib.util
 
     _record_threads()
+    if guard:
+        _guard_code(path)
     spec = importlib.util.spec_from_file_location("attention", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["attention"] = module
@@ -416,7 +568,7 @@ def _serve(conn: socket.socket, spec: dict) -> None:
             os._exit(0)
         try:
             if request["op"] == "load":
-                module = _load(request["path"])
+                module = _load(request["path"], spec.get("block_fused", True))
                 reply = {"ok": True, "names": sorted(n for n in vars(module) if not n.startswith("_"))}
             elif module is None:
                 reply = {"ok": False, "error": "NotLoaded", "message": "the submission is not loaded"}

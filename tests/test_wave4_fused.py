@@ -1,0 +1,290 @@
+"""Issue 32, item 4: fused attention unreachable in a way the student's code cannot undo (successor of test_hostile).
+
+Three attacks of the fourth wave scored full marks with the integrity check passed (55/55 each on 9d06009): the
+block undone from inside the process (its torch.library.Library's finalizer, listed in weakref.finalize's registry),
+``torch.vmap`` over the fused function (functorch's batched kernels were not blocked), and torch's own multi-head
+attention source run through ``code.InteractiveInterpreter().runsource``. Each is an overlay under
+tests/submissions/overlays, graded here with the worker as root and as an unprivileged user (its exact grade in
+tests/grading_cases.py). The probes below check the mechanisms in one sandbox each: the dispatcher block, which no
+route from Python undoes, and the worker's code guard (an audit hook), which refuses code built at run time while
+honest code (imports, namedtuple, a notebook's cells) still runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder.checks.integrity import tampering
+from autograder.sandbox.processes import readable_by_others
+from autograder.submission import notebook_source
+from tests.grading_cases import CASES
+from tests.helpers import REFERENCE, ROOT, SUBMISSIONS, run
+from tests.test_hostile import FAST_LIMITS, GRADE_ALL, POINTS
+from tests.test_sandbox import sandbox
+
+WAVE = ("fused_undo_block", "fused_vmap", "fused_interpreter_mha")
+NOT_AVAILABLE = "not available in this assignment"
+BUILT_AT_RUN_TIME = "NotAvailable: building code at run time"
+
+
+@pytest.fixture(scope="module", params=["root", "unprivileged"])
+def graded(request, tmp_path_factory):
+    """The wave's attacks graded with one zygote, the worker root or unprivileged (as tests/test_hostile.py does)."""
+    if os.geteuid() != 0:
+        pytest.skip("the tests do not run as root")
+    site = Path(sysconfig.get_paths()["purelib"])
+    if request.param == "unprivileged" and not readable_by_others(site):
+        pytest.skip(f"an unprivileged user cannot reach {site}: a folder above it is closed to others")
+    base = tmp_path_factory.mktemp(f"wave4-{request.param}")
+    reference = REFERENCE.read_text()
+    files = []
+    for name in WAVE:
+        path = base / f"{name}.py"
+        path.write_text(f"{reference}\n\n# --- {name} ---\n{(SUBMISSIONS / 'overlays' / f'{name}.py').read_text()}")
+        files.append(str(path))
+    config, out = base / "fast.toml", base / "results"
+    config.write_text(FAST_LIMITS)
+    out.mkdir()
+    done = run([sys.executable, "-c", GRADE_ALL, request.param, str(config), str(out), *files], cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", WAVE)
+def test_each_attack_loses_exactly_its_points(graded, name):
+    """The attack loses the points tests/grading_cases.py names (computed from the settings), with the feedback
+    it names; the rest it keeps."""
+    result = json.loads((graded / f"{name}.json").read_text())
+    assert "grader_error" not in result, result.get("grader_error")
+    failing, phrases = CASES[name]
+    lost = set(POINTS) if failing == {"*"} else failing
+    scores = {test["name"].split(": ")[1]: test for test in result["tests"]}
+    for check, points in POINTS.items():
+        assert scores[check]["score"] == (0 if check in lost else points), f"{check}: {scores[check]['output']}"
+    assert result["score"] == sum(points for check, points in POINTS.items() if check not in lost)
+    for check, phrase in phrases.items():
+        assert phrase in scores[check]["output"], scores[check]["output"]
+
+
+BLOCK_PROBE = """
+import _thread, gc, sys, time, weakref
+import torch
+import torch.nn.functional as F
+
+def _q(*shape):
+    return torch.randn(*(shape or (2, 1, 3, 4)))
+
+def _undo():
+    # every way found from Python to what keeps the block: finalizers (torch's own libraries have them too: all
+    # run), the collector, the worker's globals
+    undone = {"finalizers": 0, "gc": "ran", "worker_globals": 0}
+    for finalizer, info in list(weakref.finalize._registry.items()):
+        if "_del_library" in repr(info.func):
+            finalizer()
+            undone["finalizers"] += 1
+    try:
+        gc.get_objects()
+    except Exception as error:
+        undone["gc"] = type(error).__name__
+    for value in list(vars(sys.modules["__main__"]).values()):
+        for item in value if isinstance(value, (list, tuple, set)) else [value]:
+            if isinstance(item, (torch.library.Library, torch._C._DispatchModule)):
+                item.reset() if hasattr(item, "reset") else item._destroy()
+                undone["worker_globals"] += 1
+    return undone
+
+UNDONE = _undo()
+
+CALLS = {
+    "F": lambda: F.scaled_dot_product_attention(_q(), _q(), _q()),
+    "vmap": lambda: torch.vmap(F.scaled_dot_product_attention)(_q(), _q(), _q()),
+    "vmap_twice": lambda: torch.vmap(torch.vmap(F.scaled_dot_product_attention))(_q(), _q(), _q()),
+    "vmap_math": lambda: torch.vmap(torch.ops.aten._scaled_dot_product_attention_math)(_q(), _q(), _q()),
+    "vmap_flash_cpu": lambda: torch.vmap(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu)(
+        _q(), _q(), _q()),
+    "func_grad": lambda: torch.func.grad(lambda q: F.scaled_dot_product_attention(q, _q(), _q()).sum())(_q()),
+    "autocast": lambda: torch.autocast("cpu")(lambda: F.scaled_dot_product_attention(_q(), _q(), _q()))(),
+    "meta": lambda: F.scaled_dot_product_attention(*(_q().to("meta") for _ in range(3))),
+    "quantizable_mha": lambda: torch.ao.nn.quantizable.MultiheadAttention(4, 2, batch_first=True)(
+        _q(2, 3, 4), _q(2, 3, 4), _q(2, 3, 4)),
+}
+
+def _outcome(call):
+    try:
+        call()
+        return "ran"
+    except Exception as error:
+        return type(error).__name__ + ": " + str(error)
+
+def attention_scores(Q, K):
+    found = {name: _outcome(call) for name, call in CALLS.items()}
+    done = []
+    _thread.start_new_thread(lambda: done.append(_outcome(CALLS["vmap"])), ())
+    while not done:
+        time.sleep(0.001)
+    found["vmap_raw_thread"] = done[0]
+    return {"undone": UNDONE, "calls": found}
+"""
+
+
+@pytest.mark.timeout(300)
+def test_the_block_covers_functorch_and_cannot_be_undone_from_python(tmp_path):
+    """No finalizer, collector entry or worker global holds the block; vmap, func.grad, autocast, Meta, the
+    quantizable MultiheadAttention and a raw thread all meet 'not available in this assignment'."""
+    with sandbox(tmp_path, BLOCK_PROBE) as box:
+        assert box.load().ok, box.load_reply
+        found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=60)
+    assert found.ok, found.describe()
+    undone = found.value["undone"]
+    assert undone["gc"] == "NotAvailable" and undone["worker_globals"] == 0, undone  # torch's finalizers may run
+    assert set(found.value["calls"]) == {
+        "F", "vmap", "vmap_twice", "vmap_math", "vmap_flash_cpu", "func_grad", "autocast", "meta",
+        "quantizable_mha", "vmap_raw_thread",
+    }  # fmt: skip
+    for name, outcome in found.value["calls"].items():
+        assert outcome.startswith("NotAvailable") and NOT_AVAILABLE in outcome, (name, outcome)
+
+
+GUARD_PROBE = """
+import builtins, code, collections, gc, importlib, importlib.util, marshal, sys, types
+import torch.nn.functional as F
+
+exec("CONSTANT = 1")  # code given as a constant: the static scan reads it, the guard lets it run
+
+def _respec():
+    spec = importlib.util.spec_from_file_location("functional_again", F.__file__)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+def _ctypes():
+    import ctypes, torch
+    return ctypes.CDLL(torch._C.__file__)  # libtorch's Python binding, to reach its kernels by symbol
+
+REFUSED = {
+    "runsource": lambda: code.InteractiveInterpreter({}).runsource("x = " + "1"),
+    "exec": lambda: exec("x = " + "1"),
+    "eval": lambda: eval("1 + " + "1"),
+    "compile_tree": lambda: compile(__import__("ast").Module([], []), "x", "exec"),
+    "FunctionType": lambda: types.FunctionType((lambda: 0).__code__, {}),
+    "code_replace": lambda: (lambda: 0).__code__.replace(co_name="again"),
+    "marshal": lambda: marshal.loads(marshal.dumps((lambda: 0).__code__)),
+    "reload": lambda: importlib.reload(F),
+    "respec": _respec,
+    "compile_torch_file": lambda: exec(compile(open(F.__file__).read(), F.__file__, "exec"), {}),
+    "timeit": lambda: __import__("timeit").timeit("1", number=1),
+    "pickle": lambda: __import__("pickle").loads(b"cbuiltins\\nexec\\n(S'y = 3'\\ntR."),
+    "gc": lambda: gc.get_objects(),
+    "ctypes": _ctypes,
+}
+ALLOWED_CTYPES = lambda: __import__("ctypes").CDLL(None).getpid() > 0  # the program's own symbols (libc)
+ALLOWED = {
+    "namedtuple": lambda: collections.namedtuple("Pair", "a b")(1, 2).b,
+    "fresh_import": lambda: __import__("colorsys").rgb_to_hsv(1.0, 0.0, 0.0)[2],
+    "constant": lambda: CONSTANT,
+    "ctypes_libc": ALLOWED_CTYPES,
+}
+
+def _outcome(call):
+    try:
+        return "ran: " + str(call())
+    except Exception as error:
+        return type(error).__name__ + ": " + str(error)
+
+def attention_scores(Q, K):
+    found = {name: _outcome(call) for name, call in {**REFUSED, **ALLOWED}.items()}
+    # the guard looks nothing up when it runs: new builtins and worker globals change nothing
+    worker = vars(sys.modules["__main__"])
+    saved, saved_worker, failed = dict(vars(builtins)), dict(worker), []
+    builtins.isinstance = builtins.type = builtins.bytes = builtins.open = builtins.str = lambda *a, **k: True
+    for name in [n for n in worker if n.startswith("_") and not n.startswith("__")]:
+        worker[name] = None
+    try:
+        exec("x = " + "2")
+    except Exception as error:
+        failed.append(error)
+    finally:
+        vars(builtins).update(saved)
+        worker.update(saved_worker)
+    found["exec_after_patching"] = _outcome(lambda: (_ for _ in ()).throw(failed[0]) if failed else "not refused")
+    return found
+"""
+
+
+@pytest.mark.timeout(300)
+def test_code_built_at_run_time_is_refused_and_honest_code_runs(tmp_path):
+    """Every way tried to build or run code at run time is refused in the student's sandbox, also after the
+    builtins and the worker's globals are replaced; imports, namedtuple and code given as a constant run."""
+    with sandbox(tmp_path, GUARD_PROBE) as box:
+        assert box.load().ok, box.load_reply
+        found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=60)
+    assert found.ok, found.describe()
+    found = found.value
+    refused = {"runsource", "exec", "eval", "compile_tree", "reload", "respec", "compile_torch_file", "timeit",
+               "pickle", "marshal", "exec_after_patching"}  # fmt: skip
+    for name in refused:
+        assert found.pop(name).startswith(BUILT_AT_RUN_TIME), name
+    assert found.pop("FunctionType") == (
+        "NotAvailable: function.__new__ is not available in this assignment: attention.py needs none of it"
+    )
+    assert found.pop("code_replace").startswith("NotAvailable: code.__new__ is not available")
+    assert found.pop("gc").startswith("NotAvailable: gc.get_objects is not available")
+    assert found.pop("ctypes").startswith("NotAvailable: ctypes.dlopen is not available")
+    assert found == {
+        "namedtuple": "ran: 2",
+        "fresh_import": "ran: 1.0",
+        "constant": "ran: 1",
+        "ctypes_libc": "ran: True",
+    }
+
+
+@pytest.mark.timeout(300)
+def test_a_notebooks_cells_still_load_under_the_guard(tmp_path):
+    """The grader runs a notebook's cells as compile() of constants: they load, exec of a constant in a cell too."""
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": "import torch\nexec('DOUBLE = 2')"},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": ["def scale_scores(scores, d_k):\n", "    return scores * DOUBLE"],
+        },
+    ]
+    source = notebook_source(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    with sandbox(tmp_path, source) as box:
+        assert box.load().ok, box.load_reply
+        reply = box.call("scale_scores", (torch.ones(2), 4), timeout=30)
+    assert reply.ok, reply.describe()
+    assert reply.value.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import code\ncode.InteractiveInterpreter({}).runsource(text)",
+        "from code import InteractiveConsole",
+        "import codeop",
+        "import runpy",
+        "import marshal",
+        "import types\nf = types.FunctionType(g.__code__, {})",
+        "import torch\ntorch.ctypes.memmove(1, 2, 3)",
+        "import ctypes",
+    ],
+)
+def test_code_built_at_run_time_is_flagged_in_the_source(code):
+    """Interpreter objects, code and functions made from parts, marshal and ctypes: each found, with its line."""
+    found = tampering(code)
+    assert set(found) == {"builds_code"} and all(place.startswith("line ") for place in found["builds_code"]), found
+
+
+def test_the_wave_leaves_evidence_only_where_code_is_built():
+    """The interpreter attack is flagged in its source; the two others leave nothing there (the block stops them)."""
+    sources = {name: (SUBMISSIONS / "overlays" / f"{name}.py").read_text() for name in WAVE}
+    assert "builds_code" in tampering(sources["fused_interpreter_mha"])
+    assert tampering(sources["fused_undo_block"]) == tampering(sources["fused_vmap"]) == {}
