@@ -108,6 +108,16 @@ class Limits:
         "a call the machine's load stretches past this many times its limit is the grader's error", minimum=1.0
     )
     require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
+    notebook_mb: int = setting("the largest notebook (.ipynb) read, MiB; a larger one is ungradable", minimum=1)
+    notebook_depth: int = setting(
+        "how deep a notebook's JSON may nest; deeper is ungradable, checked before decoding", minimum=8
+    )
+    source_kb: int = setting(
+        "the most code graded (attention.py, or a notebook's code cells), KiB; more is ungradable", minimum=16
+    )
+    answer_chars: int = setting(
+        "the longest knowledge-check answer cell read, characters; a longer one is not read", minimum=100
+    )
 
 
 # The sections, in defaults.toml's order. [points] is not among them: its keys are the hidden checks' names

@@ -93,7 +93,7 @@ def warm_up(settings: Settings) -> None:
 
 def read(grading: Grading) -> Grading:
     try:
-        grading.source = read_submission(grading.submission, grading.folder)
+        grading.source = read_submission(grading.submission, grading.folder, grading.settings.limits)
     except Ungradable as reason:
         grading.ungradable = str(reason)
         grading.missing = reason.missing

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from autograder import bounded
+from autograder.config import Limits, load_settings
 
 
 class Ungradable(Exception):
@@ -18,17 +20,25 @@ class Ungradable(Exception):
         self.missing = missing
 
 
-def notebook_source(text: str) -> str:
-    """The code of a notebook's solution and set-up cells; test cells, magics and shell escapes left out."""
+def notebook_source(text: str, max_depth: int | None = None) -> str:
+    """The code of a notebook's solution and set-up cells; test cells, magics and shell escapes left out.
+
+    The JSON's nesting is checked before it is decoded (``limits.notebook_depth`` by default), and every cell's
+    shape before the cells are walked (autograder/bounded.py); a notebook that breaks either is Ungradable."""
+    if max_depth is None:
+        max_depth = load_settings(environ={}).limits.notebook_depth
     try:
-        notebook = json.loads(text)
-        cells = notebook["cells"]
-    except (ValueError, KeyError, TypeError):
-        raise Ungradable("the notebook is not valid .ipynb JSON") from None
+        return _notebook_code(text, max_depth)
+    except bounded.Refused as why:
+        raise Ungradable(f"the notebook {why}") from None
+
+
+def _notebook_code(text: str, max_depth: int) -> str:
+    cells = bounded.notebook_cells(bounded.load_json(text, max_depth))
     parts = []
     number = 0
     for cell in cells:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        if cell["cell_type"] != "code":
             continue
         nbgrader = cell.get("metadata", {}).get("nbgrader", {})
         if nbgrader.get("grade") and not nbgrader.get("solution"):
@@ -79,12 +89,15 @@ def shown_name(path: Path) -> str:
         return "attention.py"
 
 
-def read_submission(path: Path, folder: Path) -> Path:
+def read_submission(path: Path, folder: Path, limits: Limits | None = None) -> Path:
     """Write the submission's Python source to ``folder/attention.py`` and return that path.
 
     Every submission that cannot be read is refused alike (``sdpa-grade`` exits 2), with a reason
-    that names what was given: a path that is not there, a folder, a notebook or a .py file.
+    that names what was given: a path that is not there, a folder, a notebook or a .py file. The bounds of
+    ``limits`` (by default the settings' [limits]) are checked before the work: the file's size before it is
+    read, a notebook's nesting before it is decoded, the code's size before anything parses it.
     """
+    limits = load_settings(environ={}).limits if limits is None else limits
     top, path = path, submitted_file(path)
     _refuse_links(path, top)
     if not path.exists():
@@ -95,19 +108,29 @@ def read_submission(path: Path, folder: Path) -> Path:
         raise Ungradable(f"{what} is neither a .py file nor a notebook (.ipynb)")
     if not path.is_file():
         raise Ungradable(f"{path} is not a file", missing=True)
+    code_bound = f"at most {limits.source_kb} KiB of code is graded: remove the data (or anything large) from it"
+    if notebook:
+        size_bound, too_large = limits.notebook_mb << 20, f"at most {limits.notebook_mb} MiB of notebook is read"
+    else:
+        size_bound, too_large = limits.source_kb << 10, code_bound
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, size_bound, too_large)
+    except bounded.Refused as why:
+        raise Ungradable(f"{what} {why}") from None
     except UnicodeDecodeError:
         raise Ungradable(f"{what} is not UTF-8 text") from None
     except OSError as error:
         raise Ungradable(f"{what} cannot be read ({error.strerror or error})", missing=True) from None
     if notebook:
         try:
-            text = notebook_source(text)
-        except Ungradable:
-            raise Ungradable(f"{what} is not valid .ipynb JSON") from None
+            text = _notebook_code(text, limits.notebook_depth)
+        except bounded.Refused as why:
+            raise Ungradable(f"{what} {why}") from None
         if not text.strip():
             raise Ungradable(f"{what} holds no code (no code cell with anything in it)")
+        if len(text.encode("utf-8")) > limits.source_kb << 10:
+            code = f"its code cells hold {bounded.sized(len(text.encode('utf-8')))}"
+            raise Ungradable(f"{what} is too large to grade: {code}; {code_bound}")
     elif not text.strip():
         raise Ungradable(f"{what} is empty")
     target = folder / "attention.py"
