@@ -45,26 +45,30 @@ def read_text(path: Path, max_bytes: int, too_large: str) -> str:
     return data.decode("utf-8")
 
 
-def nesting(text: str, limit: int) -> int:
-    """How deep lists and objects nest in a JSON text, counted without decoding it (strings skipped); the count
-    stops once it passes ``limit``."""
-    depth = deepest = 0
+def nesting(text: str, max_depth: int, max_containers: int) -> tuple[int, int]:
+    """How deep lists and objects nest in a JSON text, and how many there are, counted without decoding it
+    (strings skipped); the count stops once either passes its bound."""
+    depth = deepest = containers = 0
     for bracket in _BRACKET.finditer(_STRING.sub('""', text)):
         if bracket.group() in "[{":
             depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > limit:
-                    break
+            containers += 1
+            deepest = max(deepest, depth)
+            if deepest > max_depth or containers > max_containers:
+                break
         else:
             depth -= 1
-    return deepest
+    return deepest, containers
 
 
-def load_json(text: str, max_depth: int):
-    """The decoded JSON text, its nesting checked before ``json.loads`` runs (so its recursion never runs out)."""
-    if nesting(text, max_depth) > max_depth:
+def load_json(text: str, max_depth: int, max_containers: int):
+    """The decoded JSON text, its nesting and its number of lists and objects checked before ``json.loads`` runs
+    (so that its recursion never runs out, and what it builds is bounded by more than the text's size)."""
+    depth, containers = nesting(text, max_depth, max_containers)
+    if depth > max_depth:
         raise Refused(f"nests more than {max_depth} levels deep (a notebook Jupyter saves nests about 5)")
+    if containers > max_containers:
+        raise Refused(f"holds more than {max_containers} JSON lists and objects (a notebook's cells hold a few each)")
     try:
         return json.loads(text)
     except ValueError:

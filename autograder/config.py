@@ -112,6 +112,9 @@ class Limits:
     notebook_depth: int = setting(
         "how deep a notebook's JSON may nest; deeper is ungradable, checked before decoding", minimum=8
     )
+    notebook_containers: int = setting(
+        "the most JSON lists and objects a notebook may hold; more is ungradable, counted before decoding", minimum=1000
+    )
     source_kb: int = setting(
         "the most code graded (attention.py, or a notebook's code cells), KiB; more is ungradable", minimum=16
     )

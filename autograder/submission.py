@@ -20,21 +20,20 @@ class Ungradable(Exception):
         self.missing = missing
 
 
-def notebook_source(text: str, max_depth: int | None = None) -> str:
+def notebook_source(text: str, limits: Limits | None = None) -> str:
     """The code of a notebook's solution and set-up cells; test cells, magics and shell escapes left out.
 
-    The JSON's nesting is checked before it is decoded (``limits.notebook_depth`` by default), and every cell's
-    shape before the cells are walked (autograder/bounded.py); a notebook that breaks either is Ungradable."""
-    if max_depth is None:
-        max_depth = load_settings(environ={}).limits.notebook_depth
+    The JSON's nesting and size are checked before it is decoded (``limits.notebook_depth`` and
+    ``notebook_containers``; the defaults' without ``limits``), and every cell's shape before the cells are walked
+    (autograder/bounded.py); a notebook that breaks one is Ungradable."""
     try:
-        return _notebook_code(text, max_depth)
+        return _notebook_code(text, load_settings(environ={}).limits if limits is None else limits)
     except bounded.Refused as why:
         raise Ungradable(f"the notebook {why}") from None
 
 
-def _notebook_code(text: str, max_depth: int) -> str:
-    cells = bounded.notebook_cells(bounded.load_json(text, max_depth))
+def _notebook_code(text: str, limits: Limits) -> str:
+    cells = bounded.notebook_cells(bounded.load_json(text, limits.notebook_depth, limits.notebook_containers))
     parts = []
     number = 0
     for cell in cells:
@@ -123,7 +122,7 @@ def read_submission(path: Path, folder: Path, limits: Limits | None = None) -> P
         raise Ungradable(f"{what} cannot be read ({error.strerror or error})", missing=True) from None
     if notebook:
         try:
-            text = _notebook_code(text, limits.notebook_depth)
+            text = _notebook_code(text, limits)
         except bounded.Refused as why:
             raise Ungradable(f"{what} {why}") from None
         if not text.strip():

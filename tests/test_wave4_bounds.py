@@ -51,6 +51,19 @@ NOTEBOOKS = {
     ),
     "metadata_null": (_notebook([REFERENCE_CELL, _code("x = 1") | {"metadata": None}]), "cell 2"),
     "source_holds_an_integer": (_notebook([REFERENCE_CELL, _code(["x = 1\n", 7])]), "cell 2"),
+    "json_lists_past_the_bound": (
+        _notebook(
+            [
+                REFERENCE_CELL
+                | {
+                    "outputs": [
+                        {"output_type": "stream", "name": "stdout", "text": [[]] * (LIMITS.notebook_containers + 1)}
+                    ]
+                }
+            ]
+        ),
+        f"holds more than {LIMITS.notebook_containers} JSON lists and objects",
+    ),
     "cells_not_a_list": ('{"cells": {"0": 1}, "metadata": {}, "nbformat": 4}', "its cells are not a list"),
     "nbgrader_metadata_a_list": (
         _notebook([REFERENCE_CELL, _code("x = 1", metadata={"nbgrader": [1, 2]})]),
