@@ -289,3 +289,30 @@ def test_a_pasted_solution_cell_does_not_stop_the_class(tmp_path):
         lost = {grade.name: grade.max_score - grade.score for grade in first.grades if grade.score != grade.max_score}
         assert set(lost) == {"check_q_variance"}, lost  # graded in full but for the wrong answer
         assert all(grade.score is not None for grade in second.grades)
+
+
+def _nbgrader_cell(grade_id: str, **meta) -> dict:
+    nbgrader = {"grade_id": grade_id, "solution": True, "grade": False, "locked": False, "schema_version": 3}
+    return _code(f"{grade_id} = 1") | {"metadata": {"nbgrader": nbgrader | meta}}
+
+
+def test_deduplicate_ids_keeps_the_last_copy_and_refuses_a_corrupt_notebook_alone():
+    """The sanitizing step in place of nbgrader's: the earlier copy of a grade id becomes plain code (nbgrader's left
+    it an empty dict, which its schema check refused as outdated, stopping the class); nbgrader metadata of another
+    schema, or a cell of the wrong shape, is a plain error for that notebook (nbgrader reports it and goes on)."""
+    from nbgrader.nbgraderformat.common import SchemaMismatchError
+
+    from autograder.autograde import DeduplicateIds, NotebookRefused
+
+    resources = {"nbgrader": {"student": "a_pasted"}}
+    step = DeduplicateIds()
+    notebook = nbformat.from_dict(json.loads(_notebook([_nbgrader_cell("answer"), _nbgrader_cell("answer")])))
+    notebook.cells.append(nbformat.from_dict(_code("x = 2") | {"metadata": {"nbgrader": {}}}))
+    cells = step.preprocess(notebook, resources)[0].cells
+    assert ["nbgrader" in cell.metadata for cell in cells] == [False, True, False]
+    assert [cell.source for cell in cells] == ["answer = 1", "answer = 1", "x = 2"]
+    for cell in (_nbgrader_cell("answer", schema_version=2), _code("x = 1") | {"metadata": None}):
+        corrupt = nbformat.from_dict(json.loads(_notebook([_nbgrader_cell("other"), cell])))
+        with pytest.raises(NotebookRefused, match="'a_pasted' is refused: cell 2 has") as refused:
+            step.preprocess(corrupt, resources)
+        assert not isinstance(refused.value, SchemaMismatchError)
