@@ -15,7 +15,9 @@ c.Exchange.root = os.path.join(here, "exchange")
 c.Exchange.path_includes_course = True
 
 # The stub students see in place of each solution region.
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError(\"replace this line with your code\")"}
+c.ClearSolutions.code_stub = {
+    "python": '# YOUR CODE HERE\nraise NotImplementedError("replace this line with your code")'
+}
 
 # Autograde without running the student's code in a Jupyter kernel: GradeNotebook takes the place of
 # nbgrader's Execute and grades each notebook as sdpa-grade does (the student's cells run only in its
@@ -27,6 +29,14 @@ from nbgrader.preprocessors import Execute
 c.Autograde.autograde_preprocessors = [
     "autograder.autograde.GradeNotebook" if step is Execute else step
     for step in Autograde.class_traits()["autograde_preprocessors"].default()
+]
+# A student's notebook with a pasted copy of a graded cell (its nbgrader id twice) or corrupt nbgrader metadata stopped
+# autograde for the whole class: autograder.autograde.DeduplicateIds takes the place of nbgrader's, first of the
+# sanitizing steps, and reports such a notebook for that student alone (graded where it can be).
+from nbgrader.preprocessors import DeduplicateIds
+
+c.Autograde.sanitize_preprocessors = ["autograder.autograde.DeduplicateIds"] + [
+    step for step in Autograde.class_traits()["sanitize_preprocessors"].default() if step is not DeduplicateIds
 ]
 # c.GradeNotebook.settings_file = "grading.toml"  # as sdpa-grade --config FILE
 # c.GradeNotebook.require_sandbox = True          # as sdpa-grade --require-sandbox

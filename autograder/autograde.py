@@ -22,6 +22,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
+from autograder.bounded import cell_problem
 from autograder.cell_feedback import failure_output, note_output
 from autograder.checks.catalogue import catalogue
 from autograder.config import ConfigError, Settings, load_settings
@@ -35,6 +36,59 @@ NOT_RUN_HERE = (
 
 class GraderFailed(RuntimeError):
     """The grader's own failure on this notebook: nbgrader reports the notebook as failed, never as a 0."""
+
+
+class NotebookRefused(RuntimeError):
+    """A student's notebook nbgrader cannot grade (a cell of the wrong shape, nbgrader metadata of another schema):
+    a plain error, so nbgrader reports it for that student and goes on to the next (its schema errors stop the
+    whole class)."""
+
+
+class DeduplicateIds(NbGraderPreprocessor):
+    """In place of nbgrader's DeduplicateIds, the first of autograde's sanitizing steps: one notebook never stops
+    the class (assignments/nbgrader_config.py).
+
+    Jupyter's copy and paste copies a cell's nbgrader grade id. nbgrader keeps the last cell of each id and
+    empties the others' nbgrader metadata, which its own schema check then refuses as outdated, and that error
+    stops ``nbgrader autograde`` for every student after this one. Here the last cell of an id keeps it (as in
+    nbgrader), every earlier copy loses its nbgrader metadata entirely (its code stays, graded as the student's),
+    and each is named in the log. A cell of the wrong shape, or nbgrader metadata of a schema this nbgrader does
+    not read, refuses this notebook alone (``NotebookRefused``), before any other step reads it.
+    """
+
+    def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
+        from nbgrader.nbgraderformat import SCHEMA_VERSION
+
+        student = resources.get("nbgrader", {}).get("student", "?")
+        cells = nb.get("cells")
+        if not isinstance(cells, list):
+            raise NotebookRefused(f"the notebook of {student!r} has no list of cells")
+        for number, cell in enumerate(cells, 1):
+            problem = cell_problem(cell)
+            meta = {} if problem else cell.get("metadata", {})
+            if meta.get("nbgrader") == {}:
+                del meta["nbgrader"]  # says nothing (nbgrader's own schema check would refuse it as outdated)
+            elif "nbgrader" in meta and meta["nbgrader"].get("schema_version") != SCHEMA_VERSION:
+                problem = f"has nbgrader metadata of schema {meta['nbgrader'].get('schema_version')!r}"
+            if problem:
+                raise NotebookRefused(f"the notebook of {student!r} is refused: cell {number} {problem}")
+        seen: set[str] = set()
+        for number in range(len(cells), 0, -1):
+            meta = cells[number - 1].get("metadata", {})
+            grade_id = meta.get("nbgrader", {}).get("grade_id")
+            if not isinstance(grade_id, str) or not grade_id:
+                continue
+            if grade_id in seen:
+                self.log.warning(
+                    "%s: the notebook holds the grade id %r twice (a pasted copy of a cell?): cell %d is graded as"
+                    " the student's code, without it",
+                    student,
+                    grade_id,
+                    number,
+                )
+                del meta["nbgrader"]
+            seen.add(grade_id)
+        return nb, resources
 
 
 class GradeNotebook(NbGraderPreprocessor):
@@ -51,6 +105,7 @@ class GradeNotebook(NbGraderPreprocessor):
     ).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
+        answer_chars = load_settings(self.settings_file or None).limits.answer_chars
         tests = [cell for cell in nb.cells if _is_test(cell)]
         checks = {entry.check for entry in catalogue()}
         for cell in tests:
@@ -73,7 +128,7 @@ class GradeNotebook(NbGraderPreprocessor):
         for cell in tests:
             name = _check_of(cell)
             if name in BY_NAME:
-                message = verdict(name, _answer_cell(nb, name))
+                message = verdict(name, _answer_cell(nb, name), answer_chars)
             elif name:
                 if name not in verdicts:
                     raise GraderFailed(f"the grading has no result for the hidden cell check_{name}")

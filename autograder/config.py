@@ -124,6 +124,19 @@ class Limits:
     require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
     folder_depth: int = setting("levels of folders searched for the graded file below the submission's own")
     folder_files: int = setting("files and folders the search for the graded file looks at, in all")
+    notebook_mb: int = setting("the largest notebook (.ipynb) read, MiB; a larger one is ungradable", minimum=1)
+    notebook_depth: int = setting(
+        "how deep a notebook's JSON may nest; deeper is ungradable, checked before decoding", minimum=8
+    )
+    notebook_containers: int = setting(
+        "the most JSON lists and objects a notebook may hold; more is ungradable, counted before decoding", minimum=1000
+    )
+    source_kb: int = setting(
+        "the most code graded (attention.py, or a notebook's code cells), KiB; more is ungradable", minimum=16
+    )
+    answer_chars: int = setting(
+        "the longest knowledge-check answer cell read, characters; a longer one is not read", minimum=100
+    )
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def warm_up(settings: Settings) -> None:
 def read(grading: Grading) -> Grading:
     try:
         grading.choice = choose(grading.submission, grading.settings.limits)
-        submitted = read_submission(grading.choice, grading.folder)
+        submitted = read_submission(grading.choice, grading.folder, grading.settings.limits)
         grading.source, grading.graded, grading.sha256 = submitted.source, submitted.file, submitted.sha256
     except Ungradable as reason:
         grading.ungradable = str(reason)

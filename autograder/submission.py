@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import bounded
+from autograder.config import Limits, load_settings
 from autograder.release.build import NOTEBOOK, TEMPLATE
 
 
@@ -35,17 +36,24 @@ class Submitted:
     sha256: str
 
 
-def notebook_source(text: str) -> str:
-    """The code of a notebook's solution and set-up cells; test cells, magics and shell escapes left out."""
+def notebook_source(text: str, limits: Limits | None = None) -> str:
+    """The code of a notebook's solution and set-up cells; test cells, magics and shell escapes left out.
+
+    The JSON's nesting and size are checked before it is decoded (``limits.notebook_depth`` and
+    ``notebook_containers``; the defaults' without ``limits``), and every cell's shape before the cells are walked
+    (autograder/bounded.py); a notebook that breaks one is Ungradable."""
     try:
-        notebook = json.loads(text)
-        cells = notebook["cells"]
-    except (ValueError, KeyError, TypeError):
-        raise Ungradable("the notebook is not valid .ipynb JSON") from None
+        return _notebook_code(text, load_settings(environ={}).limits if limits is None else limits)
+    except bounded.Refused as why:
+        raise Ungradable(f"the notebook {why}") from None
+
+
+def _notebook_code(text: str, limits: Limits) -> str:
+    cells = bounded.notebook_cells(bounded.load_json(text, limits.notebook_depth, limits.notebook_containers))
     parts = []
     number = 0
     for cell in cells:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        if cell["cell_type"] != "code":
             continue
         nbgrader = cell.get("metadata", {}).get("nbgrader", {})
         if nbgrader.get("grade") and not nbgrader.get("solution"):
@@ -190,27 +198,28 @@ def shown_name(choice: Choice | None) -> str:
     return "your notebook" if choice is not None and choice.path.suffix == ".ipynb" else "attention.py"
 
 
-def read_submission(submission: Choice | Path, folder: Path) -> Submitted:
+def read_submission(submission: Choice | Path, folder: Path, limits: Limits | None = None) -> Submitted:
     """Write the graded file's Python source to ``folder/attention.py``; return it with the file it came from.
 
-    ``submission`` is the rule's choice (``choose``), or a path, chosen from under the default limits.
+    ``submission`` is the rule's choice (``choose``), or a path, chosen under ``limits``.
     Every submission that cannot be read is refused alike (``sdpa-grade`` exits 2), with a reason
     that names what was given: a path that is not there, a folder, a notebook or a .py file. The
     refusal carries the chosen file (and its SHA-256 when its bytes were read), for the results' provenance.
+    The bounds of ``limits`` (by default the settings' [limits]) are checked before the work: the file's size
+    before it is read, a notebook's nesting before it is decoded, the code's size before anything parses it.
     """
+    limits = load_settings(environ={}).limits if limits is None else limits
     if not isinstance(submission, Choice):
-        from autograder.config import load_settings
-
-        submission = choose(submission, load_settings(environ={}).limits)
+        submission = choose(submission, limits)
     path = submission.path
     try:
-        return _read(submission.root, path, folder)
+        return _read(submission.root, path, folder, limits)
     except Ungradable as reason:
         reason.file = path if path.exists() or path.is_symlink() else None
         raise
 
 
-def _read(top: Path, path: Path, folder: Path) -> Submitted:
+def _read(top: Path, path: Path, folder: Path, limits: Limits) -> Submitted:
     _refuse_links(path, top)
     if not path.exists():
         raise Ungradable(f"there is no file or folder at {path}", missing=True)
@@ -220,30 +229,40 @@ def _read(top: Path, path: Path, folder: Path) -> Submitted:
         raise Ungradable(f"{what} is neither a .py file nor a notebook (.ipynb)")
     if not path.is_file():
         raise Ungradable(f"{path} is not a file", missing=True)
+    code_bound = f"at most {limits.source_kb} KiB of code is graded: remove the data (or anything large) from it"
+    if notebook:
+        size_bound, too_large = limits.notebook_mb << 20, f"at most {limits.notebook_mb} MiB of notebook is read"
+    else:
+        size_bound, too_large = limits.source_kb << 10, code_bound
     try:
-        data = path.read_bytes()  # read once: what is graded is what is hashed
+        data = bounded.read_bytes(path, size_bound, too_large)  # read once: what is graded is what is hashed
+    except bounded.Refused as why:
+        raise Ungradable(f"{what} {why}") from None
     except OSError as error:
         raise Ungradable(f"{what} cannot be read ({error.strerror or error})", missing=True) from None
     digest = hashlib.sha256(data).hexdigest()
     try:
-        return Submitted(_source(data, path, notebook, what, folder), path, digest)
+        return Submitted(_source(data, notebook, what, folder, limits, code_bound), path, digest)
     except Ungradable as reason:
         reason.sha256 = digest
         raise
 
 
-def _source(data: bytes, path: Path, notebook: bool, what: str, folder: Path) -> Path:
+def _source(data: bytes, notebook: bool, what: str, folder: Path, limits: Limits, code_bound: str) -> Path:
     try:
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text() reads it
     except UnicodeDecodeError:
         raise Ungradable(f"{what} is not UTF-8 text") from None
     if notebook:
         try:
-            text = notebook_source(text)
-        except Ungradable:
-            raise Ungradable(f"{what} is not valid .ipynb JSON") from None
+            text = _notebook_code(text, limits)
+        except bounded.Refused as why:
+            raise Ungradable(f"{what} {why}") from None
         if not text.strip():
             raise Ungradable(f"{what} holds no code (no code cell with anything in it)")
+        if len(text.encode("utf-8")) > limits.source_kb << 10:
+            code = f"its code cells hold {bounded.sized(len(text.encode('utf-8')))}"
+            raise Ungradable(f"{what} is too large to grade: {code}; {code_bound}")
     elif not text.strip():
         raise Ungradable(f"{what} is empty")
     target = folder / "attention.py"

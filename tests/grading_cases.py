@@ -118,6 +118,14 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "scale_values": "cannot scale",
         },
     ),
+    # a tensor marker whose dtype is a list (unhashable where the reader looks a name up): the student's WireError
+    "wire_unhashable_reply": (
+        {"variance_close", "variance_uses_generator"} | GATED_SDPA - {"timing_cpu"} | GATED_MHA,
+        {
+            "variance_close": "malformed tensor header",
+            "integrity_sdpa": "reaches into torch's internals or the grader's worker",
+        },
+    ),
     "scan_bomb": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": "nested too deeply to scan"}),
     # a (N, 1, 1) mask for the feedback picture: sized before any work (the grader's peak was 4.2 GB, now 0.3)
     "picture_bomb": ({"padding_lengths"}, {"padding_lengths": "entries differ"}),

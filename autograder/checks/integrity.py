@@ -14,16 +14,33 @@ class _Unscannable(Exception):
     """The source (or Python inside one of its strings) nests too deeply to parse, or the scan ran out of time."""
 
 
+# The syntax trees of the source scanned last and of the strings in it that are Python (None: not Python; a str:
+# why it could not be parsed), shared by the three scans of both integrity checks: each source is parsed once.
+# read_submission bounds the source's size (limits.source_kb) before it gets here.
+_TREES: dict[str, ast.AST | str | None] = {}
+
+
+def _scanning(source: str) -> None:
+    """A new source to scan: forget the trees of the last one (a string of it keeps its tree while it is scanned)."""
+    if source not in _TREES:
+        _TREES.clear()
+
+
 def _tree(source: str, deadline: float) -> ast.AST | None:
-    """The syntax tree of ``source``; None where it is not Python."""
-    if time.monotonic() > deadline:
-        raise _Unscannable(f"the scan ran out of time ({SCAN_SECONDS:g} s)")
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    except (RecursionError, MemoryError):  # the parser's own limits: the grader must not fail on them
-        raise _Unscannable("code nested too deeply to scan") from None
+    """The syntax tree of ``source``, parsed once; None where it is not Python."""
+    if source not in _TREES:
+        if time.monotonic() > deadline:
+            raise _Unscannable(f"the scan ran out of time ({SCAN_SECONDS:g} s)")
+        try:
+            _TREES[source] = ast.parse(source)
+        except (SyntaxError, ValueError):
+            _TREES[source] = None
+        except (RecursionError, MemoryError):  # the parser's own limits: the grader must not fail on them
+            _TREES[source] = "code nested too deeply to scan"
+    tree = _TREES[source]
+    if isinstance(tree, str):
+        raise _Unscannable(tree)
+    return tree
 
 
 FUSED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")
@@ -36,6 +53,7 @@ def fused_uses(source: str, depth: int = 3) -> list[str]:
     searched too, ``depth`` levels deep. A source too deep to scan is ``dynamic_reach``'s finding.
     """
     try:
+        _scanning(source)
         return _fused_uses(source, depth, time.monotonic() + SCAN_SECONDS)
     except _Unscannable:
         return []
@@ -99,6 +117,7 @@ def dynamic_reach(source: str, depth: int = 3) -> list[str]:
     Python nested too deeply to parse, or a scan past SCAN_SECONDS, is itself a finding.
     """
     try:
+        _scanning(source)
         return _dynamic_reach(source, depth, time.monotonic() + SCAN_SECONDS)
     except _Unscannable as why:
         return [str(why)]
@@ -207,6 +226,7 @@ def tampering(source: str, depth: int = 3) -> dict[str, list[str]]:
     A source too deep or too slow to scan is ``dynamic_reach``'s finding: nothing here.
     """
     try:
+        _scanning(source)
         return _tampering(source, depth, time.monotonic() + SCAN_SECONDS)
     except (_Unscannable, RecursionError):
         return {}

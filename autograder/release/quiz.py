@@ -104,11 +104,7 @@ def _normal(value):
         return value.strip().lower().strip("()")
     if isinstance(value, (list, tuple)):
         return [_normal(item) for item in value]
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    return value
+    return value  # a number as it is: 64 == 64.0, and an integer too large for a float is compared, not converted
 
 
 def _form(answer) -> str:
@@ -121,18 +117,20 @@ def _form(answer) -> str:
     return f"a {type(answer).__name__}"
 
 
-MAX_CELL = 10_000  # characters: an answer cell is one line; a longer one is not parsed at all
+MAX_CELL = 10_000  # characters (limits.answer_chars): an answer cell is one line; a longer one is not parsed at all
 
 
 class NotAnAnswer(ValueError):
     """The answer cell sets no value that can be read without running it; the message says what to write."""
 
 
-def answer_in(source: str, name: str) -> object:
-    """The value the cell's last assignment to ``name`` writes out (a number, a string, a tuple...), never run."""
+def answer_in(source: str, name: str, max_chars: int = MAX_CELL) -> object:
+    """The value the cell's last assignment to ``name`` writes out (a number, a string, a tuple...), never run.
+
+    A cell longer than ``max_chars`` is not parsed at all."""
     example = f"{name} = {BY_NAME[name].example}"
-    if len(source) > MAX_CELL:
-        raise NotAnAnswer(f"the answer cell is over {MAX_CELL} characters; write only `{example}` with your answer")
+    if len(source) > max_chars:
+        raise NotAnAnswer(f"the answer cell is over {max_chars} characters; write only `{example}` with your answer")
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -156,7 +154,7 @@ def _shown(value: object, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def verdict(name: str, source: str) -> str:
+def verdict(name: str, source: str, max_chars: int = MAX_CELL) -> str:
     """ "" when the answer cell's source answers question ``name``; otherwise the feedback,
     which never gives the answer.
 
@@ -164,7 +162,7 @@ def verdict(name: str, source: str) -> str:
     """
     question = BY_NAME[name]
     try:
-        value = answer_in(source, name)
+        value = answer_in(source, name, max_chars)
     except NotAnAnswer as reason:
         return str(reason)
     if isinstance(question.answer, bool) != isinstance(value, bool) or _normal(value) != _normal(question.answer):

@@ -144,7 +144,8 @@ def _text(value: str) -> str:
 
 
 def _tensor(item: dict, blobs: list[bytes]) -> torch.Tensor:
-    dtype = DTYPES.get(item.get("dtype"))
+    name = item.get("dtype")
+    dtype = DTYPES.get(name) if type(name) is str else None  # a list or an object is no name: not looked up
     shape = item.get("shape")
     index = item.get("$tensor")
     if dtype is None or not isinstance(shape, list) or not all(type(n) is int and 0 <= n < 1 << 40 for n in shape):

@@ -1,0 +1,118 @@
+"""Reading a submission's file with its bounds checked first: its size before it is read, a JSON text's nesting
+before it is decoded, and the decoded notebook's cells by shape and type before anything walks them.
+
+Every refusal is ``Refused``, whose message says, in the student's words, which bound the file crossed;
+``submission.py`` turns it into that submission's ``Ungradable``. Nothing here catches a RecursionError or a
+MemoryError after the fact: the bounds are checked before the work that would raise them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+# a JSON string, escapes included (the unrolled form: no backtracking on long strings), and a bracket outside one
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+class Refused(ValueError):
+    """The file crosses one of its bounds, or is not the shape it must be; the message says which, for the student."""
+
+
+def sized(size: int) -> str:
+    """``size`` bytes in the unit a student reads: 812 bytes, 40 KiB, 4.0 MiB."""
+    if size < 1 << 10:
+        return f"{size} bytes"
+    if size < 1 << 20:
+        return f"{size >> 10} KiB"
+    return f"{size / (1 << 20):.1f} MiB"
+
+
+def read_bytes(path: Path, max_bytes: int, too_large: str) -> bytes:
+    """The file's bytes, refused by its size before it is read (and read no further than the bound); raises OSError
+    as ``Path.read_bytes`` does."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise Refused(f"is {sized(size)}; {too_large}")
+    with open(path, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise Refused(f"is over {sized(max_bytes)}; {too_large}")
+    return data
+
+
+def nesting(text: str, max_depth: int, max_containers: int) -> tuple[int, int]:
+    """How deep lists and objects nest in a JSON text, and how many there are, counted without decoding it
+    (strings skipped); the count stops once either passes its bound."""
+    depth = deepest = containers = 0
+    for bracket in _BRACKET.finditer(_STRING.sub('""', text)):
+        if bracket.group() in "[{":
+            depth += 1
+            containers += 1
+            deepest = max(deepest, depth)
+            if deepest > max_depth or containers > max_containers:
+                break
+        else:
+            depth -= 1
+    return deepest, containers
+
+
+def load_json(text: str, max_depth: int, max_containers: int):
+    """The decoded JSON text, its nesting and its number of lists and objects checked before ``json.loads`` runs
+    (so that its recursion never runs out, and what it builds is bounded by more than the text's size)."""
+    depth, containers = nesting(text, max_depth, max_containers)
+    if depth > max_depth:
+        raise Refused(f"nests more than {max_depth} levels deep (a notebook Jupyter saves nests about 5)")
+    if containers > max_containers:
+        raise Refused(f"holds more than {max_containers} JSON lists and objects (a notebook's cells hold a few each)")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise Refused("is not valid .ipynb JSON") from None
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "true or false"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def notebook_cells(notebook) -> list[dict]:
+    """The cells of a decoded notebook, each checked for the shape nbformat gives it: an object whose
+    ``cell_type`` is a string, whose ``metadata`` (and its ``nbgrader``) is an object, and whose ``source`` is a
+    string or a list of strings. The first cell that is not is refused by its number (1 = the first)."""
+    if not isinstance(notebook, dict):
+        raise Refused(f"is {_kind(notebook)}, not a notebook (a JSON object with a list of cells)")
+    cells = notebook.get("cells")
+    if not isinstance(cells, list):
+        raise Refused(f"is not a notebook: its cells are not a list ({_kind(cells)})")
+    for number, cell in enumerate(cells, 1):
+        problem = cell_problem(cell)
+        if problem:
+            raise Refused(f"has a malformed cell: cell {number} {problem} (save the notebook again from Jupyter)")
+    return cells
+
+
+def cell_problem(cell) -> str:
+    """'' for a cell of nbformat's shape; else what is wrong with it, as the rest of a sentence about the cell."""
+    if not isinstance(cell, dict):
+        return f"is {_kind(cell)}, not an object"
+    if not isinstance(cell.get("cell_type"), str):
+        return f"has a cell_type that is {_kind(cell.get('cell_type'))}, not a string"
+    metadata = cell.get("metadata", {})
+    if not isinstance(metadata, dict):
+        return f"has metadata that is {_kind(metadata)}, not an object"
+    if not isinstance(metadata.get("nbgrader", {}), dict):
+        return f"has nbgrader metadata that is {_kind(metadata['nbgrader'])}, not an object"
+    source = cell.get("source", "")
+    if isinstance(source, list):
+        wrong = [line for line in source if not isinstance(line, str)]
+        if wrong:
+            return f"has a source line that is {_kind(wrong[0])}, not a string"
+    elif not isinstance(source, str):
+        return f"has a source that is {_kind(source)}, not a string or a list of strings"
+    return ""
