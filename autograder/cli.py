@@ -21,11 +21,20 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the timing check runs")
     p.add_argument("--config", type=Path, metavar="FILE", help="settings that override the defaults")
-    p.add_argument("--batch", type=Path, metavar="DIR", help="grade every student folder in DIR")
+    p.add_argument(
+        "--batch",
+        type=Path,
+        metavar="DIR",
+        help="grade a class: each subfolder of DIR is a student (nbgrader's submitted/ works), and so is each .py"
+        " or .ipynb file at DIR's top",
+    )
     p.add_argument("--jobs", type=int, help=f"submissions graded at once in --batch (default {JOBS})")
     p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
     p.add_argument(
-        "--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)"
+        "--json-dir",
+        type=Path,
+        metavar="DIR",
+        help="--batch: one results.json per student (default DIR-grades beside DIR)",
     )
     p.add_argument(
         "--report",
@@ -139,14 +148,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:  # first: whatever printing meets, the results file is there
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
-    print(table(result))
+    if not result.get("ungradable"):  # nothing was graded: the one line below says why, not a table of zeros
+        print(table(result))
     sandbox = result.get("extra_data", {}).get("sandbox")
     if sandbox:
         print(f"sdpa-grade: {sandbox}", file=sys.stderr)
     if args.html:
         from autograder.render.html import write_student_page
+        from autograder.roster import student_of
 
-        write_student_page(args.html, args.submission.name, result)
+        write_student_page(args.html, student_of(args.submission), result)
     if error:
         print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
         return 3

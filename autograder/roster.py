@@ -11,6 +11,10 @@ import hashlib
 import os
 import re
 from collections import Counter
+from pathlib import Path
+
+# nbgrader's course folders that hold one folder per student: <folder>/<student>/<assignment>/...
+NBGRADER_FOLDERS = ("submitted", "autograded")
 
 
 def _safe(name: str) -> str:
@@ -37,6 +41,14 @@ def result_names(names: list[str]) -> dict[str, str]:
 def shown(name: str) -> str:
     """A name as printed and written to the CSV: undecodable bytes as escapes."""
     return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def student_of(submission: Path) -> str:
+    """The student one submission belongs to, named as a batch names them: the folder under nbgrader's
+    ``submitted/`` (``submitted/alice/sdpa/sdpa.ipynb`` is alice's), else the submission's own name."""
+    parts = Path(os.path.abspath(submission)).parts
+    above = [i for i, part in enumerate(parts[:-1]) if part in NBGRADER_FOLDERS]
+    return parts[above[-1] + 1] if above else submission.name
 
 
 def page_names(names: list[str]) -> dict[str, str]:

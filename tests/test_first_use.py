@@ -1,0 +1,57 @@
+"""What a new instructor or student meets on first use (issue 31, item 8): help that says what is true,
+a missing file told in one line, feedback pages named after the student, a dashboard in sentences,
+a gated check worded as not awarded yet, and public tests that point at the first failing function."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autograder.cli import parser
+from tests.helpers import BIN, run
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def help_of(option: str) -> str:
+    """The help text of one option of sdpa-grade, as argparse prints it."""
+    [action] = [a for a in parser()._actions if option in a.option_strings]
+    return action.help
+
+
+def test_json_dir_help_names_the_real_default(tmp_path):
+    """--json-dir's help gives the folder a batch really writes to: DIR-grades beside DIR."""
+    assert "DIR-grades beside DIR" in help_of("--json-dir")
+    assert "../grades" not in help_of("--json-dir")
+
+
+def test_batch_help_says_top_level_files_are_students_too():
+    """--batch DIR's help names what it grades: every subfolder, and every .py or .ipynb at DIR's top."""
+    text = help_of("--batch")
+    assert "subfolder" in text and ".py" in text and ".ipynb" in text
+
+
+def test_a_missing_file_prints_only_its_reason(tmp_path):
+    """sdpa-grade on a path that does not exist prints one line that says so, not a table of zeros."""
+    out = tmp_path / "results.json"
+    result = run([str(BIN / "sdpa-grade"), str(tmp_path / "nothing.py"), "--json", str(out)], timeout=100)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"sdpa-grade: nothing to grade: there is no file or folder at {tmp_path / 'nothing.py'}"
+    ]
+    assert json.loads(out.read_text())["ungradable"]  # the results file is still written, for Gradescope
+
+
+def test_html_page_of_an_nbgrader_submission_is_titled_with_the_student(tmp_path):
+    """--html on submitted/alice/sdpa/sdpa.ipynb names alice (the folder under submitted/, as the batch names her),
+    not the notebook."""
+    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (the [report] extra)")
+    folder = tmp_path / "submitted" / "alice" / "sdpa"
+    folder.mkdir(parents=True)
+    (folder / "sdpa.ipynb").write_text("not a notebook")  # ungradable: the page is written all the same, fast
+    page = tmp_path / "alice.html"
+    result = run([str(BIN / "sdpa-grade"), str(folder / "sdpa.ipynb"), "--html", str(page)], timeout=100)
+    assert result.returncode == 2, result.stderr
+    assert "<title>Feedback: alice</title>" in page.read_text()
