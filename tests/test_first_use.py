@@ -4,7 +4,9 @@ a gated check worded as not awarded yet, and public tests that point at the firs
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 
@@ -55,3 +57,18 @@ def test_html_page_of_an_nbgrader_submission_is_titled_with_the_student(tmp_path
     result = run([str(BIN / "sdpa-grade"), str(folder / "sdpa.ipynb"), "--html", str(page)], timeout=100)
     assert result.returncode == 2, result.stderr
     assert "<title>Feedback: alice</title>" in page.read_text()
+
+
+def test_dashboard_names_each_students_mistakes_in_sentences():
+    """The students table's named-mistake column reads as the mistake's short sentence, not its identifier."""
+    pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
+    from autograder.class_results import class_results, describe
+    from autograder.render.dashboard import dashboard
+    from tests.test_render import check_result, result
+
+    wrong = check_result("scale_values", "scale_scores", "values", 0, 2, "differs.", mistake="divide_by_dk")
+    page = dashboard(class_results({"bob": result([wrong])}), {"bob": "bob.html"})
+    row = re.search(r'<tr data-student="bob">(.*?)</tr>', page, re.S).group(1)
+    last = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[-1]
+    assert last == html.escape(describe("divide_by_dk"), quote=False)
+    assert "divide_by_dk" not in row
