@@ -11,7 +11,7 @@ import re
 import pytest
 
 from autograder.cli import parser
-from tests.helpers import BIN, run
+from tests.helpers import BIN, TEMPLATE_DIR, run, student_folder
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -72,3 +72,19 @@ def test_dashboard_names_each_students_mistakes_in_sentences():
     last = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[-1]
     assert last == html.escape(describe("divide_by_dk"), quote=False)
     assert "divide_by_dk" not in row
+
+
+@pytest.mark.timeout(200)
+def test_public_tests_point_at_the_first_failing_function_not_the_first_stub(tmp_path):
+    """With attention_scores right, scale_scores wrong and the rest still stubs, the public tests say to fix
+    scale_scores next (the functions' order, the first that fails), not to implement causal_mask."""
+    source = (TEMPLATE_DIR / "attention.py").read_text()
+    source = source.replace(
+        "raise NotImplementedError('attention_scores is not implemented yet')", "return Q @ K.transpose(-2, -1)"
+    ).replace("raise NotImplementedError('scale_scores is not implemented yet')", "return scores / d_k")
+    folder = student_folder(tmp_path, source)
+    result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder, timeout=180)
+    assert result.returncode == 1, result.stdout[-2000:]
+    [next_line] = [line for line in result.stdout.splitlines() if line.startswith("Next:")]
+    assert next_line.startswith("Next: fix scale_scores in attention.py"), next_line
+    assert "causal_mask" not in next_line
