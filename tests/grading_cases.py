@@ -190,7 +190,10 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"integrity_sdpa": "builds names at run time", "sdpa_matches_torch": NOT_AVAILABLE},
     ),
     # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it (55/55 before)
-    "cheat_fused_raw_thread": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
+    "cheat_fused_raw_thread": (
+        FUSED_BLOCKED,
+        {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"},
+    ),
     # a loop in one branch only: every call form is timed (it passed when only masked calls were)
     "mistake_loop_only_without_mask": (
         {"timing_cpu"},

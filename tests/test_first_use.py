@@ -88,3 +88,53 @@ def test_public_tests_point_at_the_first_failing_function_not_the_first_stub(tmp
     [next_line] = [line for line in result.stdout.splitlines() if line.startswith("Next:")]
     assert next_line.startswith("Next: fix scale_scores in attention.py"), next_line
     assert "causal_mask" not in next_line
+
+
+def gated_on_a_broken_function(tmp_path):
+    """MultiHeadAttention wrong, with nothing fused: its integrity check passes, and is scored."""
+    from autograder.config import load_settings
+    from autograder.plugin import Outcome
+    from autograder.scoring import score
+    from autograder.status import Status
+
+    outcomes = [
+        Outcome("mha_matches_torch", "MultiHeadAttention", "multi-head", Status.FAILED, message="values differ."),
+        Outcome("integrity_mha", "MultiHeadAttention", "integrity", Status.PASSED),
+        Outcome("timing_cpu", "scaled_dot_product_attention", "timing", Status.FAILED, message="a wrong answer.",
+                flag="timed_answer_wrong"),
+        Outcome("sdpa_causal", "scaled_dot_product_attention", "causal", Status.FAILED, message="values differ."),
+    ]  # fmt: skip
+    return {item.outcome.check: item for item in score(outcomes, load_settings(environ={}))}
+
+
+@pytest.mark.parametrize("check", ["integrity_mha", "timing_cpu"])
+def test_a_gated_check_says_not_awarded_yet_in_neutral_words(tmp_path, check):
+    """A gated check of a function that fails its own checks is withheld (a field of its own), worded at the edge as
+    not awarded until those checks pass: no 'failed', no 'no points', no flag, in every place a person reads it."""
+    from autograder.cell_feedback import verdict_outputs
+    from autograder.render.text import output_text
+    from autograder.report import results_json
+
+    item = gated_on_a_broken_function(tmp_path)[check]
+    assert (item.score, item.withheld, item.outcome.flag) == (0.0, True, "")
+    function = item.outcome.function
+    text = output_text(item)
+    assert text.startswith("Not awarded yet:") and f"once {function} passes its own correctness checks" in text, text
+    for word in ("fail", "no points", "Flagged"):
+        assert word not in text
+    outputs = verdict_outputs(check, item)  # nbgrader: 0 points without an error's red traceback
+    assert [o.output_type for o in outputs] == ["stream", "execute_result"]
+    assert outputs[1].data["text/plain"] == "0" and "Not awarded yet:" in outputs[0].text
+
+    class Grading:
+        scored, ungradable, grader_error, started = [item], "", "", 0.0
+
+    [test] = results_json(Grading())["tests"]
+    assert test.get("status") != "failed" and test["extra_data"]["withheld"] is True
+    assert test["output"] == text
+    if check == "integrity_mha":  # it passed: Gradescope shows it passed, its points not awarded yet
+        assert test["status"] == "passed"
+    pytest.importorskip("matplotlib", reason="the pages draw with matplotlib (the [report] extra)")
+    from autograder.render.html import check_rows
+
+    assert [row["state"] for row in check_rows({"tests": [test]})] == ["withheld"]  # the page: grey, not red
