@@ -125,7 +125,8 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     roster = select(students(folder), args.shard)
     if args.show is not None and args.show not in roster:
         print(
-            f"sdpa-grade: Invalid --show {args.show}: no such student in {folder} (have: {', '.join(roster)})",
+            f"sdpa-grade: Invalid --show {shown(args.show)}: no such student in {folder}"
+            f" (have: {', '.join(shown(name) for name in roster)})",
             file=sys.stderr,
         )
         return 2
@@ -135,7 +136,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     targets = {name: out / files[name] for name in roster}
     for name in roster:
         if files[name] != f"{name}.json":
-            print(f"note: the result of {shown(name)!r} is in {files[name]}", file=sys.stderr)
+            print(f"note: the result of '{shown(name)}' is in {files[name]}", file=sys.stderr)
     if args.summary_only:
         return _summarise_only(roster, targets, args)
     # a result that was the grader's own failure is graded again
@@ -171,7 +172,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     if args.show is not None:
         from autograder.report import table
 
-        print(f"{args.show}'s feedback:\n{table(results[args.show])}\n")
+        print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
     print(inert(summary(stats)))
     if args.report:
         from autograder.render.dashboard import write_report

@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_batch(options, settings)
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
+    from autograder.render.inert import inert
     from autograder.report import grader_failure, table
 
     try:
@@ -159,12 +160,12 @@ def main(argv: list[str] | None = None) -> int:
 
         write_student_page(args.html, student_of(args.submission), result)
     if error:
-        print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
+        print(f"sdpa-grade: the grader failed:\n{inert(error)}", file=sys.stderr)
         return 3
     if result.get(
         "ungradable"
     ):  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
-        print(f"sdpa-grade: nothing to grade: {result['ungradable']}", file=sys.stderr)
+        print(f"sdpa-grade: nothing to grade: {inert(result['ungradable'], keep_newlines=False)}", file=sys.stderr)
         return 2
     return 0
 

@@ -13,6 +13,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from autograder.render.inert import inert
+
 # nbgrader's course folders that hold one folder per student: <folder>/<student>/<assignment>/...
 NBGRADER_FOLDERS = ("submitted", "autograded")
 
@@ -39,8 +41,9 @@ def result_names(names: list[str]) -> dict[str, str]:
 
 
 def shown(name: str) -> str:
-    """A name as printed and written to the CSV: undecodable bytes as escapes."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+    """A name as a person reads it (terminal, CSV, pages): undecodable bytes, control characters (ANSI escapes)
+    and bidirectional overrides (U+202E) as their escapes (render/inert.py), on one line."""
+    return inert(os.fsencode(name).decode("utf-8", "backslashreplace"), keep_newlines=False)
 
 
 def student_of(submission: Path) -> str:
