@@ -34,10 +34,11 @@ def test_batch_help_says_top_level_files_are_students_too():
     assert "subfolder" in text and ".py" in text and ".ipynb" in text
 
 
+@pytest.mark.timeout(300)
 def test_a_missing_file_prints_only_its_reason(tmp_path):
     """sdpa-grade on a path that does not exist prints one line that says so, not a table of zeros."""
     out = tmp_path / "results.json"
-    result = run([str(BIN / "sdpa-grade"), str(tmp_path / "nothing.py"), "--json", str(out)], timeout=100)
+    result = run([str(BIN / "sdpa-grade"), str(tmp_path / "nothing.py"), "--json", str(out)], timeout=250)
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
@@ -46,6 +47,7 @@ def test_a_missing_file_prints_only_its_reason(tmp_path):
     assert json.loads(out.read_text())["ungradable"]  # the results file is still written, for Gradescope
 
 
+@pytest.mark.timeout(300)
 def test_html_page_of_an_nbgrader_submission_is_titled_with_the_student(tmp_path):
     """--html on submitted/alice/sdpa/sdpa.ipynb names alice (the folder under submitted/, as the batch names her),
     not the notebook."""
@@ -54,7 +56,7 @@ def test_html_page_of_an_nbgrader_submission_is_titled_with_the_student(tmp_path
     folder.mkdir(parents=True)
     (folder / "sdpa.ipynb").write_text("not a notebook")  # ungradable: the page is written all the same, fast
     page = tmp_path / "alice.html"
-    result = run([str(BIN / "sdpa-grade"), str(folder / "sdpa.ipynb"), "--html", str(page)], timeout=100)
+    result = run([str(BIN / "sdpa-grade"), str(folder / "sdpa.ipynb"), "--html", str(page)], timeout=250)
     assert result.returncode == 2, result.stderr
     assert "<title>Feedback: alice</title>" in page.read_text()
 
