@@ -53,6 +53,12 @@ c.ExchangeCollect.check_owner = False
 import nbgrader  # noqa: E402 - only to find nbgrader's templates
 
 c.HTMLExporter.template_name = "sdpa_feedback"
+# A student's markup never runs in a feedback page: HTML outputs go through nbconvert's own sanitiser
+# (sanitize_html), and every markdown cell, once rendered, through the same sanitiser with the tags markdown
+# writes (autograder/render/sanitise.py, applied by the template below): <script>, <img onerror> and
+# javascript: links are shown as text or dropped.
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.filters = {"sanitised": "autograder.render.sanitise.sanitised"}
 c.HTMLExporter.template_file = "sdpa_feedback.html.j2"  # not index.html.j2: it extends nbgrader's of that name
 c.HTMLExporter.extra_template_basedirs = [
     os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),

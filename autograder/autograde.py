@@ -23,7 +23,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
 from autograder.bounded import cell_problem
-from autograder.cell_feedback import failure_output, note_output
+from autograder.cell_feedback import failure_output, note_output, verdict_outputs
 from autograder.checks.catalogue import catalogue
 from autograder.config import ConfigError, Settings, load_settings
 from autograder.release.quiz import BY_NAME, verdict
@@ -136,7 +136,7 @@ class GradeNotebook(NbGraderPreprocessor):
             else:  # a public test cell (0 points): the student's code does not run outside the sandbox
                 cell.outputs = [note_output(NOT_RUN_HERE)]
                 continue
-            cell.outputs = [failure_output(name, message)] if message else []
+            cell.outputs = verdict_outputs(name, message) if message else []
         return nb, resources
 
     def settings(self) -> Settings:

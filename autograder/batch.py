@@ -146,7 +146,8 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     roster = select(students(folder), args.shard)
     if args.show is not None and args.show not in roster:
         print(
-            f"sdpa-grade: Invalid --show {args.show}: no such student in {folder} (have: {', '.join(roster)})",
+            f"sdpa-grade: Invalid --show {shown(args.show)}: no such student in {folder}"
+            f" (have: {', '.join(shown(name) for name in roster)})",
             file=sys.stderr,
         )
         return 2
@@ -168,7 +169,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     targets = {name: out / files[name] for name in roster}
     for name in roster:
         if files[name] != f"{name}.json":
-            print(f"note: the result of {shown(name)!r} is in {files[name]}", file=sys.stderr)
+            print(f"note: the result of '{shown(name)}' is in {files[name]}", file=sys.stderr)
     try:
         times = read_times(args.times) if args.times is not None else {}
     except DeadlineError as error:
@@ -203,7 +204,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     if args.show is not None:
         from autograder.report import table
 
-        print(f"{args.show}'s feedback:\n{table(results[args.show])}\n")
+        print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
     print(inert(summary(stats)))
     found = _changes_since(args, targets, stats)
     if args.report:

@@ -32,6 +32,16 @@ def failure_output(title: str, feedback: str | Scored) -> NotebookNode:
     return new_output("error", ename="HiddenCheckFailed", evalue=f"{title}: {message}", traceback=lines(title, shown))
 
 
+def verdict_outputs(title: str, feedback: str | Scored) -> list[NotebookNode]:
+    """A hidden cell's outputs for a check that did not earn all its points: a failure's error output, or, for a
+    withheld check (not awarded until its function passes its own checks), its note and nbgrader's partial
+    credit 0 (an ``execute_result``), so that nbgrader scores it 0 without painting it an error."""
+    if isinstance(feedback, str) or not feedback.withheld:
+        return [failure_output(title, feedback)]
+    score = new_output("execute_result", data={"text/plain": "0"}, execution_count=None)
+    return [note_output(f"{title}: {output_text(feedback)}"), score]
+
+
 def note_output(text: str) -> NotebookNode:
     """A plain note under a cell (no error: nbgrader's full points, 0 for a public test cell)."""
     return new_output("stream", name="stdout", text=text + "\n")

@@ -23,11 +23,20 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the timing check runs")
     p.add_argument("--config", type=Path, metavar="FILE", help="settings that override the defaults")
-    p.add_argument("--batch", type=Path, metavar="DIR", help="grade every student folder in DIR")
+    p.add_argument(
+        "--batch",
+        type=Path,
+        metavar="DIR",
+        help="grade a class: each subfolder of DIR is a student (nbgrader's submitted/ works), and so is each .py"
+        " or .ipynb file at DIR's top",
+    )
     p.add_argument("--jobs", type=int, help=f"submissions graded at once in --batch (default {JOBS})")
     p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
     p.add_argument(
-        "--json-dir", type=Path, metavar="DIR", help="--batch: one results.json per student (default DIR/../grades)"
+        "--json-dir",
+        type=Path,
+        metavar="DIR",
+        help="--batch: one results.json per student (default DIR-grades beside DIR)",
     )
     p.add_argument(
         "--report",
@@ -243,6 +252,7 @@ def _main(args: argparse.Namespace) -> int:
         return run_batch(options, settings)
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
+    from autograder.render.inert import inert
     from autograder.report import table
 
     with Interrupts() as interrupts:
@@ -258,21 +268,23 @@ def _main(args: argparse.Namespace) -> int:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(args.json, json.dumps(result, indent=2))
             args.written = True
-    print(table(result))
+    if not result.get("ungradable"):  # nothing was graded: the one line below says why, not a table of zeros
+        print(table(result))
     sandbox = result.get("extra_data", {}).get("sandbox")
     if sandbox:
         print(f"sdpa-grade: {sandbox}", file=sys.stderr)
     if args.html:
         from autograder.render.html import write_student_page
+        from autograder.roster import student_of
 
-        write_student_page(args.html, args.submission.name, result)
+        write_student_page(args.html, student_of(args.submission), result)
     if error:
-        print(f"sdpa-grade: the grader failed:\n{error}", file=sys.stderr)
+        print(f"sdpa-grade: the grader failed:\n{inert(error)}", file=sys.stderr)
         return 3
     if result.get(
         "ungradable"
     ):  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
-        print(f"sdpa-grade: nothing to grade: {result['ungradable']}", file=sys.stderr)
+        print(f"sdpa-grade: nothing to grade: {inert(result['ungradable'], keep_newlines=False)}", file=sys.stderr)
         return 2
     return 0
 

@@ -28,7 +28,7 @@ def results_json(grading) -> dict:
             "tags": [item.outcome.function, item.outcome.category],
             **_status(item),
             # structured fields for summaries and dashboards: never parsed back from the wording above
-            "extra_data": _extra_data(item.outcome),
+            "extra_data": {**_extra_data(item.outcome), "withheld": item.withheld},
         }
         for item in grading.scored
     ]
@@ -77,10 +77,14 @@ def _status(item) -> dict:
     """Gradescope's ``status``, only for a check that ran: passed when it earned all it is worth.
 
     A check that was not run (no GPU) or that the grader itself failed on is no verdict on the
-    student: it gets no status, and Gradescope judges it by its score alone.
+    student: it gets no status, and Gradescope judges it by its score alone. A withheld check (integrity or
+    timing of a function that fails its own checks) that passed is shown passed, its points not awarded yet:
+    painted red, it read as an accusation of an honest student.
     """
     if item.outcome.status in (Status.NOT_RUN, Status.GRADER_ERROR):
         return {}
+    if item.withheld:
+        return {"status": Status.PASSED} if item.outcome.status == Status.PASSED else {}
     return {"status": Status.PASSED if item.score == item.max_score else Status.FAILED}
 
 

@@ -11,6 +11,12 @@ import hashlib
 import os
 import re
 from collections import Counter
+from pathlib import Path
+
+from autograder.render.inert import inert
+
+# nbgrader's course folders that hold one folder per student: <folder>/<student>/<assignment>/...
+NBGRADER_FOLDERS = ("submitted", "autograded")
 
 
 def _safe(name: str) -> str:
@@ -35,8 +41,17 @@ def result_names(names: list[str]) -> dict[str, str]:
 
 
 def shown(name: str) -> str:
-    """A name as printed and written to the CSV: undecodable bytes as escapes."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+    """A name as a person reads it (terminal, CSV, pages): undecodable bytes, control characters (ANSI escapes)
+    and bidirectional overrides (U+202E) as their escapes (render/inert.py), on one line."""
+    return inert(os.fsencode(name).decode("utf-8", "backslashreplace"), keep_newlines=False)
+
+
+def student_of(submission: Path) -> str:
+    """The student one submission belongs to, named as a batch names them: the folder under nbgrader's
+    ``submitted/`` (``submitted/alice/sdpa/sdpa.ipynb`` is alice's), else the submission's own name."""
+    parts = Path(os.path.abspath(submission)).parts
+    above = [i for i, part in enumerate(parts[:-1]) if part in NBGRADER_FOLDERS]
+    return parts[above[-1] + 1] if above else submission.name
 
 
 def page_names(names: list[str]) -> dict[str, str]:

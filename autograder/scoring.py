@@ -1,7 +1,8 @@
 """Points for outcomes: the only place that knows what a check is worth.
 
 Integrity and timing are gated: they award nothing to a function that fails any of its
-correctness checks, so an empty or broken submission cannot collect them.
+correctness checks, so an empty or broken submission cannot collect them. Such a check is
+``withheld`` (a field, worded at the edge as not awarded yet): it is no verdict on the student.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Scored:
     max_score: float
     feedback: str
     borrowed: tuple[str, str] | None = None
+    withheld: bool = False  # gated: not awarded until the function passes its own correctness checks
 
 
 def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
@@ -39,12 +41,12 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
     scored = []
     for outcome in outcomes:
         worth = float(settings.points[outcome.check])
-        if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY and outcome.function in broken:
-            reason = f"no points: {outcome.function} fails some of its correctness checks; fix those first"
-            outcome = replace(outcome, flag="", message=reason)
-        if outcome.status == Status.PASSED and outcome.category in GATED and outcome.function in broken:
-            reason = f"no points: {outcome.function} fails some of its correctness checks; fix those first"
-            scored.append(Scored(outcome, 0.0, worth, reason))
+        if (
+            outcome.function in broken
+            and outcome.category in GATED
+            and (outcome.status == Status.PASSED or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY)
+        ):  # passed, or a trick shown only by a correct function: no points yet, and no accusation
+            scored.append(Scored(replace(outcome, flag=""), 0.0, worth, "", withheld=True))
         elif outcome.status == Status.PASSED:
             scored.append(Scored(outcome, worth, worth, "passed"))
         elif outcome.status == Status.NOT_RUN and outcome.category == Category.TIMING:
@@ -80,7 +82,9 @@ def _point_to_causes(scored: list[Scored]) -> list[Scored]:
         if item.outcome.mistake:
             named.setdefault(item.outcome.function, item)
     for item in scored:
-        if item.score or item.outcome.status != Status.FAILED or item.outcome.mistake or item.outcome.cause:
+        if item.score or item.withheld or item.outcome.status != Status.FAILED:
+            continue
+        if item.outcome.mistake or item.outcome.cause:
             continue
         source = named.get(item.outcome.function)
         if source is None or not item.outcome.evidence:

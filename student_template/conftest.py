@@ -1,4 +1,5 @@
-"""Keeps the report short: one line per failing test, then the function to write next."""
+"""Keeps the report short: one line per failing test, then the function to work on next: the first, in the
+order the functions are written, that is still a stub or whose tests fail."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ ORDER = [
     "MultiHeadAttention",
     "dot_product_variance",
 ]
-_missing: list[str] = []
+_missing: list[str] = []  # functions still a stub (their NotImplementedError)
+_failing: list[str] = []  # functions whose own tests fail for another reason
 
 
 class _OneLine:
@@ -43,8 +45,17 @@ def pytest_runtest_makereport(item, call):
         _missing.append(message.split(" ")[0].split(".")[0])
         if one_line:
             outcome.get_result().longrepr = _OneLine(f"{item.name}: {message} (see the TODO in attention.py)")
-    elif one_line:  # a real failure: the test's name, what went wrong, and the test's own line
+        return
+    _failing.append(_function_of(item))
+    if one_line:  # a real failure: the test's name, what went wrong, and the test's own line
         outcome.get_result().longrepr = _OneLine(f"{item.name} failed: {_first_line(call.excinfo)} ({_test_line(item, call.excinfo)})")
+
+
+def _function_of(item) -> str:
+    """The function a test is about: the longest of ORDER that its name starts with (test_scale_scores_...)."""
+    name = getattr(item, "originalname", item.name).removeprefix("test_")
+    found = [function for function in ORDER if name == function or name.startswith(function + "_")]
+    return max(found, key=len, default="")
 
 
 def _first_line(excinfo) -> str:
@@ -65,8 +76,14 @@ def _test_line(item, excinfo) -> str:
 
 
 def pytest_terminal_summary(terminalreporter):
-    pending = [name for name in ORDER if name in _missing]
-    if pending:
+    pending = [name for name in ORDER if name in _missing or name in _failing]
+    if not pending:
+        return
+    first, left = pending[0], len(pending)
+    if first in _missing:
+        still = "still to write or fix" if any(name in _failing for name in pending) else "still to write"
+        terminalreporter.write_line(f"Next: implement {first} in attention.py ({left} function(s) {still})")
+    else:
         terminalreporter.write_line(
-            f"Next: implement {pending[0]} in attention.py ({len(pending)} function(s) still to write)"
+            f"Next: fix {first} in attention.py: its tests above fail ({left} function(s) still to fix or write)"
         )

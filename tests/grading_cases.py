@@ -204,12 +204,15 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"integrity_sdpa": "builds names at run time", "sdpa_matches_torch": NOT_AVAILABLE},
     ),
     # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it (55/55 before)
-    "cheat_fused_raw_thread": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
+    "cheat_fused_raw_thread": (
+        FUSED_BLOCKED,
+        {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"},
+    ),
     # issue 32's fused wave (55/55 each before, integrity passed): the block undone through weakref.finalize's
     # registry, and torch.vmap over the fused function, each on a raw _thread thread; torch's own multi-head
     # attention source run by code.InteractiveInterpreter().runsource at import
-    "fused_undo_block": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
-    "fused_vmap": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "no points"}),
+    "fused_undo_block": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
+    "fused_vmap": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
     "fused_interpreter_mha": (
         {"*"},
         {

@@ -139,7 +139,7 @@ def test_template_scores_zero_with_a_reason(graded):
     result = load(graded, "template")
     assert result["score"] == 0
     assert all(
-        "not implemented yet" in t["output"] or "no points" in t["output"] or "not run" in t["output"]
+        "not implemented yet" in t["output"] or "Not awarded yet" in t["output"] or "not run" in t["output"]
         for t in result["tests"]
     )
 

@@ -7,14 +7,14 @@ import pytest
 from autograder.checks.mistakes import SENTENCES
 from autograder.config import load_settings
 from autograder.plugin import Outcome
-from autograder.render.text import output_text
+from autograder.render.text import WITHHELD, output_text
 from autograder.report import GRADER_FAILED_NEXT
 from autograder.scoring import score
 from autograder.status import Status
 
 SDPA = "scaled_dot_product_attention"
 EVIDENCE = {"shape": [2, 2], "index": [0, 1], "expected": 0.5, "got": 0.0, "error": 0.5, "allowed": 1e-5}
-BROKEN = "no points: scaled_dot_product_attention fails some of its correctness checks; fix those first"
+BROKEN = WITHHELD.format(function=SDPA)
 
 
 def settings(tmp_path, when_no_gpu: str = "exclude"):
@@ -62,8 +62,8 @@ def test_integrity_and_timing_are_gated_on_correctness(tmp_path):
         outcome("integrity_mha", function="MultiHeadAttention", category="integrity"),
     ]
     scored = by_check(score(outcomes, settings(tmp_path)))
-    assert [(scored[check].score, scored[check].feedback) for check in ("integrity_sdpa", "timing_cpu")] == [
-        (0.0, BROKEN), (0.0, BROKEN)]  # fmt: skip
+    gated = [(scored[c].score, scored[c].withheld, output_text(scored[c])) for c in ("integrity_sdpa", "timing_cpu")]
+    assert gated == [(0.0, True, BROKEN), (0.0, True, BROKEN)]
     assert (scored["sdpa_causal"].score, scored["sdpa_causal"].feedback) == (3.0, "passed")
     assert (scored["integrity_mha"].score, scored["integrity_mha"].max_score) == (1.0, 1.0)
     assert (scored["sdpa_matches_torch"].score, scored["sdpa_matches_torch"].feedback) == (0.0, "wrong.")
@@ -88,7 +88,7 @@ def test_a_wrong_timed_answer_is_flagged_only_on_a_correct_function(tmp_path):
     assert output_text(alone) == "a wrong answer. Flagged for the instructor's review."
     broken = outcome("sdpa_matches_torch", Status.FAILED, category="matches-torch", message="wrong.")
     item = by_check(score([broken, timed], settings(tmp_path)))["timing_cpu"]
-    assert (item.outcome.flag, item.feedback, output_text(item)) == ("", BROKEN, BROKEN)
+    assert (item.outcome.flag, item.withheld, output_text(item)) == ("", True, BROKEN)
 
 
 def named(check: str = "sdpa_matches_torch", mistake: str = "mask_inverted") -> Outcome:

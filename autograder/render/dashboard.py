@@ -86,7 +86,8 @@ def _times(stats: ClassResults) -> dict | None:
 def _students(stats: ClassResults) -> list[dict]:
     return [{"name": s.name, "score": s.score, "max_score": s.max_score, "seconds": s.seconds, "status": s.status,
              "percent": 100 * s.score / s.max_score if s.max_score else 0.0,
-             "flags": ", ".join(sorted({f.kind for f in s.flags})), "mistakes": ", ".join(s.mistakes),
+             "flags": ", ".join(sorted({f.kind for f in s.flags})),
+             "mistakes": "; ".join(describe(m) for m in s.mistakes),  # sentences: people read this column
              "graded": _graded(provenance.of(s.result))}
             for s in stats.present]  # fmt: skip
 

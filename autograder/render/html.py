@@ -45,12 +45,15 @@ def feedback_text(test: dict) -> str:
 
 
 def check_rows(result: dict) -> list[dict]:
-    """Each check as the page shows it: passed, failed or unscored; its points; its feedback; its picture as a PNG."""
+    """Each check as the page shows it: passed, failed, withheld or unscored; its points; its feedback; its picture
+    as a PNG."""
     rows = []
     for test in result.get("tests", []):
         state = "passed" if test.get("score") == test.get("max_score") and test.get("max_score") else "failed"
         if not test.get("max_score"):
             state = "unscored"
+        elif (test.get("extra_data") or {}).get("withheld"):
+            state = "withheld"  # not awarded until its function passes its own checks: neutral, never red
         picture = (test.get("extra_data") or {}).get("picture")
         rows.append({
             "state": state, "name": test["name"], "score": test.get("score", 0), "max_score": test.get("max_score", 0),

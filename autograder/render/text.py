@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 CAUSE = "Likely cause: "
 FLAGGED = "Flagged for the instructor's review."
+# a gated check (integrity, timing) of a function that fails its own checks: no verdict on the student
+WITHHELD = "Not awarded yet: this check's points are given once {function} passes its own correctness checks."
 
 # (lower bound, block): a weight at or above the bound is drawn with the block; any other weight above 0, "░"
 SHADES = ((0.75, "█"), (0.5, "▓"), (0.25, "▒"))
@@ -98,7 +100,9 @@ def with_picture(feedback: str, picture: dict | None) -> str:
 
 def sentences(item: Scored) -> list[str]:
     """A scored check's feedback as sentences: what was found (its flag and a borrowed cause included),
-    then its own likely cause, if it has one."""
+    then its own likely cause, if it has one. A withheld check says only when it is awarded."""
+    if item.withheld:
+        return [WITHHELD.format(function=item.outcome.function)]
     found = item.feedback + (f" {FLAGGED}" if item.outcome.flag else "")
     if item.borrowed:
         check, cause = item.borrowed
