@@ -110,9 +110,19 @@ class Limits:
     require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """[scoring]: how points follow from the checks' outcomes (docs/grading.md, "Error carried forward")."""
+
+    borrowed: str = setting(
+        "a check that fails only because a function it builds on is wrong: keeps its points, or loses them",
+        choices=("carry_forward", "deduct"),
+    )
+
+
 # The sections, in defaults.toml's order. [points] is not among them: its keys are the hidden checks' names
 # (each check declares itself; the plugin refuses a check without points), each a non-negative number.
-SECTIONS: dict[str, type] = {"tolerance": Tolerance, "timing": Timing, "limits": Limits}
+SECTIONS: dict[str, type] = {"tolerance": Tolerance, "timing": Timing, "limits": Limits, "scoring": Scoring}
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,7 @@ class Settings:
     tolerance: Tolerance
     timing: Timing
     limits: Limits
+    scoring: Scoring
     source: str = "defaults"
 
     def replace(self, section: str, **changes) -> Settings:

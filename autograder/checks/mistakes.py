@@ -166,12 +166,12 @@ def name_mistake(actual: Tensor, variants: dict[str, Tensor], atol: float, rtol:
     matches = [
         name
         for name, wrong in variants.items()
-        if wrong.shape == actual.shape and _close(actual.double(), wrong.double(), atol, rtol)
+        if wrong.shape == actual.shape and close(actual.double(), wrong.double(), atol, rtol)
     ]
     return matches[0] if len(matches) == 1 else None
 
 
-def _close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
+def close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
     same_nan = actual.isnan() == expected.isnan()
     error = (actual - expected).abs().nan_to_num(0.0, posinf=math.inf)
     return bool(same_nan.all() and (error <= atol + rtol * expected.abs().nan_to_num(0.0)).all())
