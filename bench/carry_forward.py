@@ -1,6 +1,7 @@
 """Points of the submissions under tests/submissions/overlays under both `[scoring] borrowed` policies.
 
-    PYTHONPATH=. .venv/bin/python bench/carry_forward.py [--only NAME ...] [--seed N] [--prefix mistake_]
+    PYTHONPATH=. .venv/bin/python bench/carry_forward.py [--only NAME ...] [--seed N] [--prefix mistake_ ...]
+        [--config FILE]
 
 Each overlay (appended to the reference, as tests/test_grading.py builds the class) is graded once per
 policy with one shared worker zygote, and a Markdown table is printed: the points under "deduct" (the
@@ -26,16 +27,17 @@ SLOW_OR_HOSTILE = ("hang", "memory", "flood", "background", "segfault", "os_exit
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="grade only these overlays (names without .py)")
-    parser.add_argument("--prefix", default="", help="grade only overlays whose name starts with this")
+    parser.add_argument("--prefix", nargs="*", default=[""], help="grade only overlays whose name starts so")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--config", help="settings to start from (fewer timing rounds, say); the policy is set here")
     options = parser.parse_args()
     reference = (ROOT / "reference" / "attention.py").read_text()
-    default = load_settings()
+    default = load_settings(options.config)
     policies = {name: default.replace("scoring", borrowed=name) for name in ("deduct", "carry_forward")}
     names = sorted(
         path.stem
         for path in (ROOT / "tests" / "submissions" / "overlays").glob("*.py")
-        if path.stem.startswith(options.prefix) and not path.stem.startswith(SLOW_OR_HOSTILE)
+        if path.stem.startswith(tuple(options.prefix)) and not path.stem.startswith(SLOW_OR_HOSTILE)
     )
     if options.only:
         names = [name for name in names if name in options.only]
