@@ -173,6 +173,8 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "sdpa_causal": "Correct once causal_mask is fixed",
         },
     ),
+    # is_causal ignored: named now (no cause at all before); the module's causal case builds on it, carried forward
+    "mistake_causal_ignored": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "is_causal=True was ignored"}),
     "mistake_causal_bottom_right": (
         {"causal_rectangular"},
         {"causal_rectangular": "aligned bottom-right", "sdpa_causal": "aligned bottom-right"},
@@ -373,6 +375,7 @@ DEDUCTED: dict[str, set[str]] = {
     "mistake_nan_rows": {"sdpa_fully_masked"} | GATED_SDPA,
     "mistake_uniform_rows": {"sdpa_fully_masked"},
     "mistake_causal_flipped": {"sdpa_causal", "mha_masks"} | GATED_SDPA | GATED_MHA,
+    "mistake_causal_ignored": {"mha_masks"} | GATED_MHA,
     "mistake_causal_bottom_right": {"sdpa_causal"} | GATED_SDPA,
     "mistake_causal_bottom_right_flash": {"sdpa_causal"} | GATED_SDPA,
     "mistake_additive_mask_1e4": {"sdpa_fully_masked"} | GATED_SDPA,
