@@ -23,7 +23,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
 from autograder.bounded import cell_problem
-from autograder.cell_feedback import failure_output, note_output, verdict_outputs
+from autograder.cell_feedback import note_output, verdict_outputs
 from autograder.checks.catalogue import catalogue
 from autograder.config import ConfigError, Settings, load_settings
 from autograder.release.quiz import BY_NAME, verdict

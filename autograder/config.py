@@ -161,11 +161,22 @@ class Gradescope:
     )
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """[scoring]: how points follow from the checks' outcomes (docs/grading.md, "Error carried forward")."""
+
+    borrowed: str = setting(
+        "a check that fails only because a function it builds on is wrong: keeps its points, or loses them",
+        choices=("carry_forward", "deduct"),
+    )
+
+
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
 # extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names
 # (each check declares itself; the plugin refuses a check without points), each a non-negative number.
 SECTIONS: dict[str, type] = {
     "tolerance": Tolerance, "timing": Timing, "limits": Limits, "imports": Imports, "gradescope": Gradescope,
+    "scoring": Scoring,
 }  # fmt: skip
 
 
@@ -179,6 +190,7 @@ class Settings:
     limits: Limits
     imports: Imports
     gradescope: Gradescope
+    scoring: Scoring
     source: str = "defaults"
     deadline: Deadline = Deadline()
 

@@ -48,6 +48,7 @@ class Outcome:
     picture: dict | None = None  # a tiny public example's weights, expected and got (autograder.checks.pictures)
     flag: str = ""  # an integrity flag's key (autograder.checks.flags.REASONS): listed for the instructor's review
     exercises: tuple[str, ...] = ()  # the kinds of input the check exercises (its marker's, of checks/mistakes.INPUTS)
+    builds_on: tuple[str, ...] = ()  # the student's functions whose fix makes the failed result right (with evidence)
 
 
 class GradingPlugin:
@@ -139,6 +140,7 @@ class GradingPlugin:
                 shown,
                 flag or "",
                 exercises=tuple(facts["exercises"]),
+                builds_on=tuple(getattr(error, "builds_on", ()) or ()),
             )
 
     def _picture(self, item: pytest.Item, function: str, example: str | None) -> dict | None:

@@ -3,6 +3,12 @@
 Integrity and timing are gated: they award nothing to a function that fails any of its
 correctness checks, so an empty or broken submission cannot collect them. Such a check is
 ``withheld`` (a field, worded at the edge as not awarded yet): it is no verdict on the student.
+
+A failure that builds on another function's mistake (``Outcome.builds_on``: the recomputation with the
+student's own functions reproduces it, and it is right once they are: checks/builds_on.py) is, under
+``[scoring] borrowed = "carry_forward"``, carried forward: the check keeps its points when each function it
+builds on fails a check of its own here, so the mistake costs its points once, where it is made. Such a
+failure does not count against its function's gates either. Under "deduct" it costs its points as any failure.
 """
 
 from __future__ import annotations
@@ -33,15 +39,50 @@ class Scored:
     feedback: str
     borrowed: tuple[str, str] | None = None
     withheld: bool = False  # gated: not awarded until the function passes its own correctness checks
+    carried: tuple[str, ...] = ()  # kept its points: correct once these functions (each losing points here) are fixed
+
+
+def carried_forward(outcomes: list[Outcome], settings: Settings) -> dict[str, tuple[str, ...]]:
+    """check -> the functions it builds on, for each failed check that keeps its points (none under "deduct").
+
+    A failure is carried forward only with its evidence (``builds_on``) and only when every function it
+    builds on fails a correctness check of its own in this grading: a mistake its own checks miss is never free.
+    The functions built on come before (the pieces before the attention, the attention before the module), so
+    every chain of carried failures ends at a check that loses its points.
+    """
+    if settings.scoring.borrowed != "carry_forward":
+        return {}
+    failing = {o.function for o in outcomes if o.category not in GATED and o.status == Status.FAILED}
+    return {
+        o.check: o.builds_on
+        for o in outcomes
+        if o.status == Status.FAILED
+        and o.category not in GATED
+        and o.builds_on
+        and o.function not in o.builds_on
+        and set(o.builds_on) <= failing
+    }
 
 
 def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
-    broken = {o.function for o in outcomes if o.category not in GATED and o.status != Status.PASSED}
+    carried = carried_forward(outcomes, settings)
+    # a function's gates follow its own merits: failures carried forward do not close them
+    broken = {
+        o.function for o in outcomes if o.category not in GATED and o.status != Status.PASSED and o.check not in carried
+    }
+    explained = {o.function for o in outcomes if o.check in carried} - broken
     when_no_gpu = settings.timing.when_no_gpu
     scored = []
     for outcome in outcomes:
         worth = float(settings.points[outcome.check])
-        if (
+        if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY and outcome.function in explained:
+            # its timed answers are wrong for the carried reason only, and the flag is raised only within the
+            # budget (checks/test_5_integrity_timing.py): timed on the code as it is, the check is passed
+            scored.append(Scored(replace(outcome, flag="", message=""), worth, worth, "passed"))
+            continue
+        if outcome.check in carried:
+            scored.append(Scored(outcome, worth, worth, outcome.message, carried=carried[outcome.check]))
+        elif (
             outcome.function in broken
             and outcome.category in GATED
             and (outcome.status == Status.PASSED or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY)

@@ -1,4 +1,9 @@
-"""What each submission under tests/submissions must score: the checks it fails and the feedback it gets."""
+"""What each submission under tests/submissions must score: the checks it fails and the feedback it gets.
+
+CASES hold under the default settings, where a failure that builds on another function's mistake keeps its
+points (``[scoring] borrowed = "carry_forward"``): a single mistake loses the checks that test it, and no more.
+DEDUCTED says what each submission loses besides under ``borrowed = "deduct"`` (the deduction of before).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ EVERYTHING_ABOVE_SDPA = SDPA_ALL | MHA | GATED_SDPA | GATED_MHA
 # a submission that calls fused attention where the checks give no mask: those checks fail, and what is gated on them
 FUSED_BLOCKED = {"sdpa_lesson_shape", "sdpa_matches_torch", "mha_matches_torch"} | GATED_SDPA | GATED_MHA
 NOT_AVAILABLE = "not available in this assignment"
+ONCE_SCALE_FIXED = "Correct once scale_scores is fixed: this check keeps its points"
 
 # name -> (checks that earn nothing, {check: a phrase its feedback must contain})
 CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
@@ -59,17 +65,17 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "background_process": (set(), {}),
     # the sandbox: the reference cannot be read (so the wrong fallback is graded), the zygote cannot be killed
     "steal_reference": (
-        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"scale_values"} | GATED_MHA | {"integrity_sdpa"},
         {"scale_values": "did not divide the scores by sqrt(d_k)"},
     ),
     "kill_zygote": (set(), {}),
     # what the attack leaves in the source is flagged too, though the grade already shows it failed
     "patch_torch_compare": (
-        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"scale_values"} | GATED_MHA | {"integrity_sdpa"},
         {"scale_values": "did not divide", "integrity_sdpa": "replaces torch's own functions"},
     ),
     "fake_results": (
-        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"scale_values"} | GATED_MHA | {"integrity_sdpa"},
         {"scale_values": "divided by d_k", "integrity_sdpa": "writes files"},
     ),
     "tensor_subclass": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "tensor subclass"}),
@@ -132,48 +138,59 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # escape sequences in an exception message: shown as text in the terminal, the CSV and the HTML page
     "terminal_escapes": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "ValueError: \x1b[2J"}),
     # the classic mistakes, each named
+    # the classic mistakes, each named, each costing the checks that test it (what builds on it is carried forward)
     "mistake_no_scale": (
-        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
-        {"scale_values": "did not divide the scores by sqrt(d_k)", "sdpa_matches_torch": "did not divide the scores"},
+        {"scale_values"},
+        {
+            "scale_values": "did not divide the scores by sqrt(d_k)",
+            "sdpa_matches_torch": ONCE_SCALE_FIXED,
+            "mha_matches_torch": "Correct once scaled_dot_product_attention is fixed",
+        },
     ),
     "mistake_divide_by_dk": (
-        {"scale_values"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
-        {"scale_values": "divided by d_k, not by sqrt(d_k)", "sdpa_matches_torch": "divided by d_k"},
+        {"scale_values"},
+        {
+            "scale_values": "divided by d_k, not by sqrt(d_k)",
+            "sdpa_matches_torch": ONCE_SCALE_FIXED,
+        },
     ),
     "mistake_query_axis": (
-        SOFTMAX_ALL - {"softmax_no_mutation"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        SOFTMAX_ALL - {"softmax_no_mutation"},
         {"softmax_values": "over the query axis", "sdpa_matches_torch": "over the query axis"},
     ),
     "mistake_mask_inverted": (
-        {"softmax_masked", "softmax_fully_masked", "softmax_stability", "mha_masks"}
-        | SDPA_VALUES
-        | GATED_SDPA
-        | GATED_MHA,
-        {"softmax_masked": "polarity is inverted"},
+        {"softmax_masked", "softmax_fully_masked", "softmax_stability"},
+        {"softmax_masked": "polarity is inverted", "sdpa_matches_torch": "Correct once masked_softmax is fixed"},
     ),
-    "mistake_zero_fill": (
-        {"softmax_masked", "softmax_fully_masked", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
-        {"softmax_masked": "set to 0 instead of -inf"},
-    ),
+    "mistake_zero_fill": ({"softmax_masked", "softmax_fully_masked"}, {"softmax_masked": "set to 0 instead of -inf"}),
     "mistake_mask_after_softmax": (
-        {"softmax_masked", "softmax_fully_masked", "mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+        {"softmax_masked", "softmax_fully_masked"},
         {"softmax_masked": "applied after the softmax"},
     ),
+    # NaN in the output and in the gradients, both reproduced through the student's own masked_softmax
     "mistake_nan_rows": (
-        {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
-        {"softmax_fully_masked": "come out as NaN", "sdpa_fully_masked": "come out as NaN"},
+        {"softmax_fully_masked"},
+        {
+            "softmax_fully_masked": "come out as NaN",
+            "sdpa_fully_masked": "Correct once masked_softmax is fixed",
+        },
     ),
-    # -1e6 does not even fit in float16: the dtype check fails too
+    # -1e6 does not even fit in float16: the dtype check fails too, with an error (no recomputation explains it)
     "mistake_uniform_rows": (
-        {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
+        {"softmax_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
         {"softmax_fully_masked": "uniform weights", "sdpa_fully_masked": "uniform weights"},
     ),
     "mistake_causal_flipped": (
-        {"causal_square", "causal_rectangular", "sdpa_causal", "mha_masks"} | GATED_SDPA | GATED_MHA,
-        {"causal_square": "triangle is flipped", "sdpa_causal": "triangle is flipped"},
+        {"causal_square", "causal_rectangular"},
+        {
+            "causal_square": "triangle is flipped",
+            "sdpa_causal": "Correct once causal_mask is fixed",
+        },
     ),
+    # is_causal ignored: named now (no cause at all before); the module's causal case builds on it, carried forward
+    "mistake_causal_ignored": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "is_causal=True was ignored"}),
     "mistake_causal_bottom_right": (
-        {"causal_rectangular", "sdpa_causal"} | GATED_SDPA,
+        {"causal_rectangular"},
         {"causal_rectangular": "aligned bottom-right", "sdpa_causal": "aligned bottom-right"},
     ),
     "mistake_transpose_12": (
@@ -181,6 +198,9 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"scores_shape": "transposed axes 1 and 2"},
     ),
     "mistake_no_max_subtraction": ({"softmax_stability"}, {"softmax_stability": "subtract each row's maximum"}),
+    # a C port's running maximum from -10000 (float32): a row entirely below -10088 comes out as zeros; every draw
+    # has such a row now (it passed on 42 seeds of 50 when the draw decided: issue 35)
+    "mistake_running_max_floor": ({"softmax_stability"}, {"softmax_stability": "on scores of size 1e4 in float"}),
     # in place on a tensor that requires grad is an error of its own in the gradient check
     "mistake_mutation": ({"softmax_no_mutation", "softmax_fully_masked"}, {"softmax_no_mutation": "in place"}),
     # torch.equal patched on top: flagged, and the integrity points with it
@@ -270,8 +290,10 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # correct math in too low a precision: named as precision loss, with where the output first differs
     # (the stability check's near ties at 1e4 show float16 rounding on every draw: lost too; an error that large
     # is not float16 rounding by size, so that check names no cause, only where it differs)
+    # (the attention's checks are carried forward to masked_softmax; the module's, recomputed in float64 around
+    # the student's attention, are not: they fail on their own)
     "precision_float16_inside": (
-        SOFTMAX_ALL - {"softmax_no_mutation"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        SOFTMAX_ALL - {"softmax_no_mutation"} | MHA | GATED_MHA,
         {
             "softmax_values": "precision loss: errors of this size",
             "sdpa_matches_torch": "first at index (",
@@ -289,12 +311,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "edge_einsum_needs_batch": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "einsum()"}),
     # a cause is claimed only with evidence from this submission (see ABSENT for the claims that must not appear)
     "misattr_builds_on_wrong_function": (
-        {"causal_square", "causal_rectangular"}
-        | SOFTMAX_ALL - {"softmax_no_mutation"}
-        | SDPA_VALUES
-        | MHA
-        | GATED_SDPA
-        | GATED_MHA,
+        {"causal_square", "causal_rectangular"} | SOFTMAX_ALL - {"softmax_no_mutation"},
         {
             "sdpa_matches_torch": "it builds on masked_softmax, and on this input your own masked_softmax",
             "sdpa_causal": "it builds on causal_mask",
@@ -302,7 +319,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         },
     ),
     "misattr_causal_blamed_without_mask": (
-        {"causal_rectangular", "sdpa_matches_torch", "sdpa_causal"} | GATED_SDPA,
+        {"causal_rectangular", "sdpa_matches_torch"} | GATED_SDPA,
         {"sdpa_causal": "aligned bottom-right", "sdpa_matches_torch": "the output with d_k = 1"},
     ),
     "misattr_softmax_not_called": (
@@ -310,7 +327,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"softmax_values": "over the query axis", "sdpa_matches_torch": "the output without a mask"},
     ),
     "misattr_bmm_blamed_on_fill": (
-        {"softmax_fully_masked", "sdpa_fully_masked"} | SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA,
+        {"softmax_fully_masked"} | SDPA_VALUES - {"sdpa_fully_masked"} | MHA | GATED_SDPA | GATED_MHA,
         {"sdpa_matches_torch": "batch1 must be a 3D tensor", "sdpa_fully_masked": "uniform weights"},
     ),
     "misattr_mha_bias_blamed_on_sdpa": (
@@ -318,7 +335,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"mha_matches_torch": "with bias=False"},
     ),
     "misattr_fill_float16": (
-        {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
+        {"softmax_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
         {"sdpa_dtypes": "c10::Half without overflow", "sdpa_fully_masked": "uniform weights"},
     ),
     # a (B, 1, T_k) padding mask handed to the heads as it is; only the 3-D mask case of mha_masks catches it
@@ -329,26 +346,26 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "correct_true_means_drop": (set(), {}),
     # ... additive masks, named by what they do to a fully masked row ...
     "mistake_additive_mask_1e4": (
-        {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
+        {"softmax_fully_masked"},
         {
             "softmax_fully_masked": "softmax of their unmasked scores",
             "sdpa_fully_masked": "softmax of their unmasked scores",
         },
     ),
     "mistake_additive_mask_1e9": (
-        {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
+        {"softmax_fully_masked"},
         {
             "softmax_fully_masked": "softmax of their unmasked scores",
             "sdpa_fully_masked": "softmax of their unmasked scores",
         },
     ),
     "mistake_additive_finfo_min": (
-        {"softmax_fully_masked", "sdpa_fully_masked"} | GATED_SDPA,
+        {"softmax_fully_masked"},
         {"softmax_fully_masked": "uniform weights", "sdpa_fully_masked": "uniform weights"},
     ),
     # ... flash-attention's bottom-right causal mask, written with indices and a True-means-drop mask ...
     "mistake_causal_bottom_right_flash": (
-        {"causal_rectangular", "sdpa_causal"} | GATED_SDPA,
+        {"causal_rectangular"},
         {"causal_rectangular": "aligned bottom-right", "sdpa_causal": "aligned bottom-right"},
     ),
     # ... and the multi-head classics, each named
@@ -373,6 +390,36 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"softmax_fully_masked"} | (SDPA_VALUES - {"sdpa_gradients"}) | MHA | GATED_SDPA | GATED_MHA,
         {"sdpa_fully_masked": "dtype float32, expected float64", "softmax_fully_masked": "come out as NaN"},
     ),
+}
+
+# name -> the checks it loses besides under `[scoring] borrowed = "deduct"`: those that fail only because a function
+# they build on is wrong (recomputed with the student's own functions), and the gates closed by them
+BUILT_ON_SDPA = SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA
+DEDUCTED: dict[str, set[str]] = {
+    "mistake_no_scale": BUILT_ON_SDPA,
+    "mistake_divide_by_dk": BUILT_ON_SDPA,
+    "mistake_query_axis": BUILT_ON_SDPA,
+    "mistake_mask_inverted": {"mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+    "mistake_zero_fill": {"mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+    "mistake_mask_after_softmax": {"mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
+    "mistake_nan_rows": {"sdpa_fully_masked"} | GATED_SDPA,
+    "mistake_uniform_rows": {"sdpa_fully_masked"},
+    "mistake_causal_flipped": {"sdpa_causal", "mha_masks"} | GATED_SDPA | GATED_MHA,
+    "mistake_causal_ignored": {"mha_masks"} | GATED_MHA,
+    "mistake_causal_bottom_right": {"sdpa_causal"} | GATED_SDPA,
+    "mistake_causal_bottom_right_flash": {"sdpa_causal"} | GATED_SDPA,
+    "mistake_additive_mask_1e4": {"sdpa_fully_masked"} | GATED_SDPA,
+    "mistake_additive_mask_1e9": {"sdpa_fully_masked"} | GATED_SDPA,
+    "mistake_additive_finfo_min": {"sdpa_fully_masked"} | GATED_SDPA,
+    "precision_float16_inside": SDPA_VALUES | GATED_SDPA,
+    "misattr_builds_on_wrong_function": BUILT_ON_SDPA,
+    "misattr_causal_blamed_without_mask": {"sdpa_causal"},
+    "misattr_bmm_blamed_on_fill": {"sdpa_fully_masked"},
+    "misattr_fill_float16": {"sdpa_fully_masked"},
+    # a scale mistake beside the attack: the attention's checks are carried forward, the integrity flags are not
+    "steal_reference": SDPA_VALUES | MHA | {"timing_cpu"},
+    "patch_torch_compare": SDPA_VALUES | MHA | {"timing_cpu"},
+    "fake_results": SDPA_VALUES | MHA | {"timing_cpu"},
 }
 
 # name -> {check: a phrase its feedback must NOT contain}: causes claimed without evidence (issue 13)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from autograder.config import load_settings
-from tests.grading_cases import ABSENT, CASES
+from tests.grading_cases import ABSENT, CASES, DEDUCTED
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 
 pytestmark = pytest.mark.slow  # real batches: minutes in all
@@ -115,6 +115,52 @@ def test_submission_scores_exactly(graded, name):
         assert any(p in scores[check]["output"] for p in ((phrase,) if isinstance(phrase, str) else phrase)), scores[
             check
         ]["output"]
+
+
+@pytest.fixture(scope="module")
+def graded_deduct(tmp_path_factory):
+    """The submissions whose grade the policy changes, graded once more under `[scoring] borrowed = "deduct"`."""
+    base = tmp_path_factory.mktemp("deduct")
+    folder = base / "submissions"
+    folder.mkdir()
+    reference = REFERENCE.read_text()
+    for name in DEDUCTED:
+        overlay = (SUBMISSIONS / "overlays" / f"{name}.py").read_text()
+        (folder / f"{name}.py").write_text(f"{reference}\n\n# --- {name}.py ---\n{overlay}")
+    config = base / "deduct.toml"
+    config.write_text(f'{FAST_LIMITS}\n[scoring]\nborrowed = "deduct"\n')
+    out = base / "grades"
+    result = run(
+        [
+            str(BIN / "sdpa-grade"),
+            "--batch",
+            str(folder),
+            "--jobs",
+            "2",
+            "--json-dir",
+            str(out),
+            "--config",
+            str(config),
+        ],
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+@pytest.mark.timeout(1300)
+@pytest.mark.parametrize("name", sorted(DEDUCTED))
+def test_deduct_takes_the_points_of_before(graded_deduct, name):
+    """Under "deduct" a failure that builds on another function's mistake costs its points, and the gates it
+    closes, as before the policy: exactly the default's losses and DEDUCTED's, and no "Correct once" anywhere."""
+    failing = CASES[name][0] | DEDUCTED[name]
+    assert not CASES[name][0] & DEDUCTED[name]
+    result = json.loads((graded_deduct / f"{name}.json").read_text())
+    scores = {test["name"].split(": ")[1]: test for test in result["tests"]}
+    for check, points in GRADED.items():
+        assert scores[check]["score"] == (0 if check in failing else points), f"{check}: {scores[check]['output']}"
+        assert "Correct once" not in scores[check]["output"]
+    assert result["score"] == sum(p for check, p in GRADED.items() if check not in failing)
 
 
 @pytest.mark.parametrize("name", sorted(ABSENT))

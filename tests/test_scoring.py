@@ -153,3 +153,83 @@ def test_own_cause_is_worded_at_the_edge(tmp_path):
     [item] = score([named()], settings(tmp_path))
     assert item.feedback == "the output differs."
     assert output_text(item) == f"the output differs. Likely cause: {SENTENCES['mask_inverted']}."
+
+
+def policy(tmp_path, borrowed: str):
+    config = tmp_path / f"{borrowed}.toml"
+    config.write_text(f'[scoring]\nborrowed = "{borrowed}"\n')
+    return load_settings(config)
+
+
+def built_on_scale(**fields) -> list[Outcome]:
+    """scale_scores wrong in its own check, and the attention's checks failing only through it (with evidence)."""
+    return [
+        outcome("scale_values", Status.FAILED, function="scale_scores", message="scale wrong.", mistake="divide_by_dk"),
+        outcome(
+            "sdpa_matches_torch",
+            Status.FAILED,
+            category="matches-torch",
+            message="the output differs.",
+            evidence=EVIDENCE,
+            builds_on=("scale_scores",),
+            **fields,
+        ),
+        outcome("integrity_sdpa", category="integrity"),
+        outcome("timing_cpu", Status.FAILED, category="timing", message="a wrong answer.", flag="timed_answer_wrong"),
+        outcome(
+            "mha_matches_torch",
+            Status.FAILED,
+            function="MultiHeadAttention",
+            category="multi-head",
+            message="the module differs.",
+            builds_on=(SDPA,),
+        ),
+        outcome("integrity_mha", function="MultiHeadAttention", category="integrity"),
+    ]
+
+
+@pytest.mark.timeout(10)
+def test_a_failure_carried_forward_keeps_its_points_and_opens_its_gates(tmp_path):
+    """carry_forward: a check failing only through a broken function it builds on keeps its points, says it is
+    correct once that function is fixed, and its function's gates are judged on their own (timing included)."""
+    points = policy(tmp_path, "carry_forward").points
+    scored = by_check(score(built_on_scale(), policy(tmp_path, "carry_forward")))
+    earned = {check: item.score for check, item in scored.items()}
+    assert earned == {check: float(points[check]) for check in scored} | {"scale_values": 0.0}
+    kept = scored["sdpa_matches_torch"]
+    assert kept.carried == ("scale_scores",)
+    assert "Correct once scale_scores is fixed: this check keeps its points" in output_text(kept)
+    assert "Correct once scaled_dot_product_attention is fixed" in output_text(scored["mha_matches_torch"])
+    assert scored["timing_cpu"].outcome.flag == ""  # its wrong answers are the carried mistake's, no trick
+
+
+@pytest.mark.timeout(10)
+def test_deduct_keeps_the_deduction_of_before(tmp_path):
+    """deduct: the same outcomes score as they did before the policy existed, and say nothing of it."""
+    scored = by_check(score(built_on_scale(), policy(tmp_path, "deduct")))
+    assert {check for check, item in scored.items() if item.score == 0} == set(scored)
+    assert [scored[check].feedback for check in ("integrity_sdpa", "timing_cpu")] == [BROKEN, BROKEN]
+    assert not any(item.carried for item in scored.values())
+    assert "Correct once" not in output_text(scored["sdpa_matches_torch"])
+
+
+@pytest.mark.timeout(10)
+def test_a_failure_is_carried_only_onto_a_function_that_loses_points(tmp_path):
+    """A mistake its own function's checks miss is never free: built on a function that passes, the check fails."""
+    outcomes = built_on_scale()
+    outcomes[0] = outcome("scale_values", function="scale_scores")
+    scored = by_check(score(outcomes, policy(tmp_path, "carry_forward")))
+    assert scored["sdpa_matches_torch"].score == 0
+    assert scored["sdpa_matches_torch"].carried == ()
+    assert (scored["integrity_sdpa"].score, scored["integrity_sdpa"].feedback) == (0.0, BROKEN)
+    assert scored["mha_matches_torch"].score > 0  # its attention fails sdpa_matches_torch: carried onto that
+
+
+@pytest.mark.timeout(10)
+def test_a_failure_of_its_own_closes_the_gates(tmp_path):
+    """One failure without the evidence (no builds_on) costs its points and closes its function's gates."""
+    outcomes = built_on_scale() + [outcome("sdpa_causal", Status.FAILED, category="causal", message="own.")]
+    scored = by_check(score(outcomes, policy(tmp_path, "carry_forward")))
+    assert scored["sdpa_causal"].score == 0
+    assert scored["sdpa_matches_torch"].score > 0
+    assert [scored[check].score for check in ("integrity_sdpa", "timing_cpu")] == [0.0, 0.0]

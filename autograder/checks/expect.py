@@ -13,32 +13,74 @@ import math
 import torch
 from torch import Tensor
 
-from autograder.checks.mistakes import SENTENCES, name_mistake
+from autograder.checks.mistakes import SENTENCES, close, name_mistake
 
 
 class CheckFailure(AssertionError):
     """The student's result is wrong: ``what`` was found (the message is that sentence), ``mistake`` the named
     mistake's key, if any, ``cause`` the likely cause in words (the mistake's sentence, or a hint), if any,
-    ``evidence`` where the result first differs (index, expected, got, error, allowed, shape), if known."""
+    ``evidence`` where the result first differs (index, expected, got, error, allowed, shape), if known,
+    ``builds_on`` the student's functions this failure is explained by, with evidence (checks/builds_on.py):
+    with them fixed, the result is right."""
 
     def __init__(
-        self, what: str, mistake: str | None = None, evidence: dict | None = None, cause: str | None = None
+        self,
+        what: str,
+        mistake: str | None = None,
+        evidence: dict | None = None,
+        cause: str | None = None,
+        builds_on: tuple[str, ...] = (),
     ) -> None:
         super().__init__(f"{what}.")
         self.what = what
         self.mistake = mistake
         self.cause = cause or ""
         self.evidence = evidence or {}
+        self.builds_on = tuple(builds_on)
 
     @property
     def message(self) -> str:
         return f"{self.what}."
 
 
-def fail(message: str, mistake: str | None = None, *, hint: str | None = None, evidence: dict | None = None) -> None:
+def fail(
+    message: str,
+    mistake: str | None = None,
+    *,
+    hint: str | None = None,
+    evidence: dict | None = None,
+    builds_on: tuple[str, ...] = (),
+) -> None:
     """Fail the check. ``mistake`` is a key of ``mistakes.SENTENCES`` (a named mistake, kept as a field
-    for the class summary); ``hint`` is a cause in free words, shown but not counted."""
-    raise CheckFailure(message, mistake, evidence, SENTENCES[mistake] if mistake else hint)
+    for the class summary); ``hint`` is a cause in free words, shown but not counted; ``builds_on`` the
+    student's functions whose fix makes this result right (found with evidence: checks/builds_on.py)."""
+    raise CheckFailure(message, mistake, evidence, SENTENCES[mistake] if mistake else hint, builds_on)
+
+
+class Cases:
+    """A check's cases, each run ``with cases:``: a failure that builds on other functions (``builds_on``) is
+    held while the check's other cases run, so that the check fails with a cause of its own if any case has
+    one; ``cases.done()`` at the end raises the first held failure, naming every function the held ones
+    build on (their union). Scoring decides what such a failure costs (``[scoring] borrowed``)."""
+
+    def __init__(self) -> None:
+        self.held: CheckFailure | None = None
+        self.functions: list[str] = []
+
+    def __enter__(self) -> Cases:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if not (isinstance(error, CheckFailure) and error.builds_on):
+            return False
+        self.held = self.held or error
+        self.functions += [name for name in error.builds_on if name not in self.functions]
+        return True
+
+    def done(self) -> None:
+        if self.held is not None:
+            held = self.held
+            raise CheckFailure(held.what, held.mistake, held.evidence, held.cause, tuple(self.functions))
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -118,6 +160,18 @@ def matches(got, expected, tolerance) -> bool:
     except CheckFailure:
         return False
     return True
+
+
+def reproduces(got, recomputed, tolerance) -> bool:
+    """``recomputed`` is ``got``, right or wrong: tensors of one shape and dtype, NaN where NaN, within tolerance
+    elsewhere."""
+    if not (isinstance(got, Tensor) and isinstance(recomputed, Tensor)) or got.shape != recomputed.shape:
+        return False
+    if got.dtype != recomputed.dtype:
+        return False
+    if got.dtype == torch.bool or recomputed.dtype == torch.bool:
+        return bool((got == recomputed).all())
+    return close(got.double(), recomputed.double(), *tolerance)
 
 
 def _first_difference(differ: Tensor, found: Tensor, wanted: Tensor, allowed: Tensor | None) -> dict:

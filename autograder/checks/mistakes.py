@@ -32,6 +32,8 @@ SENTENCES = {
     "causal_bottom_right": "the causal mask is aligned bottom-right; it must be top-left (torch.tril with diagonal 0),"
     " as is_causal=True in PyTorch; reread 'Masks'",
     "causal_strict": "the causal mask hides the diagonal: a query may attend to its own position; reread 'Masks'",
+    "causal_ignored": "is_causal=True was ignored: every query attends to later keys too; combine the causal mask"
+    " with the given mask (a key is allowed only where both allow it); reread 'Masks'",
     "overflow": "large scores overflow: subtract each row's maximum before exponentiating;"
     " reread 'Numerical stability'",
     "transpose_12": "you transposed axes 1 and 2 instead of the last two (-2, -1): this breaks with extra head dims;"
@@ -57,7 +59,7 @@ INPUTS = ("mask", "fully-masked", "causal", "large-scores")
 NEEDS = {
     "mask_inverted": "mask", "zero_fill": "mask", "mask_after_softmax": "mask",
     "nan_rows": "fully-masked", "uniform_rows": "fully-masked", "additive_mask_rows": "fully-masked",
-    "causal_flipped": "causal", "causal_bottom_right": "causal", "causal_strict": "causal",
+    "causal_flipped": "causal", "causal_bottom_right": "causal", "causal_strict": "causal", "causal_ignored": "causal",
     "overflow": "large-scores",
 }  # fmt: skip
 
@@ -120,6 +122,7 @@ def sdpa_variants(
         for name, wrong in causal_variants(Q.size(-2), K.size(-2)).items():
             combined = wrong if mask is None else mask & wrong
             weights[name] = ref.masked_softmax(ref.scale_scores(raw, d_k), combined)
+        weights["causal_ignored"] = ref.masked_softmax(ref.scale_scores(raw, d_k), mask)
     return {name: (w @ V, w) for name, w in weights.items()}
 
 
@@ -166,12 +169,12 @@ def name_mistake(actual: Tensor, variants: dict[str, Tensor], atol: float, rtol:
     matches = [
         name
         for name, wrong in variants.items()
-        if wrong.shape == actual.shape and _close(actual.double(), wrong.double(), atol, rtol)
+        if wrong.shape == actual.shape and close(actual.double(), wrong.double(), atol, rtol)
     ]
     return matches[0] if len(matches) == 1 else None
 
 
-def _close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
+def close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
     same_nan = actual.isnan() == expected.isnan()
     error = (actual - expected).abs().nan_to_num(0.0, posinf=math.inf)
     return bool(same_nan.all() and (error <= atol + rtol * expected.abs().nan_to_num(0.0)).all())

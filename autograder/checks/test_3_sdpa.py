@@ -4,7 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.expect import CheckFailure, attention_size, dtype_name, expect_tensor, fail, matches
+from autograder.checks.builds_on import builds_on
+from autograder.checks.expect import Cases, CheckFailure, attention_size, dtype_name, expect_tensor, fail
 from autograder.checks.mistakes import sdpa_variants
 from reference import attention as ref
 
@@ -42,53 +43,26 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracl
             scale=size,
         )
     except CheckFailure as failure:
-        if failure.mistake or failure.cause:
-            raise
-        piece = _broken_piece(loaded, tolerance, set(reply.entered), Q, K, V, mask, is_causal, output, weights)
-        if piece is None:
-            raise
-        fail(
-            failure.what,
-            hint=f"it builds on {piece}, and on this input your own {piece} gives"
+        _explain(failure, loaded, tolerance, reply.entered, Q, K, V, mask, is_causal, (output, weights))
+
+
+def _explain(
+    failure, loaded, tolerance, entered, Q, K, V, mask, is_causal, result, grad_outputs=None, grads=None, steps=None
+):
+    """Raise ``failure`` again, with the student's functions it builds on (checks/builds_on.py) when the
+    recomputation shows them; a failure without a cause then gets "it builds on X" as its hint."""
+    pieces = builds_on(loaded, tolerance, entered, Q, K, V, mask, is_causal, result, grad_outputs, grads, steps)
+    if not pieces:
+        raise failure
+    cause = failure.cause
+    if not (failure.mistake or cause):
+        piece = pieces[0]
+        cause = (
+            f"it builds on {piece}, and on this input your own {piece} gives"
             f" a different result from the reference's (your scaled_dot_product_attention called it, and recomputed"
-            f" from the results of the functions it called, it reproduces the difference): fix {piece} first",
-            evidence=failure.evidence,
+            f" from the results of the functions it called, it reproduces the difference): fix {piece} first"
         )
-
-
-def _broken_piece(loaded, tolerance, entered, Q, K, V, mask, is_causal, output, weights):
-    """The student's function X to blame, with evidence, or None.
-
-    Evidence: the attention was seen entering X in this grading (``entered``, from the worker's reply);
-    the attention recomputed step by step, each step by the student's own function where the attention
-    entered it and by the reference's elsewhere, reproduces the student's output and weights; and X is
-    the first of those steps whose result differs from the reference's on the same input.
-    """
-    wrong = []
-
-    def step(name, reference, *args):
-        expected = reference(*args)
-        if name not in entered:
-            return expected
-        own = getattr(loaded, name)(*args)
-        if not wrong and not matches(own, expected, tolerance):
-            wrong.append(name)
-        return own
-
-    try:
-        scores = step("attention_scores", ref.attention_scores, Q, K)
-        scaled = step("scale_scores", ref.scale_scores, scores, Q.size(-1))
-        full = mask
-        if is_causal:
-            causal = step("causal_mask", ref.causal_mask, Q.size(-2), K.size(-2))
-            full = causal if mask is None else mask & causal
-        own_weights = step("masked_softmax", ref.masked_softmax, scaled, full)
-        own_output = step("attention_output", ref.attention_output, own_weights, V)
-    except Exception:  # a piece fails, or gives what the next step cannot take: no evidence
-        return None
-    if wrong and matches(own_output, output, tolerance) and matches(own_weights, weights, tolerance):
-        return wrong[0]
-    return None
+    raise CheckFailure(failure.what, failure.mistake, failure.evidence, cause, pieces) from None
 
 
 def _pair(result, label):
@@ -126,11 +100,14 @@ def test_sdpa_matches_torch(loaded, draw, settings):
         ("with a (B, 1, 1, T_k) padding mask", draw.mask(B, 1, 1, T_k)),
         ("with a (B, H, T_q, T_k) mask", draw.mask(B, H, T_q, T_k)),
     ]
+    held = Cases()
     for label, mask in cases:
         oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
-        _compare(loaded, settings, label, Q, K, V, mask=mask, oracle=oracle)
+        with held:
+            _compare(loaded, settings, label, Q, K, V, mask=mask, oracle=oracle)
     Q3, K3, V3 = Q[:, 0], K[:, 0], V[:, 0]
-    _compare(loaded, settings, "on (B, T, d) inputs", Q3, K3, V3, oracle=F.scaled_dot_product_attention(Q3, K3, V3))
+    with held:
+        _compare(loaded, settings, "on (B, T, d) inputs", Q3, K3, V3, oracle=F.scaled_dot_product_attention(Q3, K3, V3))
     # edge shapes where the spec still defines the answer
     edges = [
         ("on (T, d) inputs without a batch axis", Q[0, 0], K[0, 0], V[0, 0]),
@@ -140,7 +117,9 @@ def test_sdpa_matches_torch(loaded, draw, settings):
         ("with d_k = 1", Q[..., :1], K[..., :1], V),
     ]
     for label, Qe, Ke, Ve in edges:
-        _compare(loaded, settings, label, Qe, Ke, Ve, oracle=F.scaled_dot_product_attention(Qe, Ke, Ve))
+        with held:
+            _compare(loaded, settings, label, Qe, Ke, Ve, oracle=F.scaled_dot_product_attention(Qe, Ke, Ve))
+    held.done()
 
 
 @pytest.mark.check(
@@ -151,17 +130,21 @@ def test_sdpa_causal(loaded, draw, settings):
     B, H, small, large, d_k, d_v = draw.sizes(6)
     small, large = sorted((small, large))
     # T_q = 1: under the top-left rule the single query sees key 0 only (no decoding shortcut)
+    held = Cases()
     for T_q, T_k in ((small, large), (large, small), (1, large), (large, 1)):
         Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
         oracle = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
-        _compare(loaded, settings, f"with is_causal=True, T_q={T_q}, T_k={T_k}", Q, K, V, is_causal=True, oracle=oracle)
+        label = f"with is_causal=True, T_q={T_q}, T_k={T_k}"
+        with held:
+            _compare(loaded, settings, label, Q, K, V, is_causal=True, oracle=oracle)
     T = large
     Q, K, V = draw.normal(B, H, T, d_k), draw.normal(B, H, T, d_k), draw.normal(B, H, T, d_v)
     padding = ref.padding_mask(draw.lengths(B, T), T)[:, None]  # (B, 1, 1, T)
     oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=padding & torch.ones(T, T, dtype=torch.bool).tril())
-    _compare(
-        loaded, settings, "with is_causal=True and a padding mask", Q, K, V, mask=padding, is_causal=True, oracle=oracle
-    )
+    with held:
+        label = "with is_causal=True and a padding mask"
+        _compare(loaded, settings, label, Q, K, V, mask=padding, is_causal=True, oracle=oracle)
+    held.done()
 
 
 @pytest.mark.check(
@@ -177,25 +160,40 @@ def test_sdpa_fully_masked(loaded, draw, settings):
     mask = draw.mask(B, T_q, T_k)
     mask[0, 1] = False
     mask[-1, 0] = False
-    _compare(
-        loaded,
-        settings,
-        "with fully masked rows",
-        Q,
-        K,
-        V,
-        mask=mask,
-        oracle=F.scaled_dot_product_attention(Q, K, V, attn_mask=mask),
-    )
+    held = Cases()
+    with held:
+        oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+        _compare(loaded, settings, "with fully masked rows", Q, K, V, mask=mask, oracle=oracle)
     grad_outputs = [draw.normal(B, T_q, d_v), draw.normal(B, T_q, T_k)]
     reply = loaded.run("scaled_dot_product_attention", Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
     for name, grad in zip("QKV", reply.grads):
         if not bool(grad.isfinite().all()):
-            fail(
-                f"the gradient for {name} with fully masked rows contains NaN or inf",
-                hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max,"
-                " and divide them by 1, not by 0",
-            )
+            with held:
+                try:
+                    fail(
+                        f"the gradient for {name} with fully masked rows contains NaN or inf",
+                        hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max,"
+                        " and divide them by 1, not by 0",
+                    )
+                except CheckFailure as failure:
+                    result = _pair(reply.value, "with fully masked rows")
+                    tolerance = settings.tolerance("float64", gradient=True)
+                    _explain(
+                        failure,
+                        loaded,
+                        tolerance,
+                        reply.entered,
+                        Q,
+                        K,
+                        V,
+                        mask,
+                        False,
+                        result,
+                        grad_outputs,
+                        reply.grads,
+                    )
+            break
+    held.done()
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="dtype", exercises=("mask",), picture=None)
@@ -204,28 +202,27 @@ def test_sdpa_dtypes(loaded, draw, settings):
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
     Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
     mask = draw.mask(B, T_q, T_k)
+    held = Cases()
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        low = [x.to(dtype) for x in (Q, K, V)]
-        output, weights = _pair(loaded.scaled_dot_product_attention(*low, mask=mask), f"in {dtype_name(dtype)}")
-        expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
-        size = attention_size(*low)
-        tolerance = settings.tolerance(dtype_name(dtype), scale=size)
-        expect_tensor(
-            output,
-            expected_output,
-            what=f"the output in {dtype_name(dtype)}",
-            tolerance=tolerance,
-            dtype=dtype,
-            scale=size,
-        )
-        expect_tensor(
-            weights,
-            expected_weights,
-            what=f"the weights in {dtype_name(dtype)}",
-            tolerance=tolerance,
-            dtype=dtype,
-            scale=size,
-        )
+        with held:
+            _dtype_case(loaded, settings, [x.to(dtype) for x in (Q, K, V)], mask, dtype)
+    held.done()
+
+
+def _dtype_case(loaded, settings, low, mask, dtype):
+    reply = loaded.run("scaled_dot_product_attention", *low, mask=mask)
+    output, weights = _pair(reply.value, f"in {dtype_name(dtype)}")
+    expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
+    size = attention_size(*low)
+    tolerance = settings.tolerance(dtype_name(dtype), scale=size)
+    try:
+        for got, want, what in ((output, expected_output, "output"), (weights, expected_weights, "weights")):
+            expect_tensor(
+                got, want, what=f"the {what} in {dtype_name(dtype)}", tolerance=tolerance, dtype=dtype, scale=size
+            )
+    except CheckFailure as failure:
+        steps = settings.tolerance("float32", scale=size)  # what a step must keep, whatever the dtype
+        _explain(failure, loaded, tolerance, reply.entered, *low, mask, False, (output, weights), steps=steps)
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="gradient", exercises=("mask",), picture=None)
@@ -242,8 +239,12 @@ def test_sdpa_gradients(loaded, draw, settings):
     # the inputs are of size 1: gradient_factor times the plain tolerance holds honest gradients 30x below
     # it and a float16 softmax inside 16x above (a scaled allowance would let float16 come within 4x)
     tolerance = settings.tolerance("float64", gradient=True)
-    for name, got, want in zip("QKV", reply.grads, expected):
-        expect_tensor(got, want, what=f"the gradient for {name}", tolerance=tolerance)
+    try:
+        for name, got, want in zip("QKV", reply.grads, expected):
+            expect_tensor(got, want, what=f"the gradient for {name}", tolerance=tolerance)
+    except CheckFailure as failure:
+        result = _pair(reply.value, "with gradients")
+        _explain(failure, loaded, tolerance, reply.entered, Q, K, V, mask, False, result, grad_outputs, reply.grads)
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="no-mutation", exercises=("mask",), picture=None)

@@ -98,12 +98,24 @@ def with_picture(feedback: str, picture: dict | None) -> str:
     return f"{feedback}\n{block_grid(picture)}" if picture else feedback
 
 
+def carried_forward(functions: tuple[str, ...]) -> str:
+    """The sentence of a check that keeps its points because it fails only through the functions it builds on."""
+    names = " and ".join(functions)
+    verb = "is" if len(functions) == 1 else "are"
+    return (
+        f"Correct once {names} {verb} fixed: this check keeps its points, since it fails only because of {names}"
+        " (a mistake costs its points once, where it is made)."
+    )
+
+
 def sentences(item: Scored) -> list[str]:
     """A scored check's feedback as sentences: what was found (its flag and a borrowed cause included),
     then its own likely cause, if it has one. A withheld check says only when it is awarded."""
     if item.withheld:
         return [WITHHELD.format(function=item.outcome.function)]
     found = item.feedback + (f" {FLAGGED}" if item.outcome.flag else "")
+    if item.carried:
+        found += f" {carried_forward(item.carried)}"
     if item.borrowed:
         check, cause = item.borrowed
         found += f" Probably the same cause as in {check}: {cause}."
