@@ -170,7 +170,33 @@ def _runs(old: dict[str, dict], new: dict[str, dict]) -> list[tuple[str, list[st
         before, after = values(old, key), values(new, key)
         if before != after:
             differ.append((key, before, after))
-    return differ
+    return differ + _settings_moved(old, new)
+
+
+def _settings_moved(old: dict[str, dict], new: dict[str, dict]) -> list[tuple[str, list[str], list[str]]]:
+    """Each setting whose value differs between the runs (``section.key``, old value, new value), where each
+    side was graded with one set of settings (provenance's ``settings`` record)."""
+
+    def only(results: dict[str, dict]) -> dict | None:
+        found = {
+            json.dumps(record, sort_keys=True)
+            for result in results.values()
+            if isinstance(record := ((result.get("extra_data") or {}).get("provenance") or {}).get("settings"), dict)
+        }
+        return json.loads(found.pop()) if len(found) == 1 else None
+
+    before, after = only(old), only(new)
+    if before is None or after is None:
+        return []
+    moved = []
+    for section in sorted(set(before) | set(after)):
+        a, b = before.get(section) or {}, after.get(section) or {}
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            continue
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                moved.append((f"{section}.{key}", [json.dumps(a.get(key))], [json.dumps(b.get(key))]))
+    return moved
 
 
 def diff(old_folder: Path, new_folder: Path) -> Diff:

@@ -169,6 +169,10 @@ def test_a_changed_point_value_a_check_switched_off_and_a_stricter_tolerance(rel
     _regrade(folder, new, "[points]\nscale_values = 5\nsdpa_causal = 0\n[tolerance]\nvariance_rtol = 1e-7\n")
     found = diff(old, new)
     assert {c.student for c in found.changes} == _differ(old, new)
+    # what changed between the two runs, from the results' provenance: the settings' digest, and exactly these keys
+    assert [key for key, _, _ in found.runs] == [
+        "settings_sha256", "points.scale_values", "points.sdpa_causal", "tolerance.variance_rtol"
+    ]  # fmt: skip
     done = run([str(BIN / "sdpa-grade"), "--diff", str(old), str(new), "--csv", str(tmp_path / "d.csv")])
     rows = list(csv.DictReader((tmp_path / "d.csv").open(newline="", encoding="utf-8")))
     assert {(r["student"], r["check"], float(r["old_points"]), float(r["new_points"])) for r in rows} == {
@@ -229,3 +233,19 @@ def test_batch_refuses_to_diff_against_its_own_folder(tmp_path):
     done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--diff", str(out)])
     assert done.returncode == 2
     assert "this batch's own results folder" in done.stderr
+
+
+def test_diff_says_which_settings_changed_between_the_runs(tmp_path):
+    """From the results' provenance: the settings' digest differs, and the one key that moved is named."""
+    full = {"scale_values": 2.0}
+
+    def graded(points: float, digest: str) -> dict:
+        settings = {"points": {"scale_values": points}, "limits": {"call_timeout": 10.0}}
+        provenance = {"settings_sha256": digest, "checks_sha256": "c1", "settings": settings}
+        return _result(full, extra_data={"provenance": provenance})
+
+    old = _write(tmp_path / "old", {"a": graded(2.0, "s1")})
+    new = _write(tmp_path / "new", {"a": graded(5.0, "s2")})
+    found = diff(old, new)
+    assert found.runs == [("settings_sha256", ["s1"], ["s2"]), ("points.scale_values", ["2.0"], ["5.0"])]
+    assert found.changes == []  # the same points were earned: nobody's grade moved

@@ -56,8 +56,8 @@ def lines(d: Diff) -> list[str]:
     out = [f"Grades from {d.old} to {d.new}: {headline(d)}"]
     for key, before, after in d.runs:
         out.append(
-            f"  {key.replace('_', ' ')} differs: {', '.join(before) or 'not recorded'} -> "
-            f"{', '.join(after) or 'not recorded'}"
+            f"  {key.replace('_', ' ') if '.' not in key else 'setting ' + key} differs: "
+            f"{', '.join(before) or 'not recorded'} -> {', '.join(after) or 'not recorded'}"
         )
     out += [f"  {line(change)}" for change in d.changes]
     return out
