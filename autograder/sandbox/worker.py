@@ -348,6 +348,20 @@ def _allow_imports(allowed: list[str], hidden: list[str], packages: list[str]) -
     builtins.__import__ = guarded
 
 
+def _preload(allowed: list[str]) -> None:
+    """The allowed packages imported before the code guard (``_guard_code``) is set, as torch is: a package that
+    builds code while it imports (dataclasses, for one) would otherwise be refused at the student's ``import``.
+    One that cannot be imported here fails again, as it would, when the submission imports it."""
+    import importlib
+
+    for name in allowed:
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the submission's own import reports it, in its own words
+                pass
+
+
 def _recording(name: str, function, entered: set[str]):
     """``function``, adding ``name`` to ``entered`` when called; its name, docstring and signature are the function's,
     so code that looks at itself sees its own function (a notebook's attack listed its functions by ``__name__``)."""
@@ -559,6 +573,8 @@ def _serve(conn: socket.socket, spec: dict) -> None:
     os.dup2(log, 2)
     sys.stdin = open(os.devnull)
     sys.stdout = sys.stderr = _CappedStream(os.fdopen(os.dup(1), "w"), limits["output_bytes"])
+    if spec.get("imports") is not None and spec.get("block_fused", True):
+        _preload(spec["imports"])  # in its scratch folder (HOME), its output to the log, before the code guard
     module = None
     wire.send(conn, {"sandbox": report})  # before any student code runs
     while True:
