@@ -116,3 +116,18 @@ def test_bad_settings_name_the_key(table, says):
 def test_nbgrader_timestamps(text, expected):
     """nbgrader's timestamp_format (the default '%Y-%m-%d %H:%M:%S.%f %Z'), an offset, or none (UTC)."""
     assert parse_nbgrader_timestamp(text) == expected
+
+
+def test_the_dashboard_shows_each_late_penalty():
+    """The students table's score cell says how a late score was reached; an on-time student's says nothing more."""
+    pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
+    from autograder.class_results import class_results
+    from autograder.deadline import stamp
+    from autograder.render.dashboard import dashboard
+
+    deadline = _policy(policy="per_day", percent=10)
+    results = {name: stamp({"score": 40.0, "max_score": 55.0, "tests": []}, apply(deadline, name, 40.0, TIMES[name]))
+               for name in ("ontime", "hours2")}  # fmt: skip
+    page = dashboard(class_results(results), {name: f"{name}.html" for name in results})
+    assert "raw 40, late penalty 4 (2 h late)" in page
+    assert page.count('class="muted late"') == 1

@@ -88,8 +88,21 @@ def _students(stats: ClassResults) -> list[dict]:
              "percent": 100 * s.score / s.max_score if s.max_score else 0.0,
              "flags": ", ".join(sorted({f.kind for f in s.flags})),
              "mistakes": "; ".join(describe(m) for m in s.mistakes),  # sentences: people read this column
-             "graded": _graded(provenance.of(s.result))}
+             "graded": _graded(provenance.of(s.result)), "late": _late((s.result.get("extra_data") or {}).get("late"))}
             for s in stats.present]  # fmt: skip
+
+
+def _late(late) -> str:
+    """A student's late penalty, where the [deadline] policy applied one or needed a time it did not have."""
+    if not isinstance(late, dict):
+        return ""
+    if late.get("missing_time"):
+        return "no submission time: no penalty applied"
+    penalty, hours = late.get("late_penalty") or 0, late.get("hours_late") or 0
+    extension = f", extension to {late['extension']}" if late.get("extension") else ""
+    if not penalty and not extension:
+        return ""
+    return f"raw {late.get('raw_score', 0):g}, late penalty {penalty:g} ({hours:g} h late){extension}"
 
 
 def _graded(record: dict) -> dict:
