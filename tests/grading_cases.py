@@ -256,7 +256,11 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # the worker's own request handler replaced so that timed requests return at once: the answers are checked
     "cheat_patch_handler": (
         {"timing_cpu", "integrity_sdpa", "integrity_mha"},
-        {"timing_cpu": "wrong answer in a timed call", "integrity_sdpa": "the grader's worker"},
+        # since the import list ([imports] allowed), its `import wire` in the timed call is refused before it patches
+        {
+            "timing_cpu": ("wrong answer in a timed call", "No module named 'wire' (not allowed)"),
+            "integrity_sdpa": "the grader's worker",
+        },
     ),
     # a cache keyed by the inputs' contents: every timed call has fresh inputs, so the loop pays every time
     "cheat_content_cache": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
