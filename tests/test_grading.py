@@ -222,7 +222,9 @@ def test_grades_csv_and_resume(graded):
         "graded_file,sha256,checks_sha256,settings_sha256,graded_at"
     )
     assert len(lines) == 1 + len(CASES) + 2  # the cases, plus empty and template
-    again = run([str(BIN / "sdpa-grade"), "--batch", str(graded["folder"]), "--json-dir", str(graded["out"])])
+    # the same settings (a rerun with other settings regrades everyone: test_provenance.py)
+    again = run([str(BIN / "sdpa-grade"), "--batch", str(graded["folder"]), "--json-dir", str(graded["out"]),
+                 "--config", str(graded["base"] / "fast.toml")])  # fmt: skip
     assert again.returncode == 0
     assert f"{len(lines) - 1} already graded, 0 to grade" in again.stderr
 
