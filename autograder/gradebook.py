@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograder.atomic import write_atomically
 
 # Canvas's gradebook export: these identity columns come first, Section the last of them; then one column per
 # assignment, "Title (id)"; the second row is "Points Possible" (its first cell indented by spaces in exports)
@@ -68,12 +69,11 @@ def _match(row: dict[str, str], keys: tuple[str, ...], graded: Mapping[str, obje
 def _write(path: Path, rows: list[list[str]]) -> None:
     from autograder.batch import _cell
 
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, quoting=csv.QUOTE_MINIMAL)
-        for row in rows:
-            writer.writerow([_cell(str(cell)) if cell != "" else "" for cell in row])
-    os.replace(temporary, path)
+    text = io.StringIO()
+    writer = csv.writer(text, quoting=csv.QUOTE_MINIMAL)
+    for row in rows:
+        writer.writerow([_cell(str(cell)) if cell != "" else "" for cell in row])
+    write_atomically(path, text.getvalue())
 
 
 def _column(header: list[str], title: str) -> str:

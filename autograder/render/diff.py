@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import csv
-import os
+import io
 from pathlib import Path
 
+from autograder.atomic import write_atomically
 from autograder.class_results import MISSING, describe, reason
 from autograder.diff import Diff, StudentChange
 from autograder.render.inert import inert
@@ -67,16 +68,13 @@ def write_csv(path: Path, d: Diff) -> None:
     """One row per student and check that moved, and one per other change (``check`` empty), written whole."""
     from autograder.batch import _cell
 
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for change in d.changes:
-            scores = [_number(change.old_score), _number(change.new_score)]
-            for check in change.checks:
-                writer.writerow(
-                    [_cell(change.student), check.check, _number(check.old), _number(check.new), *scores, ""]
-                )
-            for what in _what(change) or ([] if change.checks else ["total"]):
-                writer.writerow([_cell(change.student), "", "", "", *scores, _cell(what)])
-    os.replace(temporary, path)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(CSV_COLUMNS)
+    for change in d.changes:
+        scores = [_number(change.old_score), _number(change.new_score)]
+        for check in change.checks:
+            writer.writerow([_cell(change.student), check.check, _number(check.old), _number(check.new), *scores, ""])
+        for what in _what(change) or ([] if change.checks else ["total"]):
+            writer.writerow([_cell(change.student), "", "", "", *scores, _cell(what)])
+    write_atomically(path, text.getvalue())
