@@ -4,8 +4,11 @@ Students are matched to their graded folders by an identifier the roster holds, 
 (Canvas: SIS Login ID, then Login ID, then e-mail; Moodle: ID number, then username, then e-mail), the
 whole value compared, never a name guessed from another; students left unmatched on either side are
 listed, and the command that writes the file exits 1 (the file holds the matched rows only). Cells are
-written with Python's csv module, quoted where needed, and a cell a spreadsheet would run as a formula
-is neutralised (batch._cell).
+written with Python's csv module, quoted where needed. The identity cells are the roster's own, copied as the
+LMS exported them (a name starting with ``=`` stays so, as the LMS holds it): the file is for the LMS to import,
+nothing in it comes from a submission (students' folder names, which do, are matched, never written), and the
+other cells are the assignment's title and numbers. The plain CSV, whose first column is folder names, is the
+one that neutralises formulas (batch._cell).
 """
 
 from __future__ import annotations
@@ -67,12 +70,8 @@ def _match(row: dict[str, str], keys: tuple[str, ...], graded: Mapping[str, obje
 
 
 def _write(path: Path, rows: list[list[str]]) -> None:
-    from autograder.batch import _cell
-
     text = io.StringIO()
-    writer = csv.writer(text, quoting=csv.QUOTE_MINIMAL)
-    for row in rows:
-        writer.writerow([_cell(str(cell)) if cell != "" else "" for cell in row])
+    csv.writer(text, quoting=csv.QUOTE_MINIMAL).writerows(rows)
     write_atomically(path, text.getvalue())
 
 

@@ -28,7 +28,7 @@ def _read(path):
 
 def test_canvas_file_keeps_canvas_header_rules(tmp_path):
     """Identity columns first with Section last of them, the assignment's own column, Points Possible second;
-    matched by SIS Login ID; a name with a comma, quotes or a leading = survives as one cell."""
+    matched by SIS Login ID; a name with a comma, quotes or a leading = survives the round trip as it was."""
     roster = tmp_path / "roster.csv"
     roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     out = tmp_path / "canvas.csv"
@@ -39,7 +39,7 @@ def test_canvas_file_keeps_canvas_header_rules(tmp_path):
     assert rows[2:] == [
         ["Doe, Jane", "1001", "s1001", "jdoe", "Section A", "55"],
         ['O\'Brien "Bob"', "1002", "s1002", "bob", "Section A", "27.5"],
-        ["'=cmd|' /C calc'!A0", "1003", "s1003", "mallory", "Section B", "0"],
+        ["=cmd|' /C calc'!A0", "1003", "s1003", "mallory", "Section B", "0"],  # as Canvas holds it
     ]
     assert (written.matched, written.roster_only, written.graded_only) == (3, ["Nobody Graded"], ["stray"])
 

@@ -132,13 +132,14 @@ def _scores(course):
 
 
 def test_export_scores_each_student(course):
-    """Alice gets everything; Bob loses the scaling checks and one answer; Carol loses only the variance checks;
-    Mallory loses only her own points: the variance checks, the integrity flags her code earns, the ten questions."""
+    """Alice gets everything; Bob loses the scaling check (once: error carried forward) and one answer; Carol loses
+    only the variance checks; Mallory loses only her own points: the variance checks, the integrity flags her code
+    earns, the ten questions."""
     scores = _scores(course)
     assert scores["alice"] == (65.0, 65.0)
-    # bob: scale_values, sdpa values (2 + 4 + 3 + 2 + 2 + 3), mha (4 + 2), gated integrity and timing (2 + 2 + 1),
-    # q_variance
-    assert scores["bob"] == (65.0 - 2 - 14 - 6 - 5 - 1, 65.0)
+    # bob: scale_values and q_variance; the checks that fail only through his scale_scores (sdpa, mha, their gates)
+    # keep their points, as [scoring] borrowed = "carry_forward" (the default) says, on this path too
+    assert scores["bob"] == (65.0 - 2 - 1, 65.0)
     assert scores["carol"] == (65.0 - 3, 65.0)
     # mallory: variance (2 + 1), integrity of sdpa and mha (2 + 1: her cell imports importlib, reads sys.modules),
     # quiz (10)
@@ -149,6 +150,7 @@ def test_feedback_reveals_no_test_logic(course):
     """Generated feedback shows the failure sentence, not the hidden inputs, expected values or check code."""
     feedback = next((course["course"] / "feedback" / "bob" / "sdpa").glob("*.html")).read_text()
     assert "divided by d_k, not by sqrt(d_k)" in feedback
+    assert "Correct once scale_scores is fixed" in feedback
     assert "draw.normal" not in feedback and "expect_tensor" not in feedback
     assert "q_variance = 64" not in feedback and "answer=64" not in feedback
 

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from autograder.shard import parse_shard, select, shard_of
-from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
+from tests.helpers import BIN, REFERENCE, SUBMISSIONS, csv_rows, run
 
 CLASS = {  # student -> submission: honest, wrong, hostile and ungradable ones
     "ada": "correct",
@@ -132,8 +132,7 @@ def test_three_shards_merge_into_one_batch(tmp_path):
     assert f"Class summary: {len(CLASS)} submissions" in merged.stdout
     assert outcomes(shared) == outcomes(tmp_path / "whole")
     assert outcomes(shared)["ada"][0] == 55 and outcomes(shared)["chen"][0] < 55  # a real grading, not all zeros
-    with open(tmp_path / "merged.csv") as merged_csv, open(tmp_path / "whole.csv") as whole_csv:
-        assert list(csv.reader(merged_csv)) == list(csv.reader(whole_csv))
+    assert csv_rows(tmp_path / "merged.csv") == csv_rows(tmp_path / "whole.csv")
 
     def summary_without_times(text: str) -> str:  # grading times differ from run to run; everything else may not
         return "\n".join(line for line in text.splitlines() if not line.startswith("Grading time per submission"))

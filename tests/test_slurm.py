@@ -8,14 +8,13 @@ check by check, with one unsharded batch of the same class. Without slurm-wlm an
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 
 import pytest
 
 from autograder.shard import select
-from tests.helpers import BIN, ROOT, run
+from tests.helpers import BIN, ROOT, csv_rows, run
 from tests.slurm_cluster import Cluster, ClusterError, missing_programs
 from tests.test_shard import outcomes, write_class
 
@@ -97,17 +96,12 @@ def whole(tmp_path_factory):
         timeout=300,
     )
     assert graded.returncode == 0, graded.stderr[-3000:]
-    return folder / "grades", rows(folder / "grades.csv"), without_times(graded.stdout)
+    return folder / "grades", csv_rows(folder / "grades.csv"), without_times(graded.stdout)
 
 
 def without_times(summary: str) -> str:
     """A class summary less its grading times, which differ from run to run; everything else may not."""
     return "\n".join(line for line in summary.splitlines() if not line.startswith("Grading time per submission"))
-
-
-def rows(path) -> list[list[str]]:
-    with open(path, newline="") as handle:
-        return list(csv.reader(handle))
 
 
 def submit_array(slurm, course, tasks: str) -> str:
@@ -132,9 +126,9 @@ def log(course, job: str) -> str:
 
 def assert_equals_one_batch(course, whole, merge: str) -> None:
     """Every student's checks, the CSV and the merge's class summary are the batch's."""
-    results, csv_rows, summary = whole
+    results, class_rows, summary = whole
     assert outcomes(course / "grades") == outcomes(results)
-    assert rows(course / "grades.csv") == csv_rows
+    assert csv_rows(course / "grades.csv") == class_rows
     assert summary in without_times(log(course, merge))
     assert outcomes(results)["ada"][0] == 55 and outcomes(results)["chen"][0] < 55  # a real grading, not all zeros
 

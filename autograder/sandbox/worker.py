@@ -362,6 +362,42 @@ def _preload(allowed: list[str]) -> None:
                 pass
 
 
+def _imported_modules(path: str, allowed: list[str]) -> list[str]:
+    """The modules of allowed packages (torch aside, which the fused-kernel block has already seen) that the
+    submission's own import statements name, as ``a.b`` and, for ``from a.b import c``, ``a.b.c`` too: a package's
+    submodules (``matplotlib.pyplot``) are imported on demand and may build code as they do."""
+    import ast
+
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        return []  # loading it says why, in the submission's own words
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*"]
+    packages = set(allowed) - {"torch"}
+    return list(dict.fromkeys(name for name in names if name.split(".")[0] in packages))
+
+
+def _load(path: str, guard: bool = True, allowed: list[str] | None = None):
+    import importlib.util
+
+    _record_threads()
+    if guard:
+        for name in _imported_modules(path, allowed or []):
+            _preload([name])  # before the code guard, as the packages themselves were
+        _guard_code(path)
+    spec = importlib.util.spec_from_file_location("attention", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["attention"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _recording(name: str, function, entered: set[str]):
     """``function``, adding ``name`` to ``entered`` when called; its name, docstring and signature are the function's,
     so code that looks at itself sees its own function (a notebook's attack listed its functions by ``__name__``)."""
@@ -534,19 +570,6 @@ def _call(module, request: dict, conn=None) -> dict:
     return reply
 
 
-def _load(path: str, guard: bool = True):
-    import importlib.util
-
-    _record_threads()
-    if guard:
-        _guard_code(path)
-    spec = importlib.util.spec_from_file_location("attention", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["attention"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _serve(conn: socket.socket, spec: dict) -> None:
     """A child: move into its scratch folder, cap resources, load the submission, answer calls."""
     import confine
@@ -584,7 +607,7 @@ def _serve(conn: socket.socket, spec: dict) -> None:
             os._exit(0)
         try:
             if request["op"] == "load":
-                module = _load(request["path"], spec.get("block_fused", True))
+                module = _load(request["path"], spec.get("block_fused", True), spec.get("imports"))
                 reply = {"ok": True, "names": sorted(n for n in vars(module) if not n.startswith("_"))}
             elif module is None:
                 reply = {"ok": False, "error": "NotLoaded", "message": "the submission is not loaded"}
