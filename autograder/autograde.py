@@ -149,7 +149,8 @@ class GradeNotebook(NbGraderPreprocessor):
         return settings.replace("limits", require_sandbox=True) if self.require_sandbox else settings
 
     def code_verdicts(self, nb: nbformat.NotebookNode, settings: Settings) -> dict:
-        """check -> None when it earned all its points, else its scored check (worded by failure_output); graded as
+        """check -> None when it earned all its points, else its scored check (worded by verdict_outputs; one that
+        keeps its points by error carried forward is one too, so that the student reads why); graded as
         ``sdpa-grade --config FILE NOTEBOOK`` grades."""
         from autograder.grade import grade  # torch and pytest: imported only when a notebook is graded
 
@@ -162,7 +163,10 @@ class GradeNotebook(NbGraderPreprocessor):
             log("sdpa-grade: %s", grading.sandbox)
         if grading.grader_error:
             raise GraderFailed(f"the grader failed on this notebook:\n{grading.grader_error}")
-        return {item.outcome.check: None if item.score == item.max_score else item for item in grading.scored}
+        return {
+            item.outcome.check: None if item.score == item.max_score and not item.carried else item
+            for item in grading.scored
+        }
 
 
 def points_mismatch(tests: list[nbformat.NotebookNode], points: Mapping[str, float]) -> list[tuple[str, float, float]]:

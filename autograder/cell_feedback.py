@@ -33,9 +33,12 @@ def failure_output(title: str, feedback: str | Scored) -> NotebookNode:
 
 
 def verdict_outputs(title: str, feedback: str | Scored) -> list[NotebookNode]:
-    """A hidden cell's outputs for a check that did not earn all its points: a failure's error output, or, for a
+    """A hidden cell's outputs for a check that did not earn all its points: a failure's error output; for a check
+    that keeps its points by error carried forward, its note (no error: nbgrader's full points); or, for a
     withheld check (not awarded until its function passes its own checks), its note and nbgrader's partial
     credit 0 (an ``execute_result``), so that nbgrader scores it 0 without painting it an error."""
+    if not isinstance(feedback, str) and feedback.carried and feedback.score == feedback.max_score:
+        return [note_output(f"{title}: {output_text(feedback)}")]  # full points, and why it still failed
     if isinstance(feedback, str) or not feedback.withheld:
         return [failure_output(title, feedback)]
     score = new_output("execute_result", data={"text/plain": "0"}, execution_count=None)
