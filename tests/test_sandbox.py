@@ -74,10 +74,44 @@ def test_a_hung_function_is_not_waited_on_twice(tmp_path):
         first = box.call("attention_output", (torch.zeros(1), torch.zeros(1)), timeout=2)
         second = box.call("attention_output", (torch.zeros(1), torch.zeros(1)), timeout=2)
         after = box.call("causal_mask", (3,), timeout=10)
-    assert first.error == "Timeout" and "no answer within 2 s" in first.message
-    assert second.error == "Timeout" and "not run again" in second.message
+    assert first.error == "Timeout" and first.hung and "no answer within 2 s" in first.message
+    assert second.error == "Timeout" and second.hung and "not run again" in second.message
     assert after.ok
     assert box.restarts == 2
+
+
+STUDENT_TIMEOUT = """
+import time
+import torch
+
+
+class Timeout(Exception):
+    pass
+
+
+def attention_scores(Q, K):
+    raise Timeout("the student's own exception, named as the sandbox's hang")
+
+
+def attention_output(weights, V):
+    time.sleep(1.5)
+    return torch.ones(1)
+"""
+
+
+def test_a_student_exception_named_timeout_is_not_a_hang(tmp_path):
+    """An exception class the student calls Timeout is the student's error, not the sandbox's finding that a call
+    hung: the function is called again, and later calls keep their whole limit (before: every later call got the
+    after-hang limit, 1 s here, and a 1.5 s function timed out)."""
+    with sandbox(tmp_path, STUDENT_TIMEOUT) as box:
+        box.load()
+        raised = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=10)
+        again = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=10)
+        slow = box.call("attention_output", (torch.zeros(1), torch.zeros(1)), timeout=10)
+    assert raised.error == "Timeout" and not raised.hung and "the student's own exception" in raised.message
+    assert again.error == "Timeout" and "not run again" not in again.message
+    assert slow.ok, slow.describe()
+    assert box.hung == set() and box.restarts == 1  # its first start only: no call was killed
 
 
 def test_privileges_are_dropped_only_where_nobody_can_run_python(tmp_path):

@@ -32,13 +32,16 @@ class Reply:
     message: str = ""
     seconds: float = 0.0
 
+    # the sandbox's own finding that the call got no answer in time (never read from the worker's answer, whose
+    # ``error`` is the student's exception's name, whatever it is called: a class named Timeout is not a hang)
+    hung: bool = False
     cpu_seconds: float = 0.0  # timed calls: the kernel's count of the submission's CPU time (Sandbox._cpu_seconds)
     outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
 
     @classmethod
     def skipped_after_hang(cls, target: str) -> Reply:
         message = f"{target} did not finish in an earlier call, so it was not run again"
-        return cls(False, error="Timeout", message=message)
+        return cls(False, error="Timeout", message=message, hung=True)
 
     def describe(self) -> str:
         return f"{self.error}: {self.message}" if self.message else self.error
