@@ -8,12 +8,15 @@ trusted process. It grades the notebook exactly as ``sdpa-grade`` grades one
 the same limits), checks the knowledge check's answers here (values read from the cells' source,
 never run), and writes each hidden cell's verdict as its output: nothing for a pass, an error
 output with the check's name and message for a failure, which nbgrader's ``SaveAutoGrades``
-scores 0. The hidden cells hold no code and no answer; the student's process never sees this
+scores 0. One worker zygote serves every notebook of an ``nbgrader autograde`` run (``shared_zygote``), as one serves
+a batch: torch is imported for the student's sandboxes once per run, not once per notebook. The hidden cells hold no
+code and no answer; the student's process never sees this
 package, the reference or the answers (docs/security.md, "The nbgrader path").
 """
 
 from __future__ import annotations
 
+import atexit
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +35,24 @@ NOT_RUN_HERE = (
     "Not run by the autograder: it runs the hidden checks below, on your code, in its own sandbox.\n"
     "Run these public tests in your notebook."
 )
+
+
+_ZYGOTE = []  # the run's worker zygote, once started (one at most)
+
+
+def shared_zygote(log):
+    """The worker zygote this nbgrader run grades with: started at the first notebook (it holds no settings, seed or
+    reference: a fresh process that imports torch and forks each sandbox), again if it died, closed at exit."""
+    from autograder.sandbox.runner import Zygote
+
+    if _ZYGOTE and _ZYGOTE[0].process.poll() is not None:
+        _ZYGOTE.pop().close()
+    if not _ZYGOTE:
+        zygote = Zygote()
+        atexit.register(zygote.close)
+        _ZYGOTE.append(zygote)
+        log.info("sdpa-grade: the worker zygote started (torch is imported once for every notebook of this run)")
+    return _ZYGOTE[0]
 
 
 class GraderFailed(RuntimeError):
@@ -157,7 +178,7 @@ class GradeNotebook(NbGraderPreprocessor):
         with tempfile.TemporaryDirectory(prefix="sdpa-notebook-") as folder:
             path = Path(folder) / "submission.ipynb"
             nbformat.write(nb, path)
-            grading = grade(path, settings)
+            grading = grade(path, settings, zygote=shared_zygote(self.log))
         if grading.sandbox:  # which confinement held, as sdpa-grade prints it; a weaker one is a warning
             log = self.log.info if grading.sandbox.startswith("full sandbox") else self.log.warning
             log("sdpa-grade: %s", grading.sandbox)

@@ -255,23 +255,30 @@ def test_nbgrader_logs_hold_no_false_alarms(course):
     assert "Attribute 'checksum'" not in course["logs"]["autograde"], course["logs"]["autograde"][-3000:]
 
 
-def _course_with_settings(base, points: float):
-    """The course, its nbgrader_config.py naming course.toml (scale_values 5 points) as GradeNotebook's settings_file,
-    its source notebook's check_scale_values cell worth ``points``; the assignment generated; bob's notebook (scores
-    divided by d_k) in submitted/, as collect leaves it."""
+def test_one_worker_zygote_grades_every_notebook_of_a_run(course):
+    """The four students' notebooks are graded through one worker zygote (torch imported once per run, as a batch
+    does), each in a sandbox of its own (test_export_scores_each_student: each gets their own grade)."""
+    log = course["logs"]["autograde"]
+    assert log.count("the worker zygote started") == 1, log[-3000:]
+    assert len(_scores(course)) == 4
+
+
+def _course_with_settings(base):
+    """The course, its nbgrader_config.py naming course.toml as GradeNotebook's settings_file, its source notebook's
+    check_scale_values cell worth 5; the assignment generated; bob's notebook (scores divided by d_k) in submitted/,
+    as collect leaves it."""
     course = base / "course"
     shutil.copytree(
         ROOT / "assignments",
         course,
         ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
     )
-    (course / "course.toml").write_text("[points]\nscale_values = 5\n")
     with open(course / "nbgrader_config.py", "a") as config:
         config.write('\nc.GradeNotebook.settings_file = "course.toml"\n')
     path = course / "source" / "sdpa" / "sdpa.ipynb"
     source = nbformat.read(path, as_version=4)
     cell = next(c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "check_scale_values")
-    cell.metadata["nbgrader"]["points"] = points
+    cell.metadata["nbgrader"]["points"] = 5
     nbformat.write(source, path)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
@@ -285,16 +292,17 @@ def _course_with_settings(base, points: float):
 
 @pytest.mark.timeout(1500)
 def test_nbgrader_grades_with_the_courses_settings_file(tmp_path):
-    """c.GradeNotebook.settings_file = "course.toml" gives scale_values 5 points. With the notebook's cell still worth
-    2, autograde refuses the notebook, naming the cell and both values (once it gave 65/65, the defaults, silently).
-    With the cell worth 5, nbgrader's export gives bob what `sdpa-grade --config course.toml` gives him, plus the
+    """c.GradeNotebook.settings_file = "course.toml". While it gives scale_values 7 points and the notebook's cell is
+    worth 5, autograde refuses the notebook, naming the cell and both values (once it gave the defaults, silently).
+    With 5 on both sides, nbgrader's export gives bob what `sdpa-grade --config course.toml` gives him, plus the
     knowledge check, out of the same maximum plus the knowledge check."""
-    course, env, _ = _course_with_settings(tmp_path / "stale", 2)
+    course, env, submitted = _course_with_settings(tmp_path)
+    (course / "course.toml").write_text("[points]\nscale_values = 7\n")
     refused = run([str(BIN / "nbgrader"), "autograde", "sdpa", "--force"], cwd=course, env=env, timeout=900)
     said = refused.stdout + refused.stderr
-    assert "check_scale_values is worth 2 in the notebook, 5 in [points] scale_values" in said, said[-3000:]
+    assert "check_scale_values is worth 5 in the notebook, 7 in [points] scale_values" in said, said[-3000:]
     assert "course.toml (--config)" in said
-    course, env, submitted = _course_with_settings(tmp_path / "matched", 5)
+    (course / "course.toml").write_text("[points]\nscale_values = 5\n")
     nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
     nbgrader("export", cwd=course, env=env)
     exported = _scores({"course": course})["bob"]

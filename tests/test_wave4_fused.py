@@ -13,20 +13,14 @@ honest code (imports, namedtuple, a notebook's cells) still runs.
 from __future__ import annotations
 
 import json
-import os
-import sys
-import sysconfig
-from pathlib import Path
 
 import pytest
 import torch
 
 from autograder.checks.integrity import tampering
-from autograder.sandbox.processes import readable_by_others
 from autograder.submission import notebook_source
-from tests.grading_cases import CASES
-from tests.helpers import REFERENCE, ROOT, SUBMISSIONS, run
-from tests.test_hostile import FAST_LIMITS, GRADE_ALL, POINTS
+from tests.attacks import MODES, assert_costs_only_its_points, grade_all, overlaid
+from tests.helpers import SUBMISSIONS
 from tests.test_sandbox import sandbox
 
 WAVE = ("fused_undo_block", "fused_vmap", "fused_interpreter_mha")
@@ -34,27 +28,11 @@ NOT_AVAILABLE = "not available in this assignment"
 BUILT_AT_RUN_TIME = "NotAvailable: building code at run time"
 
 
-@pytest.fixture(scope="module", params=["root", "unprivileged"])
+@pytest.fixture(scope="module", params=MODES)
 def graded(request, tmp_path_factory):
     """The wave's attacks graded with one zygote, the worker root or unprivileged (as tests/test_hostile.py does)."""
-    if os.geteuid() != 0:
-        pytest.skip("the tests do not run as root")
-    site = Path(sysconfig.get_paths()["purelib"])
-    if request.param == "unprivileged" and not readable_by_others(site):
-        pytest.skip(f"an unprivileged user cannot reach {site}: a folder above it is closed to others")
     base = tmp_path_factory.mktemp(f"wave4-{request.param}")
-    reference = REFERENCE.read_text()
-    files = []
-    for name in WAVE:
-        path = base / f"{name}.py"
-        path.write_text(f"{reference}\n\n# --- {name} ---\n{(SUBMISSIONS / 'overlays' / f'{name}.py').read_text()}")
-        files.append(str(path))
-    config, out = base / "fast.toml", base / "results"
-    config.write_text(FAST_LIMITS)
-    out.mkdir()
-    done = run([sys.executable, "-c", GRADE_ALL, request.param, str(config), str(out), *files], cwd=ROOT, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
+    return grade_all(request.param, base, [overlaid(base, name) for name in WAVE])["results"]
 
 
 @pytest.mark.slow
@@ -63,16 +41,7 @@ def graded(request, tmp_path_factory):
 def test_each_attack_loses_exactly_its_points(graded, name):
     """The attack loses the points tests/grading_cases.py names (computed from the settings), with the feedback
     it names; the rest it keeps."""
-    result = json.loads((graded / f"{name}.json").read_text())
-    assert "grader_error" not in result, result.get("grader_error")
-    failing, phrases = CASES[name]
-    lost = set(POINTS) if failing == {"*"} else failing
-    scores = {test["name"].split(": ")[1]: test for test in result["tests"]}
-    for check, points in POINTS.items():
-        assert scores[check]["score"] == (0 if check in lost else points), f"{check}: {scores[check]['output']}"
-    assert result["score"] == sum(points for check, points in POINTS.items() if check not in lost)
-    for check, phrase in phrases.items():
-        assert phrase in scores[check]["output"], scores[check]["output"]
+    assert_costs_only_its_points(graded[name]["result"], name)
 
 
 BLOCK_PROBE = """

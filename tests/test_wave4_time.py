@@ -9,21 +9,16 @@ the 2 s call limit and the 45 s grading budget of ``QUICK``, each grading shows 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import sys
-import sysconfig
 import time
-from pathlib import Path
 
 import pytest
 
 from autograder.config import load_settings
 from autograder.sandbox import runner
 from autograder.sandbox.cgroups import CPU_SHARES, CPU_WEIGHT
-from autograder.sandbox.processes import readable_by_others
+from tests.attacks import MODES, POINTS, checks_of, grade_all, overlaid, skip_unless_mode_possible
 from tests.grading_cases import EVERYTHING_ABOVE_SDPA
-from tests.helpers import REFERENCE, ROOT, SUBMISSIONS, run
+from tests.helpers import REFERENCE, SUBMISSIONS
 
 ATTACKS = SUBMISSIONS / "time"
 # the budget: more than twice an honest grading on a machine loaded 20 to 40 times over (14 to 20 s there)
@@ -33,64 +28,16 @@ QUICK = (
     f"grading_budget = {BUDGET}\n"
 )
 MARGIN = 10.0  # seconds past the budget a grading may end: closing its sandboxes, scoring, writing the result
-POINTS = {name: points for name, points in load_settings().points.items() if name != "timing_gpu"}
-
-# Grades each file named on the command line with one zygote (the worker root or unprivileged); writes each
-# result as JSON, with the wall time of its grade() beside it.
-GRADE_ALL = """
-import json, sys, time
-from pathlib import Path
-from autograder.config import load_settings
-from autograder.grade import grade
-from autograder.sandbox import runner
-
-mode, config, out, *files = sys.argv[1:]
-settings = load_settings(config)
-if mode == "root":  # as where the grader's Python lies in a folder others cannot read: no privilege drop
-    runner.privilege_drop = lambda: (False, "the worker stays root (test)")
-zygote = runner.Zygote(unprivileged_after_import=mode == "unprivileged")
-zygote.wait_ready()
-for path in map(Path, files):
-    started = time.monotonic()
-    grading = grade(path, settings, zygote=zygote)
-    wall = time.monotonic() - started
-    (Path(out) / f"{path.stem}.json").write_text(json.dumps({"result": grading.result, "wall": wall}))
-zygote.close()
-"""
 
 
-def _skip_unless_mode_possible(mode: str) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the tests do not run as root")
-    site = Path(sysconfig.get_paths()["purelib"])
-    if mode == "unprivileged" and not readable_by_others(site):
-        pytest.skip(f"an unprivileged user cannot reach {site}: a folder above it is closed to others")
-
-
-def _overlaid(folder: Path, name: str) -> Path:
-    path = folder / f"{name}.py"
-    path.write_text(f"{REFERENCE.read_text()}\n\n# --- {name} ---\n{(ATTACKS / f'{name}.py').read_text()}")
-    return path
-
-
-@pytest.fixture(scope="module", params=["root", "unprivileged"])
+@pytest.fixture(scope="module", params=MODES)
 def graded(request, tmp_path_factory):
     """The reference (the yardstick) and the two time attacks, graded with the quick settings in one mode."""
-    _skip_unless_mode_possible(request.param)
     base = tmp_path_factory.mktemp(f"time-{request.param}")
     reference = base / "reference.py"
     reference.write_text(REFERENCE.read_text())
-    files = [reference, _overlaid(base, "trickle_after_first_byte"), _overlaid(base, "late_answers")]
-    config, out = base / "quick.toml", base / "results"
-    config.write_text(QUICK)
-    out.mkdir()
-    done = run([sys.executable, "-c", GRADE_ALL, request.param, str(config), str(out), *map(str, files)], cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {path.stem: json.loads((out / f"{path.stem}.json").read_text()) for path in files}
-
-
-def _checks(result: dict) -> dict[str, dict]:
-    return {test["name"].split(": ")[1]: test for test in result["tests"]}
+    files = [reference, *(overlaid(base, name, ATTACKS) for name in ("trickle_after_first_byte", "late_answers"))]
+    return grade_all(request.param, base, files, QUICK, timeout=300)["results"]
 
 
 @pytest.mark.slow
@@ -100,7 +47,7 @@ def test_the_quick_settings_fail_no_honest_check(graded):
     result = graded["reference"]["result"]
     assert "grader_error" not in result, result.get("grader_error")
     for check, points in POINTS.items():
-        assert _checks(result)[check]["score"] == points, _checks(result)[check]["output"]
+        assert checks_of(result)[check]["score"] == points, checks_of(result)[check]["output"]
 
 
 @pytest.mark.slow
@@ -111,7 +58,7 @@ def test_a_reply_that_starts_late_and_trickles_misses_the_call_limit(graded):
     and the whole reply was taken), and what is built on it fails with it; every other check keeps its points."""
     result = graded["trickle_after_first_byte"]["result"]
     assert "grader_error" not in result, result.get("grader_error")
-    checks = _checks(result)
+    checks = checks_of(result)
     failing = {"output_values"} | EVERYTHING_ABOVE_SDPA
     for check, points in POINTS.items():
         assert checks[check]["score"] == (0 if check in failing else points), f"{check}: {checks[check]['output']}"
@@ -129,7 +76,7 @@ def test_answers_each_just_within_the_limit_cannot_outlast_the_grading_budget(gr
     result = graded_late["result"]
     assert graded_late["wall"] < BUDGET + MARGIN, graded_late["wall"]
     assert "grader_error" not in result, result.get("grader_error")
-    checks = _checks(result)
+    checks = checks_of(result)
     out_of_time = {name for name, test in checks.items() if "time budget" in test["output"]}
     assert out_of_time and out_of_time != set(checks), sorted(out_of_time)  # some checks ran, the rest did not
     for name in out_of_time:
@@ -147,12 +94,12 @@ def test_every_process_of_a_sandbox_shares_one_cpu_weight(mode, tmp_path, monkey
     """A submission that forks 64 spinning helpers: the student's process and every helper sit in one CPU group
     of the sandbox's own, whose weight is the kernel's default for one process, so together they weigh no more
     than one honest student's process beside them."""
-    _skip_unless_mode_possible(mode)
+    skip_unless_mode_possible(mode)
     if mode == "root":
         monkeypatch.setattr(runner, "privilege_drop", lambda: (False, "the worker stays root (test)"))
     limits = dataclasses.asdict(load_settings(environ={}).limits)
     with runner.Zygote(unprivileged_after_import=mode == "unprivileged") as zygote:
-        with runner.Sandbox(_overlaid(tmp_path, "spin_helpers"), limits, zygote=zygote) as sandbox:
+        with runner.Sandbox(overlaid(tmp_path, "spin_helpers", ATTACKS), limits, zygote=zygote) as sandbox:
             group = sandbox.cgroups.cpu_group
             if group is None:
                 pytest.skip(f"no CPU controller for this grader here: {sandbox.cgroups.describe()}")
