@@ -12,7 +12,7 @@ import pytest
 from autograder import similarity
 from autograder.class_results import class_results
 from autograder.config import load_settings
-from autograder.render.dashboard import write_report
+from autograder.render.dashboard import dashboard
 from autograder.render.similarity import CSV_COLUMNS
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
@@ -67,12 +67,13 @@ def test_a_rare_identical_wrong_answer_weighs_more_than_a_common_one():
     """Two students sharing a wrong answer nobody else gives weigh more than two sharing the class's common one, who
     weigh more than two sharing the majority's pass; a pass everyone shares weighs nothing; the feedback's numbers
     (each grading's own inputs) do not matter."""
-    common = ("divide_by_dk", "differs by up to 2.4 at (0, 1)")
+    common = ("divide_by_dk", "differs by up to 2.4 at (0, 1): expected 0.9")
     rare = ("", "the gradient for K: differs by up to 0.31")
     results = {
         "ann": _result({"scale": common, "grad": rare, "shape": ("", "passed")}),
-        "ben": _result({"scale": ("divide_by_dk", "differs by up to 7.1 at (3, 2)"), "grad": ("", "the gradient for K:"
-                        " differs by up to 0.77"), "shape": ("", "passed")}),  # fmt: skip
+        "ben": _result({"scale": ("divide_by_dk", "differs by up to 7.1 at (3, 2): expected -0.4"),
+                        "grad": ("", "the gradient for K: differs by up to 0.77"),
+                        "shape": ("", "passed")}),  # fmt: skip
         **{f"s{i}": _result({"scale": common, "grad": ("", "passed"), "shape": ("", "passed")}) for i in range(8)},
         **{f"t{i}": _result({"scale": ("", "passed"), "grad": ("", "passed"), "shape": ("", "passed")})
            for i in range(20)},
@@ -143,7 +144,7 @@ def test_a_huge_or_changed_file_is_not_read_back(tmp_path):
     assert text is None and "changed since it was graded" in why
 
 
-def test_dashboard_section_escapes_the_students_code(tmp_path, given):
+def test_dashboard_section_escapes_the_students_code(given):
     """The section shows a flagged pair's two files side by side, matching lines marked, student code escaped."""
     roster, results = _corpus()
     pick = ["copy_of_student27", "student27", *[n for n in roster if n.startswith("student")][:8]]
@@ -153,15 +154,14 @@ def test_dashboard_section_escapes_the_students_code(tmp_path, given):
     assert [(p.a, p.b) for p in found.flagged] == [("copy_of_student27", "student27")]
     hostile = "</pre><script>alert(1)</script>\x1b[2J"
     found.sources["student27"] = found.sources["student27"] + f"\n# {hostile}\n"
-    page = tmp_path / "class.html"
-    write_report(page, class_results(results), similar=found)
-    html = page.read_text()
+    html = dashboard(class_results(results), {name: f"{name}.html" for name in results}, similar=found)
     assert "Similar submissions (for review)" in html and "not a verdict" in html
     assert '<span class="match">' in html
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "\x1b" not in html
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_summary_only_similarity_writes_the_csv(tmp_path):
     """``--batch DIR --json-dir OUT --summary-only --similarity`` over results already written: one CSV row per pair
@@ -185,3 +185,18 @@ def test_summary_only_similarity_writes_the_csv(tmp_path):
     line = next(line for line in done.stdout.splitlines() if line.startswith("similarity:"))
     assert line == f"similarity: {len(rows) - 1} pairs, {len(flagged)} flagged for review (not a deduction)"
     assert frozenset(("student27", "copy_of_student27")) in flagged
+
+
+def test_identical_code_alone_is_not_flagged_but_with_a_rare_shared_wrong_answer_it_is(given):
+    """Two students whose code converged on the same lines, both correct: far above the class on code, not on
+    behaviour, so not flagged; the same two sharing a wrong answer nobody else gives: flagged."""
+    texts = {f"s{i}": (CORPUS / "class" / f"student{i:02d}.py").read_text() for i in range(20)}
+    texts["s1"] = texts["s0"]
+    passing = {f"s{i}": _result({"scale": ("", "passed"), "grad": ("", "passed")}) for i in range(20)}
+    found = similarity.similarity(passing, texts, given)
+    pair = next(p for p in found.pairs if (p.a, p.b) == ("s0", "s1"))
+    assert pair.code == 1.0 and pair.code_z >= similarity.CODE_Z and not found.flagged
+    wrong = {**passing, "s0": _result({"scale": ("", "passed"), "grad": ("", "the gradient for K: differs by 0.3")})}
+    wrong["s1"] = _result({"scale": ("", "passed"), "grad": ("", "the gradient for K: differs by 0.8")})
+    found = similarity.similarity(wrong, texts, given)
+    assert [(p.a, p.b) for p in found.flagged] == [("s0", "s1")]
