@@ -366,11 +366,14 @@ def similarity(results: dict[str, dict | None], sources: dict[str, str | None], 
 
 def read_source(submission: Path | tuple[Path, ...], result: dict | None, limits: Limits) -> tuple[str | None, str]:
     """The graded file's code, as the grader read it (a notebook: its code cells, not its test cells), or None and
-    why not: no such file, over its size bound, not UTF-8, or changed since it was graded (its SHA-256)."""
-    from autograder.submission import Ungradable, choose, code_cells
+    why not: no such file, a symbolic link, over its size bound, not UTF-8, or changed since it was graded (its
+    SHA-256)."""
+    from autograder.submission import Ungradable, _refuse_links, choose, code_cells
 
     try:
-        path = choose(submission, limits).path
+        choice = choose(submission, limits)
+        path = choice.path
+        _refuse_links(path, choice.root)  # a link may point anywhere on the grader's machine: never shown
         notebook = path.suffix == ".ipynb"
         bound = (limits.notebook_mb << 20) if notebook else (limits.source_kb << 10)
         data = bounded.read_bytes(path, bound, "too large to compare")

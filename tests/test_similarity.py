@@ -133,7 +133,8 @@ def test_an_unreadable_file_gives_no_code_evidence_and_says_why(given, text, why
 
 
 def test_a_huge_or_changed_file_is_not_read_back(tmp_path):
-    """A file over the source bound is not read for comparison; nor one that changed since it was graded."""
+    """A file over the source bound is not read for comparison; nor one that changed since it was graded, nor a
+    symbolic link (to a file of the grader's, shown on the dashboard otherwise)."""
     huge = tmp_path / "huge.py"
     huge.write_text("x = 1\n" * ((LIMITS.source_kb << 10) // 6 + 10))
     text, why = similarity.read_source(huge, None, LIMITS)
@@ -142,6 +143,13 @@ def test_a_huge_or_changed_file_is_not_read_back(tmp_path):
     changed.write_text("x = 1\n")
     text, why = similarity.read_source(changed, {"extra_data": {"provenance": {"sha256": "0" * 64}}}, LIMITS)
     assert text is None and "changed since it was graded" in why
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the grader's own file\n")
+    folder = tmp_path / "mallory"
+    folder.mkdir()
+    (folder / "attention.py").symlink_to(secret)
+    text, why = similarity.read_source(folder, None, LIMITS)
+    assert text is None and "symbolic link" in why
 
 
 def test_dashboard_section_escapes_the_students_code(given):
@@ -200,3 +208,17 @@ def test_identical_code_alone_is_not_flagged_but_with_a_rare_shared_wrong_answer
     wrong["s1"] = _result({"scale": ("", "passed"), "grad": ("", "the gradient for K: differs by 0.8")})
     found = similarity.similarity(wrong, texts, given)
     assert [(p.a, p.b) for p in found.flagged] == [("s0", "s1")]
+
+
+def test_a_notebook_is_compared_by_its_code_cells_not_its_test_cells(tmp_path, given):
+    """A notebook's code cells are read (its public and hidden test cells left out) and fingerprinted like a .py:
+    the source notebook (the reference's solutions in it) shares nearly all its own code with the reference."""
+    notebook = tmp_path / "sdpa.ipynb"
+    shutil.copy(ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb", notebook)
+    text, why = similarity.read_source(notebook, None, LIMITS)
+    assert why == "" and "def masked_softmax" in text
+    assert "def test_" not in text and "Hidden check" not in text
+    code, _, _ = similarity.code_similarity(
+        similarity.code_of(text, given), similarity.code_of(REFERENCE.read_text(), given)
+    )
+    assert code > 0.8
