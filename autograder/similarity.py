@@ -213,13 +213,17 @@ def winnow(grams: list[tuple[str, int, int]]) -> dict[str, list[tuple[int, int]]
 def given_code(root: Path | None = None) -> list[str]:
     """The code the course hands out, whose fingerprints no pair is credited with: the student template, and each
     code cell of the notebook that is not a test cell, its solution regions replaced by nbgrader's stub."""
+    import reference
+
     try:
         root = root or find_root()
-    except FileNotFoundError:  # installed from a wheel: the template made from the packaged reference, no notebook
-        import reference
-
+    except FileNotFoundError:
+        root = None
+    if root is None or not (root / TEMPLATE).is_file():  # installed from a wheel: the template made afresh, no notebook
         return [stub_source(Path(reference.__file__).with_name("attention.py").read_text())]
     texts = [(root / TEMPLATE).read_text()]
+    if not (root / NOTEBOOK).is_file():
+        return texts
     notebook = bounded.load_json((root / NOTEBOOK).read_text(), 64, 100_000)
     for cell in bounded.notebook_cells(notebook):
         nbgrader = cell.get("metadata", {}).get("nbgrader", {})

@@ -222,3 +222,11 @@ def test_a_notebook_is_compared_by_its_code_cells_not_its_test_cells(tmp_path, g
         similarity.code_of(text, given), similarity.code_of(REFERENCE.read_text(), given)
     )
     assert code > 0.8
+
+
+def test_the_handed_out_code_is_known_without_the_project_folder(tmp_path, given):
+    """Installed from a wheel (no student_template/ or notebook beside it), the template is made from the packaged
+    reference: the same fingerprints as the committed template's."""
+    alone = similarity.given_fingerprints(similarity.given_code(tmp_path))
+    template = similarity.given_fingerprints([(ROOT / "student_template" / "attention.py").read_text()])
+    assert alone == template and alone <= given
