@@ -86,7 +86,7 @@ class Pair:
     code_z: float
     behaviour_z: float
     flagged: bool
-    a_lines: tuple[tuple[int, int], ...] = ()  # the matching regions, merged, in a's file
+    a_lines: tuple[tuple[int, int], ...] = ()  # a flagged pair's matching regions, merged, in a's file (else empty)
     b_lines: tuple[tuple[int, int], ...] = ()
     agreements: tuple[Agreement, ...] = ()  # the agreeing answers that weigh, heaviest first
     skipped: tuple[tuple[str, str], ...] = ()  # (student, why) for a file with no code evidence
@@ -271,16 +271,19 @@ def _merged(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple((a, b) for a, b in out)
 
 
-def code_similarity(a: Code, b: Code) -> tuple[float, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-    """The share of the two files' own fingerprints they have in common (shared / union), and the shared regions'
-    lines in each file."""
+def code_similarity(a: Code, b: Code) -> float:
+    """The share of the two files' own fingerprints they have in common: shared / union (0 where either has none)."""
     if not a.fingerprints or not b.fingerprints:
-        return 0.0, (), ()
+        return 0.0
+    shared = len(a.fingerprints.keys() & b.fingerprints.keys())
+    return shared / (len(a.fingerprints) + len(b.fingerprints) - shared)
+
+
+def matching_lines(a: Code, b: Code) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """The lines of the fingerprints the two files share, merged into regions, in each file."""
     shared = a.fingerprints.keys() & b.fingerprints.keys()
-    union = len(a.fingerprints.keys() | b.fingerprints.keys())
-    lines_a = [r for digest in shared for r in a.fingerprints[digest]]
-    lines_b = [r for digest in shared for r in b.fingerprints[digest]]
-    return len(shared) / union, _merged(lines_a), _merged(lines_b)
+    return (_merged([r for digest in shared for r in a.fingerprints[digest]]),
+            _merged([r for digest in shared for r in b.fingerprints[digest]]))  # fmt: skip
 
 
 # --- behaviour --------------------------------------------------------------------------------------------------
@@ -350,19 +353,20 @@ def similarity(results: dict[str, dict | None], sources: dict[str, str | None], 
     raw = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            code, lines_a, lines_b = code_similarity(codes[a], codes[b])
+            code = code_similarity(codes[a], codes[b])
             agreed = agreements(given_answers[a], given_answers[b], counts, len(counted))
-            raw.append((a, b, code, sum(g.weight for g in agreed), lines_a, lines_b, agreed))
+            raw.append((a, b, code, sum(g.weight for g in agreed), agreed))
     code_median, code_mad = _spread([r[2] for r in raw])
     behaviour_median, behaviour_mad = _spread([r[3] for r in raw])
     pairs = []
-    for a, b, code, behaviour, lines_a, lines_b, agreed in raw:
+    for a, b, code, behaviour, agreed in raw:
         code_z = _z(code, code_median, code_mad, CODE_SCALE)
         behaviour_z = _z(behaviour, behaviour_median, behaviour_mad, BEHAVIOUR_SCALE)
         flagged = (
             code_z >= CODE_Z and behaviour_z >= BEHAVIOUR_Z and code >= CODE_FLOOR and behaviour >= BEHAVIOUR_FLOOR
         )
         why_skipped = tuple((n, codes[n].skipped) for n in (a, b) if codes[n].skipped)
+        lines_a, lines_b = matching_lines(codes[a], codes[b]) if flagged else ((), ())
         pairs.append(Pair(a, b, code, behaviour, code_z, behaviour_z, flagged, lines_a, lines_b, agreed, why_skipped))
     shown = {name: text for name, text in sources.items() if text is not None}
     return Similarity(pairs, code_median, behaviour_median, shown)
