@@ -59,6 +59,7 @@ class BatchOptions:
     csv_format: str = "plain"  # plain, canvas or moodle
     roster: Path | None = None  # the LMS's own gradebook export, for canvas and moodle
     assignment: str = "sdpa"  # the assignment's name in the LMS
+    similarity: bool = False  # also compare every pair of students: similarity.csv, for review (never a deduction)
 
 
 def mark_output(folder: Path) -> None:
@@ -177,7 +178,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         return 2
     if args.summary_only:
         _apply_deadline(roster, targets, settings, times)
-        return _summarise_only(roster, targets, args)
+        return _summarise_only(roster, targets, args, settings)
     today = provenance.now(settings, args.device)
     why = {name: FORCED if args.force else _why(roster[name], targets[name], today) for name in roster}
     todo = [name for name in roster if why[name]]
@@ -207,10 +208,11 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
     print(inert(summary(stats)))
     found = _changes_since(args, targets, stats)
+    similar = _similarity(args, roster, results, out, settings)
     if args.report:
         from autograder.render.dashboard import write_report
 
-        pages = write_report(args.report, stats, found)
+        pages = write_report(args.report, stats, found, similar)
         mark_output(pages)
         print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
     if failures:
@@ -309,7 +311,7 @@ def _left(roster: dict, targets: dict, today: provenance.Now, out: Path, started
     return f"{line}: {', '.join(parts)}; run the same command again to grade the {len(rest)} left"
 
 
-def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
+def _summarise_only(roster: dict, targets: dict, args: BatchOptions, settings: Settings) -> int:
     """--summary-only: summary and CSV of the results already written, by any machine (the merge of the shards).
 
     A merge that is not whole says so and writes nothing: a CSV with students left out would be
@@ -340,7 +342,31 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
     unmatched = _write_grades(args, stats)
     print(inert(summary(stats)))
     _changes_since(args, targets, stats)
+    if targets:
+        results = {name: None if name in missing else _read(targets[name]) for name in roster}
+        _similarity(args, roster, results, next(iter(targets.values())).parent, settings)
     return 1 if missing or unmatched else 0
+
+
+def _similarity(args: BatchOptions, roster: dict, results: dict, out: Path, settings: Settings):
+    """--similarity: every pair of the class compared (similarity.py), ``similarity.csv`` written in the results
+    folder and its one line printed; the Similarity (for the dashboard), or None when not asked."""
+    if not args.similarity:
+        return None
+    from autograder import similarity
+    from autograder.render.similarity import summary_line, write_csv
+
+    sources, skipped = {}, {}
+    for name in roster:
+        sources[name], skipped[name] = similarity.read_source(roster[name], results.get(name), settings.limits)
+    given = similarity.given_fingerprints(similarity.given_code())
+    found = similarity.similarity(results, sources, given, skipped)
+    write_csv(out / SIMILARITY_CSV, found)
+    print(inert(summary_line(found)))
+    return found
+
+
+SIMILARITY_CSV = "similarity.csv"
 
 
 def _changes_since(args: BatchOptions, targets: dict, stats: ClassResults):

@@ -118,6 +118,13 @@ def parser() -> argparse.ArgumentParser:
         help="one submission: Gradescope's submission_metadata.json (its time, and its due date where the settings"
         " set a policy but no due date); the bundle's run_autograder passes it",
     )
+    p.add_argument(
+        "--similarity",
+        action="store_true",
+        help="--batch: also compare every pair of students, by their code and by their answers (identical wrong"
+        " answers weigh most); writes similarity.csv in --json-dir, and --report lists the pairs that stand out,"
+        " for the instructor's review (never a deduction)",
+    )
     p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     return p
 
@@ -126,7 +133,7 @@ JOBS = 2
 # options that mean something for one mode only: given in the other, they would be ignored, so they are refused
 BATCH_ONLY = (
     "csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs", "times", "csv_format",
-    "roster",
+    "roster", "similarity",
 )  # fmt: skip
 ONE_ONLY = {
     "json": "--json-dir DIR (one results.json per student)",
@@ -248,6 +255,7 @@ def _main(args: argparse.Namespace) -> int:
             report=args.report, show=args.show, force=args.force, shard=args.shard, summary_only=args.summary_only,
             partial=args.partial, diff=args.diff[0] if args.diff else None, times=args.times,
             csv_format=args.csv_format or "plain", roster=args.roster, assignment=args.assignment,
+            similarity=args.similarity,
         )  # fmt: skip
         return run_batch(options, settings)
     if args.submission is None:

@@ -49,22 +49,30 @@ def notebook_source(text: str, limits: Limits | None = None) -> str:
 
 
 def _notebook_code(text: str, limits: Limits) -> str:
+    # a notebook whose code cells are all empty holds no code: "" (read_submission refuses it)
+    return "".join(_as_cell(kept, number) for number, kept in code_cells(text, limits) if kept.strip())
+
+
+def code_cells(text: str, limits: Limits) -> list[tuple[int, str]]:
+    """Each code cell the grader runs, numbered as it numbers them, with its magics and shell escapes left out:
+    the solution and set-up cells, not the test cells. The notebook's bounds are checked first (bounded.Refused)."""
     cells = bounded.notebook_cells(bounded.load_json(text, limits.notebook_depth, limits.notebook_containers))
-    parts = []
-    number = 0
+    found = []
     for cell in cells:
         if cell["cell_type"] != "code":
             continue
         nbgrader = cell.get("metadata", {}).get("nbgrader", {})
         if nbgrader.get("grade") and not nbgrader.get("solution"):
             continue  # a test cell: the grader brings its own checks
-        number += 1
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
-        kept = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
-        if kept.strip():  # a notebook whose code cells are all empty holds no code: "" (read_submission refuses it)
-            parts.append(_as_cell(kept, number))
-    return "".join(parts)
+        found.append(
+            (
+                len(found) + 1,
+                "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))),
+            )
+        )
+    return found
 
 
 def _as_cell(code: str, number: int) -> str:

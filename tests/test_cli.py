@@ -161,6 +161,7 @@ def test_no_message_claims_the_instructor_was_told(tmp_path):
         (["REFERENCE", "--shard", "0/2"], "--shard applies to --batch DIR only"),
         (["REFERENCE", "--json-dir", "OUT"], "--json-dir applies to --batch DIR only"),
         (["REFERENCE", "--jobs", "4"], "--jobs applies to --batch DIR only"),
+        (["REFERENCE", "--similarity"], "--similarity applies to --batch DIR only"),
         (["--batch", "CLASS", "--html", "OUT"], "--html applies to one submission only; with --batch use --report"),
         (["--batch", "CLASS", "--json", "OUT"], "--json applies to one submission only; with --batch use --json-dir"),
         (["REFERENCE", "--batch", "CLASS"], "give a SUBMISSION or --batch DIR, not both"),

@@ -132,19 +132,22 @@ def _changes(found: Diff | None, stats: ClassResults) -> dict | None:
                      for key, a, b in found.runs]}  # fmt: skip
 
 
-def dashboard(stats: ClassResults, links: dict[str, str], found: Diff | None = None) -> str:
+def dashboard(stats: ClassResults, links: dict[str, str], found: Diff | None = None, similar=None) -> str:
     """The class dashboard as one self-contained HTML document; ``links``: student -> their feedback page;
-    ``found``: the changes from an earlier results folder (--diff OLD), shown in a section of their own."""
+    ``found``: the changes from an earlier results folder (--diff OLD), shown in a section of their own;
+    ``similar``: the class's similarity pass (--similarity, similarity.Similarity), its flagged pairs in another."""
+    from autograder.render.similarity import section
+
     checks, checks_plot = _checks(stats)
     mistakes, mistakes_plot = _mistakes(stats)
     return templates().get_template("dashboard.html").render(
         scores=_scores(stats), checks=checks, checks_plot=checks_plot, mistakes=mistakes, mistakes_plot=mistakes_plot,
         flags=stats.flags, times=_times(stats), students=_students(stats), links=links,
-        changes=_changes(found, stats),
+        changes=_changes(found, stats), similar=section(similar),
     )  # fmt: skip
 
 
-def write_report(path: Path, stats: ClassResults, found: Diff | None = None) -> Path:
+def write_report(path: Path, stats: ClassResults, found: Diff | None = None, similar=None) -> Path:
     """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``;
     return that folder.
 
@@ -156,5 +159,5 @@ def write_report(path: Path, stats: ClassResults, found: Diff | None = None) -> 
     for student in stats.present:
         write_student_page(folder / student.page, student.shown, student.result, back=f"../{quote(path.name)}")
         links[student.name] = f"{quote(folder.name)}/{quote(student.page)}"
-    path.write_text(dashboard(stats, links, found), encoding="utf-8")
+    path.write_text(dashboard(stats, links, found, similar), encoding="utf-8")
     return folder

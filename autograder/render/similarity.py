@@ -1,0 +1,79 @@
+"""The words, the CSV and the dashboard section of ``sdpa-grade --batch ... --similarity``, from similarity.py's
+fields. Similar submissions are listed for the instructor's review: evidence for a conversation, never a deduction."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from autograder.atomic import write_atomically
+from autograder.class_results import describe
+from autograder.render.inert import inert
+from autograder.similarity import Pair, Similarity
+
+CSV_COLUMNS = ["student_a", "student_b", "code", "behaviour", "flagged", "why"]
+MAX_SHOWN_LINES = 400  # a file longer than this is shown cut, in the side-by-side (it was compared whole)
+
+
+def summary_line(found: Similarity) -> str:
+    return f"similarity: {len(found.pairs)} pairs, {len(found.flagged)} flagged for review (not a deduction)"
+
+
+def _agreement(agreement) -> str:
+    what = "passed" if agreement.passed else describe(agreement.mistake) if agreement.mistake else "the same failure"
+    return f"{agreement.check} ({what}; {agreement.shared_by} of the class answered so)"
+
+
+def why(pair: Pair, found: Similarity) -> str:
+    """What raised (or did not raise) the pair, in one line: each kind of evidence against the class's typical pair."""
+    code = f"code {pair.code:.0%} shared (class median {found.code_median:.0%}, z {pair.code_z:.1f})"
+    wrong = [g for g in pair.agreements if not g.passed]
+    behaviour = (f"behaviour {pair.behaviour:.1f} (class median {found.behaviour_median:.1f},"
+                 f" z {pair.behaviour_z:.1f}): {len(wrong)} wrong answer(s) alike")  # fmt: skip
+    if wrong:
+        behaviour += ", " + "; ".join(_agreement(g) for g in wrong[:3])
+    skipped = "".join(f"; {name}'s code {reason}" for name, reason in pair.skipped)
+    verdict = "far above the class on both" if pair.flagged else "not far above the class on both"
+    return inert(f"{verdict}: {code}; {behaviour}{skipped}", keep_newlines=False)
+
+
+def write_csv(path: Path, found: Similarity) -> None:
+    """One row per pair, in the roster's order, written whole (atomic.write_atomically)."""
+    from autograder.batch import _cell
+
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(CSV_COLUMNS)
+    for pair in found.pairs:
+        writer.writerow([_cell(pair.a), _cell(pair.b), f"{pair.code:.3f}", f"{pair.behaviour:.2f}",
+                         "yes" if pair.flagged else "no", _cell(why(pair, found))])  # fmt: skip
+    write_atomically(path, text.getvalue())
+
+
+def _side(text: str, regions: tuple[tuple[int, int], ...]) -> list[dict]:
+    """A file's lines for the side-by-side, each with its number and whether it lies in a matching region."""
+    marked = {line for first, last in regions for line in range(first, last + 1)}
+    lines = text.splitlines()
+    shown = [{"number": i, "text": inert(line.expandtabs(4), keep_newlines=False), "match": i in marked}
+             for i, line in enumerate(lines[:MAX_SHOWN_LINES], 1)]  # fmt: skip
+    if len(lines) > MAX_SHOWN_LINES:
+        shown.append({"number": "", "text": f"... {len(lines) - MAX_SHOWN_LINES} more lines", "match": False})
+    return shown
+
+
+def section(found: Similarity | None) -> dict | None:
+    """The dashboard's "Similar submissions (for review)" section: each flagged pair, its evidence and both files."""
+    if found is None:
+        return None
+    pairs = []
+    for pair in found.flagged:
+        pairs.append({
+            "a": pair.a, "b": pair.b, "why": why(pair, found), "code": pair.code, "behaviour": pair.behaviour,
+            "wrong": [_agreement(g) for g in pair.agreements if not g.passed],
+            "left": _side(found.sources.get(pair.a, ""), pair.a_lines),
+            "right": _side(found.sources.get(pair.b, ""), pair.b_lines),
+            "skipped": [f"{name}'s code {reason}" for name, reason in pair.skipped],
+        })  # fmt: skip
+    return {"pairs": pairs, "count": len(found.pairs), "summary": summary_line(found),
+            "code_median": found.code_median, "behaviour_median": found.behaviour_median}  # fmt: skip

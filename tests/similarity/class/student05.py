@@ -1,0 +1,80 @@
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def attention_scores(Q, K):
+    return torch.einsum("...qd,...kd->...qk", Q, K)
+
+
+def scale_scores(scores, d_k):
+    return scores * (1.0 / math.sqrt(d_k))
+
+
+def causal_mask(T_q, T_k=None, *, device=None):
+    if T_k is None:
+        T_k = T_q
+    i = torch.arange(T_q, device=device).unsqueeze(1)
+    j = torch.arange(T_k, device=device).unsqueeze(0)
+    return (j - i) <= 0
+
+
+def padding_mask(valid_lens, T_k):
+    positions = torch.arange(T_k, device=valid_lens.device)
+    if valid_lens.dim() == 1:
+        return (positions[None, :] < valid_lens[:, None])[:, None, :]
+    return positions[None, None, :] < valid_lens[:, :, None]
+
+
+def masked_softmax(scores, mask=None):
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(filled, dim=-1) * mask
+
+
+def attention_output(weights, V):
+    return torch.matmul(weights, V)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    allowed = mask
+    if is_causal:
+        tri = causal_mask(T_q, T_k, device=Q.device)
+        allowed = tri if allowed is None else (allowed & tri)
+    raw = attention_scores(Q, K)
+    attn = masked_softmax(scale_scores(raw, Q.shape[-1]), allowed)
+    return attn @ V, attn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_head = d_model // num_heads
+        for name in ('w_q', 'w_k', 'w_v', 'w_o'):
+            setattr(self, name, nn.Linear(d_model, d_model, bias=bias))
+
+    def forward(self, query, key, value, mask=None, is_causal=False):
+        def heads(x):
+            b, t, _ = x.shape
+            return x.view(b, t, self.num_heads, self.d_head).transpose(1, 2)
+
+        q, k, v = heads(self.w_q(query)), heads(self.w_k(key)), heads(self.w_v(value))
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)
+        ctx, attn = scaled_dot_product_attention(q, k, v, mask, is_causal)
+        b, _, t, _ = ctx.shape
+        ctx = ctx.transpose(1, 2).reshape(b, t, self.d_model)
+        return self.w_o(ctx), attn
+
+
+def dot_product_variance(d_k, num_samples=10000, generator=None):
+    a = torch.randn((num_samples, d_k), generator=generator)
+    b = torch.randn((num_samples, d_k), generator=generator)
+    dots = torch.einsum('nd,nd->n', a, b)
+    return float(dots.var())

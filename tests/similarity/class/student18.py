@@ -1,0 +1,232 @@
+# Your implementation. Replace every `raise NotImplementedError`, then run `pytest` in this folder.
+"""Scaled dot-product attention, one step at a time.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Shapes use these letters throughout:
+
+    ...   any number of leading batch / head dimensions (B, or B and H)
+    T_q   number of queries          T_k   number of keys (= number of values)
+    d_k   size of a query or key     d_v   size of a value
+
+Build the functions in the order they appear; each later one uses the earlier ones.
+Every function keeps the dtype and device of its inputs and must not modify them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def attention_scores(Q: Tensor, K: Tensor) -> Tensor:
+    """Raw attention scores: every query dotted with every key.
+
+    Args:
+        Q: queries, shape (..., T_q, d_k).
+        K: keys, shape (..., T_k, d_k).
+
+    Returns:
+        scores of shape (..., T_q, T_k) where scores[..., i, j] = Q[..., i, :] . K[..., j, :]
+    """
+    return torch.einsum("...qd,...kd->...qk", Q, K)
+
+
+def scale_scores(scores: Tensor, d_k: int) -> Tensor:
+    """Divide the scores by sqrt(d_k), so their variance is about 1 whatever d_k is.
+
+    Args:
+        scores: raw scores, any shape.
+        d_k: the size of the query and key vectors.
+
+    Returns:
+        scores / sqrt(d_k), same shape and dtype as scores.
+    """
+    return scores / math.sqrt(d_k)
+
+
+def causal_mask(T_q: int, T_k: int | None = None, *, device: torch.device | str | None = None) -> Tensor:
+    """Causal mask: query i may attend to key j only when j <= i.
+
+    The mask is aligned at the top left, exactly like is_causal=True in
+    torch.nn.functional.scaled_dot_product_attention, also when T_q != T_k.
+
+    Args:
+        T_q: number of queries (rows).
+        T_k: number of keys (columns); defaults to T_q.
+        device: where to create the mask.
+
+    Returns:
+        bool tensor of shape (T_q, T_k); True where the query may attend to the key.
+    """
+    if T_k is None:
+        T_k = T_q
+    rows = torch.arange(T_q, device=device)[:, None]
+    cols = torch.arange(T_k, device=device)[None, :]
+    return cols <= rows
+
+
+def padding_mask(valid_lens: Tensor, T_k: int) -> Tensor:
+    """Turn sequence lengths into a key mask, as in d2l's masked_softmax.
+
+    Args:
+        valid_lens: integer lengths, shape (B,) (one length per sequence) or
+            (B, T_q) (one length per query).
+        T_k: number of keys.
+
+    Returns:
+        bool mask, shape (B, 1, T_k) for valid_lens of shape (B,), or (B, T_q, T_k)
+        for valid_lens of shape (B, T_q). True for the first valid_lens keys, which
+        may be attended to; False for the padding after them.
+    """
+    if valid_lens.dim() == 1:
+        valid_lens = valid_lens[:, None]
+    key_positions = torch.arange(T_k, device=valid_lens.device)
+    return key_positions < valid_lens[..., None]
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Softmax over the last (key) axis, ignoring the keys the mask forbids.
+
+    Args:
+        scores: scaled scores, shape (..., T_q, T_k).
+        mask: optional bool tensor broadcastable to scores; True = may attend.
+
+    Returns:
+        weights, same shape as scores (after broadcasting with mask): every row is
+        non-negative and sums to 1 over its allowed keys; masked entries are exactly 0;
+        a row with no allowed key is all zeros. Never NaN, in the result or in its
+        gradient, even for scores as large as 1e4.
+    """
+    if mask is not None and mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
+    drop = None if mask is None else ~mask
+    if drop is not None:
+        scores = scores.masked_fill(drop, float('-inf'))
+    row_max = scores.amax(dim=-1, keepdim=True)
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max)).detach()
+    exp = torch.exp(scores - row_max)
+    total = exp.sum(dim=-1, keepdim=True)
+    return exp / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def attention_output(weights: Tensor, V: Tensor) -> Tensor:
+    """Weighted sum of the values: each output row mixes the value rows by its weights.
+
+    Args:
+        weights: attention weights, shape (..., T_q, T_k).
+        V: values, shape (..., T_k, d_v).
+
+    Returns:
+        output of shape (..., T_q, d_v).
+    """
+    return torch.matmul(weights, V)
+
+
+def scaled_dot_product_attention(
+    Q: Tensor,
+    K: Tensor,
+    V: Tensor,
+    mask: Tensor | None = None,
+    is_causal: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T / sqrt(d_k)) V, built from the functions above.
+
+    Do not call torch.nn.functional.scaled_dot_product_attention or any other fused
+    attention here: the point is to write it yourself.
+
+    Args:
+        Q: queries, shape (..., T_q, d_k).
+        K: keys, shape (..., T_k, d_k).
+        V: values, shape (..., T_k, d_v).
+        mask: optional bool mask broadcastable to (..., T_q, T_k); True = may attend.
+        is_causal: if True, also apply causal_mask(T_q, T_k); with a mask as well,
+            a key is allowed only where both allow it.
+
+    Returns:
+        (output, weights): output of shape (..., T_q, d_v) and the attention
+        weights of shape (..., T_q, T_k).
+    """
+    d = Q.size(-1)
+    if is_causal:
+        c = causal_mask(Q.size(-2), K.size(-2), device=Q.device)
+        mask = c if mask is None else torch.logical_and(mask, c)
+    w = masked_softmax(scale_scores(attention_scores(Q, K), d), mask)
+    return attention_output(w, V), w
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: num_heads attentions side by side, each on d_model / num_heads features.
+
+    Attributes:
+        w_q, w_k, w_v: nn.Linear(d_model, d_model, bias) projections of query, key and value.
+        w_o: nn.Linear(d_model, d_model, bias) applied to the concatenated heads.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True) -> None:
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_head = d_model // num_heads
+        self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor]:
+        """Project, split into heads, attend, merge the heads, project again.
+
+        Args:
+            query: (B, T_q, d_model).
+            key, value: (B, T_k, d_model).
+            mask: optional bool mask, True = may attend: either 3-D, (B, T_q, T_k) or (B, 1, T_k)
+                as padding_mask returns, the same for every head (insert the head axis:
+                (B, 1, T_q, T_k)); or 2-D (T_q, T_k) or 4-D, broadcastable to (B, num_heads, T_q, T_k).
+            is_causal: apply a causal mask as in scaled_dot_product_attention.
+
+        Returns:
+            (out, weights): out of shape (B, T_q, d_model), weights of shape (B, num_heads, T_q, T_k).
+        """
+        q = self.w_q(query).unflatten(-1, (self.num_heads, self.d_head)).transpose(-3, -2)
+        k = self.w_k(key).unflatten(-1, (self.num_heads, self.d_head)).transpose(-3, -2)
+        v = self.w_v(value).unflatten(-1, (self.num_heads, self.d_head)).transpose(-3, -2)
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(-3)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal)
+        out = out.transpose(-3, -2).flatten(-2)
+        return self.w_o(out), weights
+
+
+def dot_product_variance(d_k: int, num_samples: int = 10000, generator: torch.Generator | None = None) -> float:
+    """Empirical variance of q . k for random q, k ~ N(0, I_{d_k}): the reason for the scale.
+
+    Draw num_samples independent pairs (q, k) with torch.randn(..., generator=generator)
+    and return the sample variance of their dot products. It comes out close to d_k.
+
+    Args:
+        d_k: size of the vectors.
+        num_samples: number of (q, k) pairs.
+        generator: random generator to draw from (so the result is reproducible).
+
+    Returns:
+        the sample variance, a Python float.
+    """
+    q = torch.randn(num_samples, d_k, generator=generator)
+    k = torch.randn(num_samples, d_k, generator=generator)
+    return (q * k).sum(dim=-1).var().item()
+
+
+_reference_softmax = masked_softmax
+
+
+def masked_softmax(scores, mask=None):
+    return _reference_softmax(scores, None if mask is None else ~mask)
