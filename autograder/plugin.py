@@ -148,7 +148,7 @@ class GradingPlugin:
         student = item.funcargs.get("loaded")
         if example is None or student is None or function in self._pictured:
             return None
-        shown = picture(student, function, example)
+        shown = picture(student, function, example, self._settings.tolerance)
         if shown is not None:
             self._pictured.add(function)
         return shown

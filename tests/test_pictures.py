@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
 
+from autograder.checks.cases import Draw
 from autograder.checks.catalogue import catalogue
+from autograder.checks.expect import CheckFailure
 from autograder.checks.pictures import picture, tiny_example
 from autograder.checks.student import Student
-from autograder.render.text import LEGEND, block_grid, cell, with_picture
+from autograder.config import load_settings
+from autograder.render.text import LEGEND, block_grid, cell, got_weight, with_picture
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
 from tests.in_process import InProcess
+
+SETTINGS = load_settings()
+TOLERANCE = SETTINGS.tolerance  # what the checks allow: the pictures draw from the same rule
 
 
 def student_with(overlay: str | None = None) -> Student:
@@ -39,7 +46,7 @@ def test_no_picture_when_the_weights_are_right():
     pictured = {(entry.function, entry.picture) for entry in catalogue() if entry.picture}
     assert len(pictured) == 6
     for function, example in pictured:
-        assert picture(student, function, example) is None
+        assert picture(student, function, example, TOLERANCE) is None
 
 
 @pytest.mark.parametrize(
@@ -55,7 +62,7 @@ def test_no_picture_when_the_weights_are_right():
 )
 def test_a_mistake_gives_a_picture_of_the_tiny_example_only(overlay, function, example):
     """Expected and got differ, both have the tiny example's shape, and the picture is plain JSON."""
-    shown = picture(student_with(overlay), function, example)
+    shown = picture(student_with(overlay), function, example, TOLERANCE)
     assert shown is not None
     assert shown["example"] == example and shown["function"] == function
     assert len(shown["expected"]) == len(shown["got"]) == shown["queries"] <= 6
@@ -66,7 +73,7 @@ def test_a_mistake_gives_a_picture_of_the_tiny_example_only(overlay, function, e
 
 def test_nan_weights_travel_as_null():
     """A NaN weight is None in the picture, drawn as '?'."""
-    shown = picture(student_with("mistake_nan_rows"), "masked_softmax", "padding")
+    shown = picture(student_with("mistake_nan_rows"), "masked_softmax", "padding", TOLERANCE)
     assert shown["got"][-1] == [None] * 6
     grid = block_grid(shown)
     assert "?" in grid.split(LEGEND)[0].splitlines()[-1]  # the last query's row
@@ -80,7 +87,53 @@ def test_a_function_that_raises_gives_no_picture():
         compile((REFERENCE.parent.parent / "student_template" / "attention.py").read_text(), "attention.py", "exec"),
         namespace,
     )
-    assert picture(Student(InProcess(namespace), timeout=10), "masked_softmax", "padding") is None
+    assert picture(Student(InProcess(namespace), timeout=10), "masked_softmax", "padding", TOLERANCE) is None
+
+
+def leaking(leak: float, uniform_empty_rows: bool = False) -> Student:
+    """The reference's masked_softmax with ``leak`` added on every masked key; with ``uniform_empty_rows``, rows with
+    no allowed key get uniform weights too (a -1e6 fill), so the tiny padding example differs in its last row."""
+    namespace: dict = {}
+    exec(compile(REFERENCE.read_text(), "attention.py", "exec"), namespace)
+    reference = namespace["masked_softmax"]
+
+    def masked_softmax(scores, mask=None):
+        weights = reference(scores, mask)
+        if mask is None:
+            return weights
+        weights = weights + leak * ~mask
+        if uniform_empty_rows:
+            empty = ~mask.any(dim=-1, keepdim=True)
+            weights = weights.masked_fill(empty, 1.0 / scores.size(-1))
+        return weights
+
+    namespace["masked_softmax"] = masked_softmax
+    return Student(InProcess(namespace), timeout=10)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("leak", "beyond"), [(1e-42, False), (0.01, True)])
+def test_a_masked_key_is_drawn_as_weight_only_beyond_what_the_check_allows(monkeypatch, leak, beyond):
+    """A weight of 1e-42 on masked keys passes the masking check and is drawn as masked (no "got weight" mark, in the
+    grid or the image); a leak of 0.01 fails it and is drawn as weight. The picture's bound is the check's own."""
+    monkeypatch.setattr(pytest.mark, "_config", None)  # the checks' marker is the grader plugin's, unknown here
+    softmax_checks = importlib.import_module("autograder.checks.test_2_softmax")
+    try:
+        softmax_checks.test_softmax_masked(leaking(leak), Draw(1), SETTINGS)
+        passed = True
+    except CheckFailure:
+        passed = False
+    assert passed is not beyond
+    alone = picture(leaking(leak), "masked_softmax", "padding", TOLERANCE)
+    assert (alone is not None) is beyond  # within what the check allows, there is nothing to show
+    shown = picture(leaking(leak, uniform_empty_rows=True), "masked_softmax", "padding", TOLERANCE)
+    assert shown is not None  # the last query (no allowed key) differs: uniform weights
+    assert shown["got"][0][4] > 0  # the weight is there, in the numbers
+    rows = block_grid(shown).split(LEGEND)[0].splitlines()[3:]  # one per query: expected, then yours
+    for i in range(5):  # the queries with keys 4 and 5 masked
+        assert [got_weight(shown, i, j) for j in range(6)] == [False] * 4 + [beyond] * 2
+        assert rows[i].endswith("·░·░│" if beyond else "····│")
+    assert all(got_weight(shown, 5, j) for j in range(6))  # the uniform row: weight on every masked key
 
 
 def test_cells_mark_masked_keys_and_leaks():
@@ -136,7 +189,7 @@ def test_nbgrader_feedback_holds_the_block_grid():
     from autograder.render.text import output_text
     from autograder.scoring import Scored
 
-    shown = picture(student_with("mistake_causal_flipped"), "causal_mask", "causal")
+    shown = picture(student_with("mistake_causal_flipped"), "causal_mask", "causal", TOLERANCE)
     long = "causal_mask(9): 72 of 81 entries differ; " + "first at index (0, 1) of shape (9, 9) " * 3
     outcome = Outcome(
         "causal_square", "causal_mask", "causal", "failed", f"{long}.", cause="the triangle is flipped", picture=shown

@@ -41,9 +41,14 @@ class Draw:
         return (torch.randn(*shape, generator=self.generator, dtype=torch.float64) * scale).to(dtype)
 
     def mask(self, *shape: int, keep: float = 0.6) -> Tensor:
-        """A random bool mask whose first key is always allowed (rows never fully masked)."""
+        """A random bool mask whose rows are never fully masked: the first key is allowed on every row but the last,
+        which allows exactly one key, drawn at random. A row with a single allowed key is then on every draw, not
+        left to the luck of it (an off-by-one that takes such a row for padding fails whatever the seed)."""
         mask = torch.rand(*shape, generator=self.generator) < keep
         mask[..., 0] = True
+        last = mask.view(-1, shape[-1])[-1]  # the last row of keys (a view: written into the mask)
+        last[:] = False
+        last[self.integer(0, shape[-1] - 1)] = True
         return mask
 
     def lengths(self, count: int, high: int) -> Tensor:

@@ -135,7 +135,7 @@ def expect_tensor(
             evidence=evidence,
         )
     error = (found - wanted).abs().nan_to_num(0.0)
-    allowed = atol + rtol * wanted.abs().nan_to_num(0.0)
+    allowed = allowance(wanted, tolerance)
     if (error > allowed).any():
         worst = float(error.max())
         evidence = _first_difference(error > allowed, found, wanted, allowed)
@@ -147,6 +147,12 @@ def expect_tensor(
             hint=None if mistake else precision_loss(worst, wanted, actual.dtype, scale),
             evidence=evidence,
         )
+
+
+def allowance(expected: Tensor, tolerance: tuple[float, float]) -> Tensor:
+    """The largest error a check allows at each entry: atol + rtol * |expected| (the one rule; pictures use it too)."""
+    atol, rtol = tolerance
+    return atol + rtol * expected.double().abs().nan_to_num(0.0)
 
 
 def matches(got, expected, tolerance) -> bool:

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
+from autograder.checks.expect import allowance, magnitude
 from autograder.checks.student import Student, StudentFault
 from reference import attention as ref
+
+if TYPE_CHECKING:
+    from autograder.config import Tolerance
 
 SEED = 16  # public: the tiny example is the same for everyone, and may be shown
 D_K = 4
@@ -61,14 +66,18 @@ def tiny_example(name: str) -> Example:
     raise ValueError(f"no tiny example named {name!r}")
 
 
-def picture(student: Student, function: str, example_name: str) -> dict | None:
+def picture(student: Student, function: str, example_name: str, tolerance: Tolerance) -> dict | None:
     """The tiny example's weights, expected (the reference, here) and got (the student's, through the proxy).
 
     None when there is nothing to show: the student's function raised, returned something that is
-    not weights of the right shape, or gives the expected weights on this tiny example.
+    not weights of the right shape, or gives the expected weights on this tiny example. What "the
+    expected weights" allows is the checks' own rule (``tolerance``, the settings' ``[tolerance]``, and
+    ``expect.allowance``) on this float64 example: ``leaked`` marks the masked keys whose weight exceeds it,
+    the only ones drawn as "masked key that got weight" (a weight of 1e-42 there is 0 to the check).
     """
     example = tiny_example(example_name)
     expected = ref.masked_softmax(example.scores, example.mask)[0]  # (T_q, T_k)
+    allowed = allowance(expected, tolerance("float64", scale=magnitude(example.scores)))
     try:
         got = _students_weights(student, function, example)
     except StudentFault:
@@ -80,7 +89,8 @@ def picture(student: Student, function: str, example_name: str) -> dict | None:
         got = got[0]  # (1, T_q, T_k) -> (T_q, T_k)
     if tuple(got.shape) != tuple(expected.shape):
         return None
-    if bool(torch.isclose(got, expected, rtol=1e-5, atol=1e-6).all()):
+    beyond = ~((got - expected).abs() <= allowed)  # NaN and inf included: never within what the check allows
+    if not bool(beyond.any()):
         return None  # the difference shows only on the hidden inputs: a picture would show nothing
     return {
         "example": example.name,
@@ -90,6 +100,7 @@ def picture(student: Student, function: str, example_name: str) -> dict | None:
         "mask": None if example.mask is None else example.mask.tolist(),
         "expected": _rounded(expected),
         "got": _rounded(got),
+        "leaked": None if example.mask is None else (beyond & ~example.mask).tolist(),
     }
 
 

@@ -107,6 +107,10 @@ def test_padding_lengths(loaded, draw, settings):
     B, T_q, T_k = draw.sizes(3)
     per_sequence = draw.lengths(B, T_k)
     per_query = draw.lengths(B * T_q, T_k).reshape(B, T_q)
+    # on every draw, at places drawn too: a sequence with no padding and one with a single key; a query with no key
+    # (a fully masked row), one with a single key and one with no padding
+    per_sequence[torch.randperm(B, generator=draw.generator)[:2]] = torch.tensor([T_k, 1])
+    per_query.view(-1)[torch.randperm(B * T_q, generator=draw.generator)[:3]] = torch.tensor([0, 1, T_k])
     for lengths, label in ((per_sequence, "lengths of shape (B,)"), (per_query, "lengths of shape (B, T_q)")):
         expected = ref.padding_mask(lengths, T_k)
         inverted = {"mask_inverted": ~expected}

@@ -38,7 +38,13 @@ def test_softmax_masked(loaded, draw, settings):
     """Masked keys get weight exactly 0, with masks that broadcast from (T_q, T_k) and (B, 1, T_k)."""
     B, T_q, T_k = draw.sizes(3)
     scores = draw.normal(B, T_q, T_k, scale=3.0)
-    for mask, label in ((draw.mask(T_q, T_k), "a (T_q, T_k) mask"), (draw.mask(B, 1, T_k), "a (B, 1, T_k) mask")):
+    padding = draw.mask(B, 1, T_k)
+    cases = (
+        (scores, draw.mask(T_q, T_k), "a (T_q, T_k) mask"),
+        (scores, padding, "a (B, 1, T_k) mask"),
+        (scores[:, :1], padding, "a single query (T_q = 1) and a (B, 1, T_k) mask"),  # no shortcut for one query
+    )
+    for scores, mask, label in cases:
         expected = ref.masked_softmax(scores, mask)
         got = loaded.masked_softmax(scores, mask)
         what = f"masked_softmax with {label}"
@@ -62,7 +68,7 @@ def test_softmax_fully_masked(loaded, draw, settings):
     scores = draw.normal(B, T_q, T_k)
     mask = draw.mask(B, T_q, T_k)
     mask[0, 0] = False
-    mask[-1, -1] = False
+    mask[-1, -2] = False  # not the last row: that one has a single allowed key (Draw.mask)
     grad_output = draw.normal(B, T_q, T_k)
     reply = loaded.run("masked_softmax", scores, mask, grad=[0], grad_outputs=[grad_output])
     variants = softmax_variants(scores, mask)
@@ -84,6 +90,16 @@ def test_softmax_fully_masked(loaded, draw, settings):
         what="the gradient of masked_softmax with fully masked rows",
         tolerance=settings.tolerance("float64", gradient=True, scale=size * magnitude(grad_output)),
         scale=size,
+    )
+    # a single key (T_k = 1), masked on the fully masked rows and allowed on the others: a special case for one key
+    # must still honour the mask (with one key the classic mistakes coincide, so none is named)
+    one, one_mask = scores[..., :1], mask[..., :1]
+    expect_tensor(
+        loaded.masked_softmax(one, one_mask),
+        ref.masked_softmax(one, one_mask),
+        what="masked_softmax with fully masked rows and a single key (T_k = 1)",
+        tolerance=settings.tolerance("float64", scale=magnitude(one)),
+        scale=magnitude(one),
     )
 
 

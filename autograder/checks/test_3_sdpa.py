@@ -113,12 +113,15 @@ def test_sdpa_matches_torch(loaded, draw, settings):
         ("on (T, d) inputs without a batch axis", Q[0, 0], K[0, 0], V[0, 0]),
         ("with a batch of one", Q[:1], K[:1], V[:1]),
         ("with a single query (T_q = 1)", Q[:, :, :1], K, V),
+        ("with a single query (T_q = 1) and a (B, 1, 1, T_k) padding mask", Q[:, :, :1], K, V, cases[2][1]),
         ("with a single key (T_k = 1)", Q, K[:, :, :1], V[:, :, :1]),
         ("with d_k = 1", Q[..., :1], K[..., :1], V),
     ]
-    for label, Qe, Ke, Ve in edges:
+    for label, Qe, Ke, Ve, *masks in edges:
+        mask = masks[0] if masks else None
         with held:
-            _compare(loaded, settings, label, Qe, Ke, Ve, oracle=F.scaled_dot_product_attention(Qe, Ke, Ve))
+            oracle = F.scaled_dot_product_attention(Qe, Ke, Ve, attn_mask=mask)
+            _compare(loaded, settings, label, Qe, Ke, Ve, mask=mask, oracle=oracle)
     held.done()
 
 
@@ -164,6 +167,19 @@ def test_sdpa_fully_masked(loaded, draw, settings):
     with held:
         oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
         _compare(loaded, settings, "with fully masked rows", Q, K, V, mask=mask, oracle=oracle)
+    # a single key (T_k = 1), masked on the fully masked rows and allowed on the others
+    one = (K[:, :1], V[:, :1], mask[..., :1])
+    with held:
+        oracle = F.scaled_dot_product_attention(Q, *one[:2], attn_mask=one[2])
+        _compare(
+            loaded,
+            settings,
+            "with fully masked rows and a single key (T_k = 1)",
+            Q,
+            *one[:2],
+            mask=one[2],
+            oracle=oracle,
+        )
     grad_outputs = [draw.normal(B, T_q, d_v), draw.normal(B, T_q, T_k)]
     reply = loaded.run("scaled_dot_product_attention", Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
     for name, grad in zip("QKV", reply.grads):

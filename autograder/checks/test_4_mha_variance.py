@@ -146,21 +146,24 @@ def test_mha_matches_torch(loaded, draw, settings):
 
 @pytest.mark.check(function="MultiHeadAttention", category="multi-head", exercises=("mask", "causal"), picture=None)
 def test_mha_masks(loaded, draw, settings):
-    """Padding masks (B, 1, 1, T_k) and (B, 1, T_k), as padding_mask returns, and is_causal=True act as in torch."""
-    heads, d_head, B, T = draw.sizes(4, low=2, high=9)
+    """Padding masks (B, 1, 1, T_k) and (B, 1, T_k), as padding_mask returns, over keys of another length than the
+    queries (T_q != T_k), and is_causal=True act as in torch."""
+    heads, d_head, B, T, T_k = draw.sizes(5, low=2, high=9)
     d_model = heads * d_head
     torch_mha, state = _torch_mha(draw, d_model, heads, True)
     x = draw.normal(B, T, d_model)
-    keep = draw.mask(B, T)
+    memory = draw.normal(B, T_k, d_model)  # what the queries attend to: a mask sized by the queries does not fit it
+    keep = draw.mask(B, T_k)
     init = (d_model, heads, True)
     held = Cases()
     with held:
         mask = keep[:, None, None, :]
-        _compare(loaded, settings, "with a padding mask", torch_mha, state, init, x, x, x, mask=mask, key_padding=~keep)
+        label = "with a padding mask"
+        _compare(loaded, settings, label, torch_mha, state, init, x, memory, memory, mask=mask, key_padding=~keep)
     try:  # the same mask without the head axis: a failure of its own here is the missing head axis
         with held:  # (one the module's own attention explains is held)
             label, mask = "with a (B, 1, T_k) padding mask", keep[:, None, :]
-            _compare(loaded, settings, label, torch_mha, state, init, x, x, x, mask=mask, key_padding=~keep)
+            _compare(loaded, settings, label, torch_mha, state, init, x, memory, memory, mask=mask, key_padding=~keep)
     except CheckFailure as error:
         fail(error.what, "mask_head_axis")
     except StudentFault as error:

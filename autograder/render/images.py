@@ -11,7 +11,7 @@ import io
 import math
 from collections.abc import Sequence
 
-from autograder.render.text import EXAMPLES
+from autograder.render.text import EXAMPLES, got_weight
 
 INSTALL = "pip install 'sdpa-assignment[report]'"
 BLUE, GREEN, RED, GREY = "#3b6fb6", "#3a9a5b", "#c8453a", "#9a9a9a"
@@ -72,14 +72,15 @@ def attention_png(picture: dict) -> bytes:
                     ax.add_patch(
                         Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor=GREY, linewidth=0)
                     )
-                if masked and (w is None or w != 0):  # a masked key that got weight, however little: outlined in red
+                leaked = masked and title == "yours" and got_weight(picture, i, j)
+                if leaked:  # a masked key that got more weight than the check allows: outlined in red
                     ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=RED, linewidth=1.5))
                 if w is None:
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, color=RED))
                     label, color = "NaN", "white"
                 else:
                     label = _label(w)
-                    color = "white" if w > 0.6 else (RED if masked and w != 0 else "black")
+                    color = "white" if w > 0.6 else (RED if leaked else "black")
                 ax.text(j, i, label, ha="center", va="center", fontsize=6.5, color=color)
     return png(figure)
 

@@ -26,7 +26,7 @@ MASKED = "·"
 NOT_A_NUMBER = "?"
 LEGEND = (
     f"weight: █ >=.75  ▓ >=.5  ▒ >=.25  ░ >0  (blank) 0   {NOT_A_NUMBER * 2} NaN or inf\n"
-    f"{MASKED}{MASKED} masked key (must get 0)   {MASKED}░ masked key that got weight"
+    f"{MASKED}{MASKED} masked key (must get 0)   {MASKED}░ masked key that got weight, beyond tolerance"
 )
 
 
@@ -60,18 +60,35 @@ def shade(weight: float | None) -> str:
     return next((block for bound, block in SHADES if weight >= bound), "░")
 
 
-def cell(weight: float | None, allowed: bool) -> str:
-    """Two characters: the shade twice for a key the query may attend to; a dot and the shade for a masked key."""
+def cell(weight: float | None, allowed: bool, leaked: bool | None = None) -> str:
+    """Two characters: the shade twice for a key the query may attend to; a dot and the shade for a masked key
+    that got weight (``leaked``: more than its check allows; unknown, any weight above 0), two dots for one that
+    did not."""
     mark = shade(weight)
     if allowed:
         return mark * 2
-    return MASKED + (MASKED if mark == " " else mark)
+    leaked = mark != " " if leaked is None else leaked
+    return MASKED + (mark if leaked else MASKED)
 
 
-def grid_rows(weights: list[list[float | None]], mask: list[list[bool]] | None) -> list[str]:
+def got_weight(picture: dict, i: int, j: int) -> bool:
+    """Whether masked key j of query i got weight in the student's result: more than the check allows there
+    (the picture's ``leaked``, from checks/pictures.py); for a picture without it, any weight but exactly 0."""
+    leaked = picture.get("leaked")
+    if leaked is not None:
+        return bool(leaked[i][j])
+    weight = picture["got"][i][j]
+    return weight is None or weight != 0
+
+
+def grid_rows(weights: list[list[float | None]], mask: list[list[bool]] | None, leaked=None) -> list[str]:
+    """One row of cells per query; ``leaked`` (the student's grid only) marks the masked keys that got weight."""
     rows = []
     for i, row in enumerate(weights):
-        cells = "".join(cell(w, True if mask is None else mask[i][j]) for j, w in enumerate(row))
+        cells = "".join(
+            cell(w, True if mask is None else mask[i][j], None if leaked is None else leaked[i][j])
+            for j, w in enumerate(row)
+        )
         rows.append(f"│{cells}│")
     return rows
 
@@ -80,7 +97,7 @@ def block_grid(picture: dict) -> str:
     """Expected and got side by side, one row per query, with a header and a legend."""
     width = 2 * picture["keys"] + 2
     expected = grid_rows(picture["expected"], picture["mask"])
-    got = grid_rows(picture["got"], picture["mask"])
+    got = grid_rows(picture["got"], picture["mask"], picture.get("leaked"))
     described = EXAMPLES.get(picture["example"], picture["example"])
     keys = "".join(f"{j:<2d}" for j in range(picture["keys"]))
     lines = [

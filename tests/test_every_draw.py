@@ -1,0 +1,80 @@
+"""The shapes of trouble the contract names are in the value checks' inputs on every draw, not left to the seed.
+
+A single allowed key, fully masked rows, T_k = 1 and T_q = 1 under a mask, keys of another length than the
+queries, lengths of 0 and T_k: each wrong idiom below passed its check on every seed or on some seeds only before
+(bench/every_draw.py; docs/grading.md, "Seed independence"), and fails it on every draw now. Two seeds here, in
+this process; the 50-seed measurement is the bench's.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import torch
+
+from autograder.checks.cases import Draw
+from autograder.checks.expect import CheckFailure
+from autograder.checks.student import Student, StudentFault
+from autograder.config import load_settings
+from tests.helpers import REFERENCE, SUBMISSIONS
+from tests.in_process import InProcess
+
+SETTINGS = load_settings()
+SEEDS = (4, 6)
+MODULES = ("test_1_pieces", "test_2_softmax", "test_3_sdpa", "test_4_mha_variance")
+
+# overlay -> the value check that catches it on every draw (its grading case in tests/grading_cases.py)
+CAUGHT = {
+    "mistake_one_key_is_one": "softmax_fully_masked",
+    "mistake_single_key_rows_zeroed": "softmax_masked",
+    "mistake_mask_skipped_for_one_query": "sdpa_matches_torch",
+    "mistake_mha_mask_query_length": "mha_masks",
+    "mistake_padding_at_least_one_key": "padding_lengths",
+}
+
+
+@pytest.fixture
+def check(monkeypatch):
+    """A hidden check by name, run here as a function (its marker is the grader plugin's, unknown to this suite)."""
+    monkeypatch.setattr(pytest.mark, "_config", None)
+    modules = [importlib.import_module(f"autograder.checks.{name}") for name in MODULES]
+    return lambda name: next(getattr(m, f"test_{name}") for m in modules if hasattr(m, f"test_{name}"))
+
+
+def student(overlay: str | None) -> Student:
+    source = REFERENCE.read_text() + (
+        "\n" + (SUBMISSIONS / "overlays" / f"{overlay}.py").read_text() if overlay else ""
+    )
+    namespace: dict = {}
+    exec(compile(source, "attention.py", "exec"), namespace)  # noqa: S102 - the suite's own submissions
+    return Student(InProcess(namespace), timeout=30)
+
+
+def passes(function, loaded, seed: int) -> bool:
+    try:
+        function(loaded, Draw(seed), SETTINGS)
+    except (CheckFailure, StudentFault):
+        return False
+    return True
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("overlay", sorted(CAUGHT))
+def test_a_wrong_idiom_fails_its_check_on_every_draw(check, overlay):
+    """Each idiom fails the check that tests its shape of trouble, on every seed tried; the reference passes it."""
+    function = check(CAUGHT[overlay])
+    for seed in SEEDS:
+        assert passes(function, student(None), seed)
+        assert not passes(function, student(overlay), seed), f"seed {seed}"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_drawn_mask_has_a_single_allowed_key_and_no_empty_row(seed):
+    """Draw.mask: no row fully masked, and its last row allows exactly one key, whatever the shape."""
+    draw = Draw(seed)
+    for shape in ((5, 7), (3, 1, 6), (2, 1, 1, 4), (2, 3, 4, 2)):
+        rows = draw.mask(*shape).reshape(-1, shape[-1])
+        assert bool(rows.any(dim=-1).all())
+        assert int(rows[-1].sum()) == 1
+    assert torch.equal(Draw(seed).mask(5, 7), Draw(seed).mask(5, 7))  # the same seed, the same mask
