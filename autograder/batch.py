@@ -105,7 +105,13 @@ def students(folder: Path) -> dict[str, Path | tuple[Path, ...]]:
 
 
 def _grade_in_child(
-    submission: Path | tuple[Path, ...], target: Path, settings: Settings, device: str, zygote: Zygote, batch: int
+    name: str,
+    submission: Path | tuple[Path, ...],
+    target: Path,
+    settings: Settings,
+    device: str,
+    zygote: Zygote,
+    batch: int,
 ) -> None:
     """In a forked child: grade, write the result, exit. Never returns.
 
@@ -124,6 +130,9 @@ def _grade_in_child(
         result = grader_failure(traceback.format_exc(), provenance.failed(settings, device))
         code = 3
     try:
+        # the student's name as the batch names them: a result file named with a hash (roster.result_names) is
+        # still shown by name where only the folder is read (sdpa-grade --diff OLD NEW)
+        result["extra_data"] = {**(result.get("extra_data") or {}), "student": name}
         if not interrupts.seen:
             write_atomically(target, json.dumps(result, indent=2))
     finally:
@@ -411,7 +420,7 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
                 name = queue.pop(0)
                 pid = os.fork()
                 if pid == 0:
-                    _grade_in_child(roster[name], targets[name], settings, args.device, zygote, batch)
+                    _grade_in_child(name, roster[name], targets[name], settings, args.device, zygote, batch)
                 running[pid], owners[pid] = name, cgroups.owner(pid)
                 interrupted.check()
             pid, status = os.wait()
