@@ -152,7 +152,18 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             "sdpa-grade: --partial goes with --summary-only (a merge that may have students missing)", file=sys.stderr
         )
         return 2
-    roster = select(students(folder), args.shard)
+    if (
+        args.csv_format != "plain" and args.roster is not None
+    ):  # before any grading: a roster it cannot use is a bad option
+        from autograder.gradebook import RosterError, check_roster
+
+        try:
+            check_roster(args.roster, args.csv_format)
+        except RosterError as error:
+            print(f"sdpa-grade: {error}; nothing graded", file=sys.stderr)
+            return 2
+    everyone = students(folder)
+    roster = select(everyone, args.shard)
     if args.show is not None and args.show not in roster:
         print(
             f"sdpa-grade: Invalid --show {shown(args.show)}: no such student in {folder}"
@@ -184,6 +195,8 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     except DeadlineError as error:
         print(f"sdpa-grade: {error}", file=sys.stderr)
         return 2
+    for note in _deadline_notes(settings, everyone, times, args):
+        print(f"warning: {note}", file=sys.stderr)
     if args.summary_only:
         _apply_deadline(roster, targets, settings, times)
         return _summarise_only(roster, targets, args)
@@ -231,10 +244,39 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     return 1 if unmatched else 0
 
 
+def _deadline_notes(settings: Settings, everyone: dict, times: dict, args: BatchOptions) -> list[str]:
+    """What the [deadline] settings and --times accept but do nothing with, each a warning: an extension naming no
+    student, a percent with no policy to use it, times with no due date, times for students not in the class."""
+    deadline, notes = settings.deadline, []
+    if deadline.due is not None and deadline.policy == "none" and deadline.percent:
+        notes.append(
+            f"deadline.percent is {deadline.percent:g} but deadline.policy is none: nothing is taken off"
+            ' (set policy = "per_day" or "per_hour")'
+        )
+    strays = sorted(set(deadline.extensions) - set(everyone))
+    if strays:
+        notes.append(
+            f"deadline.extensions names no student in {args.folder}: {', '.join(shown(s) for s in strays)}"
+            " (their extension is given to nobody)"
+        )
+    if args.times is not None and deadline.due is None:
+        notes.append(f"--times {args.times} is not used: the settings have no deadline.due (pass --config FILE)")
+    elsewhere = sorted(set(times) - set(everyone))
+    if args.times is not None and elsewhere:
+        word = "student" if len(elsewhere) == 1 else "students"
+        notes.append(
+            f"--times {args.times} names {len(elsewhere)} {word} not in {args.folder}:"
+            f" {', '.join(shown(s) for s in elsewhere)}"
+        )
+    return notes
+
+
 def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict) -> None:
     """The [deadline] policy, applied afresh to every graded result on every run (a changed due date, policy or
-    extension re-applies without regrading): each result's score becomes the final one, the rest kept."""
+    extension re-applies without regrading): each result's score becomes the final one, the rest kept. Results
+    an earlier policy penalised, now that this run has no deadline, get their raw score back, and a warning."""
     deadline = settings.deadline
+    unstamped = 0
     for name, path in roster.items():
         if not targets[name].is_file():
             continue
@@ -246,6 +288,15 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
         stamped = stamp(result, late) if deadline.due is not None else _unstamped(result)
         if stamped != result:
             write_atomically(targets[name], json.dumps(stamped, indent=2))
+            unstamped += deadline.due is None
+    if unstamped:
+        were = "result was" if unstamped == 1 else "results were"
+        print(
+            f"warning: {unstamped} {were} scored under a [deadline] (late penalties taken off), and this run has no"
+            " deadline.due: their raw scores are back. The policy is applied again on every run: pass the same"
+            " --config and --times to every later --batch run (--summary-only, --csv-format) of this class",
+            file=sys.stderr,
+        )
 
 
 def _unstamped(result: dict) -> dict:

@@ -83,15 +83,27 @@ def _column(header: list[str], title: str) -> str:
     return title
 
 
-def write_canvas(path: Path, roster: Path, title: str, scores: Mapping[str, float], points: float) -> Written:
-    """Canvas's gradebook import: the roster's identity columns, the assignment's column and Points Possible."""
+def check_roster(roster: Path, csv_format: str) -> tuple[list[str], list[list[str]]]:
+    """The roster's header and rows, where it is the LMS's export ``csv_format`` needs; RosterError naming it if not.
+    The batch calls it before it grades anyone: a roster it cannot use is a bad option, not a failure at the end."""
     header, rows = _read_roster(roster)
-    identity = [name for name in CANVAS_IDENTITY if name in header]
-    if "Student" not in identity or not any(key in header for key in CANVAS_MATCH):
+    if csv_format == "canvas" and ("Student" not in header or not any(key in header for key in CANVAS_MATCH)):
         raise RosterError(
             f"roster {roster} is not a Canvas gradebook export: it needs a Student column and one of"
             f" {', '.join(CANVAS_MATCH)} (has: {', '.join(header)})"
         )
+    if csv_format == "moodle" and not any(key in header for key in MOODLE_MATCH):
+        raise RosterError(
+            f"roster {roster} is not a Moodle grade export: it needs one of {', '.join(MOODLE_MATCH)}"
+            f" (has: {', '.join(header)})"
+        )
+    return header, rows
+
+
+def write_canvas(path: Path, roster: Path, title: str, scores: Mapping[str, float], points: float) -> Written:
+    """Canvas's gradebook import: the roster's identity columns, the assignment's column and Points Possible."""
+    header, rows = check_roster(roster, "canvas")
+    identity = [name for name in CANVAS_IDENTITY if name in header]
     if identity[-1] != "Section" and "Section" in identity:
         identity.remove("Section")
         identity.append("Section")
@@ -108,13 +120,8 @@ def _canvas_skip(row: dict[str, str]) -> bool:
 
 def write_moodle(path: Path, roster: Path, title: str, scores: Mapping[str, float]) -> Written:
     """Moodle's grade import (Grades > Import > CSV file): identity columns and one grade column."""
-    header, rows = _read_roster(roster)
+    header, rows = check_roster(roster, "moodle")
     identity = [name for name in MOODLE_IDENTITY if name in header]
-    if not any(key in header for key in MOODLE_MATCH):
-        raise RosterError(
-            f"roster {roster} is not a Moodle grade export: it needs one of {', '.join(MOODLE_MATCH)}"
-            f" (has: {', '.join(header)})"
-        )
     out = [[*identity, _column(header, title)]]
     return _fill(path, out, header, rows, identity, MOODLE_MATCH, scores, skip=lambda row: False)
 

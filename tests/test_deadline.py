@@ -131,3 +131,78 @@ def test_the_dashboard_shows_each_late_penalty():
     page = dashboard(class_results(results), {name: f"{name}.html" for name in results})
     assert "raw 40, late penalty 4 (2 h late)" in page
     assert page.count('class="muted late"') == 1
+
+
+# ---- the batch's notes on a policy that does nothing it seems to do (no grading: --summary-only over results) ----
+
+RESULT = {"score": 40.0, "max_score": 55.0, "output": "", "tests": []}
+
+
+def _graded_class(tmp_path, names=("alice", "bob"), result=RESULT):
+    """A class folder (one empty folder per student) and its results folder, as a batch leaves them."""
+    import json
+
+    folder, out = tmp_path / "submitted", tmp_path / "grades"
+    out.mkdir()
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        (out / f"{name}.json").write_text(json.dumps(result))
+    return folder, out
+
+
+def _summary(folder, out, *extra):
+    from tests.helpers import BIN, run
+
+    return run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--summary-only", *extra])
+
+
+@pytest.mark.timeout(60)
+def test_a_run_without_the_deadline_that_scored_the_results_warns(tmp_path):
+    """Results a [deadline] penalised, re-applied by a run with no deadline (no --config): the raw scores come back,
+    and the run says so, naming how many students and what to pass."""
+    import json
+
+    late = apply(_policy(policy="per_day", percent=10), "bob", 40.0, TIMES["hours2"])
+    folder, out = _graded_class(tmp_path)
+    (out / "bob.json").write_text(json.dumps({**RESULT, "score": late.score, "extra_data": {"late": late.fields()}}))
+    done = _summary(folder, out)
+    assert done.returncode == 0, done.stderr
+    assert "warning: 1 result was scored under a [deadline] (late penalties taken off)" in done.stderr
+    assert "the same --config and --times" in done.stderr
+    assert json.loads((out / "bob.json").read_text())["score"] == 40.0
+
+
+@pytest.mark.timeout(60)
+def test_a_policy_that_takes_nothing_off_is_noted(tmp_path):
+    """An extension naming no student, a percent with no policy, times for a student not in the class, and --times
+    with no deadline: each accepted, each told (stderr), naming the key or the student."""
+    folder, out = _graded_class(tmp_path)
+    times = tmp_path / "times.csv"
+    times.write_text(f"student,submitted_at\nalice,{DUE}\nalise,{DUE}\n", encoding="utf-8")
+    course = tmp_path / "course.toml"
+    course.write_text(f'[deadline]\ndue = "{DUE}"\npercent = 10\n[deadline.extensions]\nalicee = "{DUE}"\n')
+    done = _summary(folder, out, "--config", str(course), "--times", str(times))
+    assert done.returncode == 0, done.stderr
+    assert "warning: deadline.percent is 10 but deadline.policy is none" in done.stderr
+    assert "warning: deadline.extensions names no student in" in done.stderr and "alicee" in done.stderr
+    assert f"warning: --times {times} names 1 student not in" in done.stderr and "alise" in done.stderr
+    done = _summary(folder, out, "--times", str(times))
+    assert f"warning: --times {times} is not used: the settings have no deadline.due" in done.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("roster_text, says", [(None, "cannot be read"), ("a,b\n1,2\n", "not a Canvas gradebook")])
+def test_an_unusable_roster_is_refused_before_any_grading(tmp_path, roster_text, says):
+    """A roster that is missing or not the LMS's export: exit 2 naming it, before a student is graded."""
+    folder, out = _graded_class(tmp_path, names=("alice",))
+    (folder / "newcomer").mkdir()  # no result yet: a batch that graded before looking at the roster would grade it
+    roster = tmp_path / "roster.csv"
+    if roster_text is not None:
+        roster.write_text(roster_text, encoding="utf-8")
+    from tests.helpers import BIN, run
+
+    done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--csv", str(tmp_path / "c"),
+                "--csv-format", "canvas", "--roster", str(roster)])  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"roster {roster}" in done.stderr and says in done.stderr
+    assert not (out / "newcomer.json").exists() and not (tmp_path / "c").exists()
