@@ -301,8 +301,12 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
 
 def _unstamped(result: dict) -> dict:
     """A result stamped by an earlier policy, now that the settings have no deadline: its raw score back."""
+    from autograder.render.text import with_late
+
     extra = {key: value for key, value in result.get("extra_data", {}).items() if key != "late"}
-    return {**result, "score": raw_score(result), "extra_data": extra}
+    late = result.get("extra_data", {}).get("late")
+    output = with_late(str(result.get("output", "")), late, None, float(result.get("max_score", 0)))
+    return {**result, "score": raw_score(result), "output": output, "extra_data": extra}
 
 
 # Why a student is graded in this run (and counted so in its first line), besides provenance.REASONS

@@ -253,10 +253,14 @@ def gradescope_time(path: Path, deadline: Deadline) -> tuple[str, datetime | Non
 
 def stamp(result: dict, late: Late) -> dict:
     """``result`` with the policy applied: its ``score`` the final one, the late fields under extra_data.late
-    (the tests keep the points they earned: their sum is the raw score)."""
+    (the tests keep the points they earned: their sum is the raw score); its ``output`` ends with the late line
+    (render/text.py), an earlier policy's line replaced."""
+    from autograder.render.text import with_late
+
     extra = dict(result.get("extra_data") or {})
-    extra["late"] = late.fields()
-    return {**result, "score": late.score, "extra_data": extra}
+    old, extra["late"] = extra.get("late"), late.fields()
+    output = with_late(str(result.get("output", "")), old, extra["late"], float(result.get("max_score", 0)))
+    return {**result, "score": late.score, "output": output, "extra_data": extra}
 
 
 def raw_score(result: dict) -> float:

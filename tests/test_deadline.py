@@ -206,3 +206,33 @@ def test_an_unusable_roster_is_refused_before_any_grading(tmp_path, roster_text,
     assert done.returncode == 2, done.stderr
     assert f"roster {roster}" in done.stderr and says in done.stderr
     assert not (out / "newcomer.json").exists() and not (tmp_path / "c").exists()
+
+
+def test_a_late_student_is_told_the_penalty_in_one_sentence():
+    """The late line (hours late, the share of the raw score taken off, the final score) in results.json's output, the
+    terminal's table and the HTML page; applied again, it replaces itself; with no deadline, it is gone."""
+    from autograder.deadline import stamp
+    from autograder.render.text import late_sentence
+    from autograder.report import table
+
+    result = {"score": 47.0, "max_score": 55.0, "output": "Graded by the hidden checks.", "tests": []}
+    late = apply(_policy(policy="per_day", percent=10), "hours2", 47.0, TIMES["hours2"])
+    sentence = "Late: 2.0 h after the due date; 10% of 47 taken off (4.7): 42.3/55."
+    assert late_sentence(late.fields(), 55.0) == sentence
+    stamped = stamp(result, late)
+    assert stamped["output"] == f"Graded by the hidden checks.\n{sentence}"
+    assert table(stamped).splitlines()[-1] == sentence
+    again = stamp(stamped, apply(_policy(policy="per_day", percent=20), "hours2", 47.0, TIMES["hours2"]))
+    assert again["output"] == "Graded by the hidden checks.\nLate: 2.0 h after the due date; 20% of 47 taken off" \
+        " (9.4): 37.6/55."  # fmt: skip
+    extended = _policy(policy="per_day", percent=10, extensions=EXTENSIONS)
+    assert late_sentence(apply(extended, "extended", 47.0, TIMES["extended"]).fields(), 55.0) == (
+        "Submitted by your extended due date (2026-12-05T23:59:00-05:00): nothing taken off."
+    )
+    assert "no late penalty was applied" in late_sentence(apply(extended, "x", 47.0, None).fields(), 55.0)
+    assert late_sentence(apply(extended, "ontime", 47.0, TIMES["ontime"]).fields(), 55.0) == ""
+    pytest.importorskip("jinja2", reason="the page is a jinja2 template (the [report] extra)")
+    from autograder.render.html import student_page
+
+    page = student_page("hours2", stamped)
+    assert page.count("10% of 47 taken off (4.7)") == 1 and 'class="late"' in page
