@@ -222,7 +222,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
     stats = class_results(results)
-    unmatched = _write_grades(args, stats)
+    written = _write_grades(args, stats)
     if args.show is not None:
         from autograder.report import table
 
@@ -235,6 +235,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         pages = write_report(args.report, stats, found)
         mark_output(pages)
         print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
+    unmatched = _tell(written)
     if failures:
         print(
             f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results",
@@ -401,9 +402,10 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions) -> int:
         )
         return 1
     stats = class_results({name: None if name in missing else _read(targets[name]) for name in roster})
-    unmatched = _write_grades(args, stats)
+    written = _write_grades(args, stats)
     print(inert(summary(stats)))
     _changes_since(args, targets, stats)
+    unmatched = _tell(written)
     return 1 if missing or unmatched else 0
 
 
@@ -530,13 +532,14 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
     )
 
 
-def _write_grades(args: BatchOptions, stats: ClassResults) -> bool:
-    """--csv in its format; for an LMS, True when students are left unmatched on either side (named here)."""
+def _write_grades(args: BatchOptions, stats: ClassResults) -> list[str]:
+    """--csv in its format; for an LMS, the lines to print last (after the summary, where they are seen): the file
+    and its column, and the students left unmatched on either side (then the batch exits 1)."""
     if not args.csv:
-        return False
+        return []
     if args.csv_format == "plain":
         _write_csv(args.csv, stats)
-        return False
+        return []
     from autograder.gradebook import RosterError, write_canvas, write_moodle
 
     scores = {s.name: float(s.result.get("score", 0)) for s in stats.present}
@@ -547,13 +550,29 @@ def _write_grades(args: BatchOptions, stats: ClassResults) -> bool:
         else:
             written = write_moodle(args.csv, args.roster, args.assignment, scores)
     except RosterError as error:
-        print(f"sdpa-grade: {error}; no --csv written", file=sys.stderr)
-        return True
+        return [f"sdpa-grade: {error}; no --csv written"]
+    grades = f"{written.matched} student's grade" if written.matched == 1 else f"{written.matched} students' grades"
+    if written.column_is_new:
+        others = ", ".join(f"'{inert(name, keep_newlines=False)}'" for name in written.assignments) or "none"
+        where = (
+            f"in a new column '{inert(written.column, keep_newlines=False)}' (the roster has no column for"
+            f" --assignment {inert(args.assignment, keep_newlines=False)}; its assignments: {others})"
+        )
+    else:
+        where = f"in the roster's column '{inert(written.column, keep_newlines=False)}'"
+    lines = [f"note: {args.csv} holds {grades}, {where}"]
     for side, names in (("in the roster but not graded", written.roster_only),
                         ("graded but not in the roster", written.graded_only)):  # fmt: skip
         if names:
-            print(f"sdpa-grade: {len(names)} {side}: {', '.join(shown(n) for n in names)}", file=sys.stderr)
-    return bool(written.roster_only or written.graded_only)
+            lines.append(f"sdpa-grade: {len(names)} {side} (not in {args.csv}): {', '.join(shown(n) for n in names)}")
+    return lines
+
+
+def _tell(lines: list[str]) -> bool:
+    """Print _write_grades' lines (stderr); True when the students were not all matched."""
+    for line in lines:
+        print(line, file=sys.stderr)
+    return any(line.startswith("sdpa-grade: ") for line in lines)
 
 
 LATE_COLUMNS = ("raw_score", "late_penalty", "submitted_at", "hours_late", "extension")
