@@ -100,7 +100,11 @@ def parse(table: Mapping, where: str) -> Deadline:
 
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise DeadlineError(f"unknown setting deadline.{unknown[0]} in {where}")
+        import difflib
+
+        near = difflib.get_close_matches(str(unknown[0]), KEYS, n=1)
+        hint = f"; did you mean deadline.{near[0]}?" if near else f"; known: {', '.join(KEYS)}"
+        raise DeadlineError(f"unknown setting deadline.{unknown[0]} in {where}{hint}")
     due_text = table.get("due", "")
     due = parse_time(due_text, "Invalid deadline.due", where) if due_text != "" else None
     numbers = {}

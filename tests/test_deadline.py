@@ -92,6 +92,10 @@ def test_a_missing_time_is_flagged_and_costs_nothing():
         ),
         ({"extensions": {"bob": DUE}}, "extensions need a due date"),
         ({"due": DUE, "late": 1}, "unknown setting deadline.late"),
+        (
+            {"due": DUE, "grace_minute": 1},
+            "unknown setting deadline.grace_minute in course.toml; did you mean deadline.grace_minutes?",
+        ),  # fmt: skip
     ],
 )
 def test_bad_settings_name_the_key(table, says):
