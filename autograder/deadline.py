@@ -6,8 +6,8 @@ The policy is the ``[deadline]`` section of the settings (config.py reads it thr
     due = "2026-12-01T23:59:00-05:00"   # ISO 8601 with an offset; leave out (or "") for no deadline
     grace_minutes = 15                   # a submission this little after the due date is on time
     policy = "per_day"                   # none, zero, per_day or per_hour
-    percent = 10                         # per_day / per_hour: percent of the score taken per day (hour) late
-    max_late = 5                         # per_day / per_hour: days (hours) after which the score is 0; 0: no cap
+    percent = 10                         # per_day / per_hour: percent of the raw score taken per day (hour) late
+    max_late = 5                         # per_day / per_hour: more than 5 days (hours) late scores 0; 0: no cap
     [deadline.extensions]
     alice = "2026-12-03T23:59:00-05:00"  # alice's own due date
 

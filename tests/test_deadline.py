@@ -240,3 +240,11 @@ def test_a_late_student_is_told_the_penalty_in_one_sentence():
 
     page = student_page("hours2", stamped)
     assert page.count("10% of 47 taken off (4.7)") == 1 and 'class="late"' in page
+
+
+def test_max_late_is_more_than_that_many_days():
+    """max_late = 5 (per day): exactly 5 days late is 5 days begun (50% off); 5 days and a minute is 6, scored 0,
+    as docs/instructor.md says ('more than 5 days')."""
+    deadline = _policy(policy="per_day", percent=10, max_late=5)
+    assert apply(deadline, "x", 40.0, DUE_AT + timedelta(days=5)).score == 20.0
+    assert apply(deadline, "x", 40.0, DUE_AT + timedelta(days=5, minutes=1)).score == 0.0
