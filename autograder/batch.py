@@ -152,9 +152,8 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             "sdpa-grade: --partial goes with --summary-only (a merge that may have students missing)", file=sys.stderr
         )
         return 2
-    if (
-        args.csv_format != "plain" and args.roster is not None
-    ):  # before any grading: a roster it cannot use is a bad option
+    # before any grading: a roster that cannot be used is a bad option, not a failure once the class is graded
+    if args.csv_format != "plain" and args.roster is not None:
         from autograder.gradebook import RosterError, check_roster
 
         try:
