@@ -134,6 +134,13 @@ class GradeNotebook(NbGraderPreprocessor):
             if name and name not in checks and name not in BY_NAME:
                 raise GraderFailed(f"the hidden cell check_{name} names no check of this grader")
         settings = self.settings()
+        nbgrader = resources.get("nbgrader") or {}
+        if settings.deadline.due is not None and nbgrader.get("db_url") and nbgrader.get("assignment"):
+            from autograder.late_plugin import due_date_problem
+
+            problem = due_date_problem(nbgrader["db_url"], nbgrader["assignment"], settings.deadline)
+            if problem:
+                self.log.warning("sdpa-grade: %s", problem)
         mismatched = points_mismatch(tests, settings.points)
         if mismatched:  # nbgrader scores a cell by its own points (the gradebook's): they must be the settings'
             raise GraderFailed(

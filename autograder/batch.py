@@ -106,7 +106,13 @@ def students(folder: Path) -> dict[str, Path | tuple[Path, ...]]:
 
 
 def _grade_in_child(
-    submission: Path | tuple[Path, ...], target: Path, settings: Settings, device: str, zygote: Zygote, batch: int
+    name: str,
+    submission: Path | tuple[Path, ...],
+    target: Path,
+    settings: Settings,
+    device: str,
+    zygote: Zygote,
+    batch: int,
 ) -> None:
     """In a forked child: grade, write the result, exit. Never returns.
 
@@ -125,6 +131,9 @@ def _grade_in_child(
         result = grader_failure(traceback.format_exc(), provenance.failed(settings, device))
         code = 3
     try:
+        # the student's name as the batch names them: a result file named with a hash (roster.result_names) is
+        # still shown by name where only the folder is read (sdpa-grade --diff OLD NEW)
+        result["extra_data"] = {**(result.get("extra_data") or {}), "student": name}
         if not interrupts.seen:
             write_atomically(target, json.dumps(result, indent=2))
     finally:
@@ -144,7 +153,17 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             "sdpa-grade: --partial goes with --summary-only (a merge that may have students missing)", file=sys.stderr
         )
         return 2
-    roster = select(students(folder), args.shard)
+    # before any grading: a roster that cannot be used is a bad option, not a failure once the class is graded
+    if args.csv_format != "plain" and args.roster is not None:
+        from autograder.gradebook import RosterError, check_roster
+
+        try:
+            check_roster(args.roster, args.csv_format)
+        except RosterError as error:
+            print(f"sdpa-grade: {error}; nothing graded", file=sys.stderr)
+            return 2
+    everyone = students(folder)
+    roster = select(everyone, args.shard)
     if args.show is not None and args.show not in roster:
         print(
             f"sdpa-grade: Invalid --show {shown(args.show)}: no such student in {folder}"
@@ -176,6 +195,8 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     except DeadlineError as error:
         print(f"sdpa-grade: {error}", file=sys.stderr)
         return 2
+    for note in _deadline_notes(settings, everyone, times, args):
+        print(f"warning: {note}", file=sys.stderr)
     if args.summary_only:
         _apply_deadline(roster, targets, settings, times)
         return _summarise_only(roster, targets, args, settings)
@@ -201,7 +222,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
     stats = class_results(results)
-    unmatched = _write_grades(args, stats)
+    written = _write_grades(args, stats)
     if args.show is not None:
         from autograder.report import table
 
@@ -215,6 +236,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         pages = write_report(args.report, stats, found, similar)
         mark_output(pages)
         print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
+    unmatched = _tell(written)
     if failures:
         print(
             f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results",
@@ -224,10 +246,39 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     return 1 if unmatched else 0
 
 
+def _deadline_notes(settings: Settings, everyone: dict, times: dict, args: BatchOptions) -> list[str]:
+    """What the [deadline] settings and --times accept but do nothing with, each a warning: an extension naming no
+    student, a percent with no policy to use it, times with no due date, times for students not in the class."""
+    deadline, notes = settings.deadline, []
+    if deadline.due is not None and deadline.policy == "none" and deadline.percent:
+        notes.append(
+            f"deadline.percent is {deadline.percent:g} but deadline.policy is none: nothing is taken off"
+            ' (set policy = "per_day" or "per_hour")'
+        )
+    strays = sorted(set(deadline.extensions) - set(everyone))
+    if strays:
+        notes.append(
+            f"deadline.extensions names no student in {args.folder}: {', '.join(shown(s) for s in strays)}"
+            " (their extension is given to nobody)"
+        )
+    if args.times is not None and deadline.due is None:
+        notes.append(f"--times {args.times} is not used: the settings have no deadline.due (pass --config FILE)")
+    elsewhere = sorted(set(times) - set(everyone))
+    if args.times is not None and elsewhere:
+        word = "student" if len(elsewhere) == 1 else "students"
+        notes.append(
+            f"--times {args.times} names {len(elsewhere)} {word} not in {args.folder}:"
+            f" {', '.join(shown(s) for s in elsewhere)}"
+        )
+    return notes
+
+
 def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict) -> None:
     """The [deadline] policy, applied afresh to every graded result on every run (a changed due date, policy or
-    extension re-applies without regrading): each result's score becomes the final one, the rest kept."""
+    extension re-applies without regrading): each result's score becomes the final one, the rest kept. Results
+    an earlier policy penalised, now that this run has no deadline, get their raw score back, and a warning."""
     deadline = settings.deadline
+    unstamped = 0
     for name, path in roster.items():
         if not targets[name].is_file():
             continue
@@ -239,12 +290,25 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
         stamped = stamp(result, late) if deadline.due is not None else _unstamped(result)
         if stamped != result:
             write_atomically(targets[name], json.dumps(stamped, indent=2))
+            unstamped += deadline.due is None
+    if unstamped:
+        were = "result was" if unstamped == 1 else "results were"
+        print(
+            f"warning: {unstamped} {were} scored under a [deadline] (late penalties taken off), and this run has no"
+            " deadline.due: their raw scores are back. The policy is applied again on every run: pass the same"
+            " --config and --times to every later --batch run (--summary-only, --csv-format) of this class",
+            file=sys.stderr,
+        )
 
 
 def _unstamped(result: dict) -> dict:
     """A result stamped by an earlier policy, now that the settings have no deadline: its raw score back."""
+    from autograder.render.text import with_late
+
     extra = {key: value for key, value in result.get("extra_data", {}).items() if key != "late"}
-    return {**result, "score": raw_score(result), "extra_data": extra}
+    late = result.get("extra_data", {}).get("late")
+    output = with_late(str(result.get("output", "")), late, None, float(result.get("max_score", 0)))
+    return {**result, "score": raw_score(result), "output": output, "extra_data": extra}
 
 
 # Why a student is graded in this run (and counted so in its first line), besides provenance.REASONS
@@ -339,12 +403,13 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions, settings: S
         )
         return 1
     stats = class_results({name: None if name in missing else _read(targets[name]) for name in roster})
-    unmatched = _write_grades(args, stats)
+    written = _write_grades(args, stats)
     print(inert(summary(stats)))
     _changes_since(args, targets, stats)
     if targets:
         results = {name: None if name in missing else _read(targets[name]) for name in roster}
         _similarity(args, roster, results, next(iter(targets.values())).parent, settings)
+    unmatched = _tell(written)
     return 1 if missing or unmatched else 0
 
 
@@ -437,7 +502,7 @@ def _grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings,
                 name = queue.pop(0)
                 pid = os.fork()
                 if pid == 0:
-                    _grade_in_child(roster[name], targets[name], settings, args.device, zygote, batch)
+                    _grade_in_child(name, roster[name], targets[name], settings, args.device, zygote, batch)
                 running[pid], owners[pid] = name, cgroups.owner(pid)
                 interrupted.check()
             pid, status = os.wait()
@@ -492,13 +557,14 @@ def _progress(done: int, total: int, name: str, target: Path, started: float) ->
     )
 
 
-def _write_grades(args: BatchOptions, stats: ClassResults) -> bool:
-    """--csv in its format; for an LMS, True when students are left unmatched on either side (named here)."""
+def _write_grades(args: BatchOptions, stats: ClassResults) -> list[str]:
+    """--csv in its format; for an LMS, the lines to print last (after the summary, where they are seen): the file
+    and its column, and the students left unmatched on either side (then the batch exits 1)."""
     if not args.csv:
-        return False
+        return []
     if args.csv_format == "plain":
         _write_csv(args.csv, stats)
-        return False
+        return []
     from autograder.gradebook import RosterError, write_canvas, write_moodle
 
     scores = {s.name: float(s.result.get("score", 0)) for s in stats.present}
@@ -509,13 +575,29 @@ def _write_grades(args: BatchOptions, stats: ClassResults) -> bool:
         else:
             written = write_moodle(args.csv, args.roster, args.assignment, scores)
     except RosterError as error:
-        print(f"sdpa-grade: {error}; no --csv written", file=sys.stderr)
-        return True
+        return [f"sdpa-grade: {error}; no --csv written"]
+    grades = f"{written.matched} student's grade" if written.matched == 1 else f"{written.matched} students' grades"
+    if written.column_is_new:
+        others = ", ".join(f"'{inert(name, keep_newlines=False)}'" for name in written.assignments) or "none"
+        where = (
+            f"in a new column '{inert(written.column, keep_newlines=False)}' (the roster has no column for"
+            f" --assignment {inert(args.assignment, keep_newlines=False)}; its assignments: {others})"
+        )
+    else:
+        where = f"in the roster's column '{inert(written.column, keep_newlines=False)}'"
+    lines = [f"note: {args.csv} holds {grades}, {where}"]
     for side, names in (("in the roster but not graded", written.roster_only),
                         ("graded but not in the roster", written.graded_only)):  # fmt: skip
         if names:
-            print(f"sdpa-grade: {len(names)} {side}: {', '.join(shown(n) for n in names)}", file=sys.stderr)
-    return bool(written.roster_only or written.graded_only)
+            lines.append(f"sdpa-grade: {len(names)} {side} (not in {args.csv}): {', '.join(shown(n) for n in names)}")
+    return lines
+
+
+def _tell(lines: list[str]) -> bool:
+    """Print _write_grades' lines (stderr); True when the students were not all matched."""
+    for line in lines:
+        print(line, file=sys.stderr)
+    return any(line.startswith("sdpa-grade: ") for line in lines)
 
 
 LATE_COLUMNS = ("raw_score", "late_penalty", "submitted_at", "hours_late", "extension")

@@ -142,6 +142,9 @@ ONE_ONLY = {
     "metadata": "--times FILE (a CSV of student,submitted_at)",
 }
 
+# what one submission takes instead of a batch's option, where it is not --json / --html
+ONE_INSTEAD = {"times": "--submitted-at TIME (ISO 8601 with an offset) or --metadata FILE (Gradescope's)"}
+
 
 def refused(args: argparse.Namespace) -> str:
     """Why these options cannot go together (one line), or "" when they can: nothing given is ever ignored."""
@@ -161,13 +164,14 @@ def refused(args: argparse.Namespace) -> str:
     if args.batch is None:
         if given:
             option = "--" + given[0].replace("_", "-")
-            return f"{option} applies to --batch DIR only; for one submission use --json FILE and --html FILE"
+            instead = ONE_INSTEAD.get(given[0], "--json FILE and --html FILE")
+            return f"{option} applies to --batch DIR only; for one submission use {instead}"
         return ""
     if args.submission is not None:
         return f"give a SUBMISSION or --batch DIR, not both (got {args.submission} and --batch {args.batch})"
     for name, instead in ONE_ONLY.items():
         if getattr(args, name) is not None:
-            return f"--{name} applies to one submission only; with --batch use {instead}"
+            return f"--{name.replace('_', '-')} applies to one submission only; with --batch use {instead}"
     return ""
 
 

@@ -264,7 +264,11 @@ def _validate(overrides: dict, defaults: dict, where: str) -> None:
             continue
         for key, value in table.items():
             if key not in defaults[section]:
-                raise ConfigError(f"unknown setting {section}.{key} in {where}")
+                import difflib
+
+                near = difflib.get_close_matches(str(key), list(defaults[section]), n=1)
+                hint = f"; did you mean {section}.{near[0]}?" if near else ""
+                raise ConfigError(f"unknown setting {section}.{key} in {where}{hint}")
             label = f"Invalid {section}.{key} {value!r} from {where}"
             if section == "points":
                 _check_number(value, label, whole=False, zero=True)  # half points, and checks worth nothing

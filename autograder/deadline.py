@@ -6,8 +6,8 @@ The policy is the ``[deadline]`` section of the settings (config.py reads it thr
     due = "2026-12-01T23:59:00-05:00"   # ISO 8601 with an offset; leave out (or "") for no deadline
     grace_minutes = 15                   # a submission this little after the due date is on time
     policy = "per_day"                   # none, zero, per_day or per_hour
-    percent = 10                         # per_day / per_hour: percent of the score taken per day (hour) late
-    max_late = 5                         # per_day / per_hour: days (hours) after which the score is 0; 0: no cap
+    percent = 10                         # per_day / per_hour: percent of the raw score taken per day (hour) late
+    max_late = 5                         # per_day / per_hour: more than 5 days (hours) late scores 0; 0: no cap
     [deadline.extensions]
     alice = "2026-12-03T23:59:00-05:00"  # alice's own due date
 
@@ -100,7 +100,11 @@ def parse(table: Mapping, where: str) -> Deadline:
 
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise DeadlineError(f"unknown setting deadline.{unknown[0]} in {where}")
+        import difflib
+
+        near = difflib.get_close_matches(str(unknown[0]), KEYS, n=1)
+        hint = f"; did you mean deadline.{near[0]}?" if near else f"; known: {', '.join(KEYS)}"
+        raise DeadlineError(f"unknown setting deadline.{unknown[0]} in {where}{hint}")
     due_text = table.get("due", "")
     due = parse_time(due_text, "Invalid deadline.due", where) if due_text != "" else None
     numbers = {}
@@ -253,10 +257,14 @@ def gradescope_time(path: Path, deadline: Deadline) -> tuple[str, datetime | Non
 
 def stamp(result: dict, late: Late) -> dict:
     """``result`` with the policy applied: its ``score`` the final one, the late fields under extra_data.late
-    (the tests keep the points they earned: their sum is the raw score)."""
+    (the tests keep the points they earned: their sum is the raw score); its ``output`` ends with the late line
+    (render/text.py), an earlier policy's line replaced."""
+    from autograder.render.text import with_late
+
     extra = dict(result.get("extra_data") or {})
-    extra["late"] = late.fields()
-    return {**result, "score": late.score, "extra_data": extra}
+    old, extra["late"] = extra.get("late"), late.fields()
+    output = with_late(str(result.get("output", "")), old, extra["late"], float(result.get("max_score", 0)))
+    return {**result, "score": late.score, "output": output, "extra_data": extra}
 
 
 def raw_score(result: dict) -> float:

@@ -37,7 +37,7 @@ class CheckChange:
 class StudentChange:
     """Everything that differs for one student between the two folders."""
 
-    student: str  # the result file's name less ``.json``
+    student: str  # the student's name as the batch recorded it (extra_data.student), else the file's name less .json
     old_score: float | None  # None: no result on that side
     new_score: float | None
     old_max: float | None
@@ -49,6 +49,8 @@ class StudentChange:
     vanished: list[str] = field(default_factory=list)
     flagged: list[str] = field(default_factory=list)  # flag kinds raised now and not before
     unflagged: list[str] = field(default_factory=list)
+    old_late: float = 0.0  # the late penalty taken off on each side ([deadline]; 0 for none)
+    new_late: float = 0.0
 
     @property
     def shift(self) -> float | None:
@@ -65,6 +67,7 @@ class Diff:
     old: Path
     new: Path
     compared: int  # students with a result on both sides
+    students: int  # students with a result on either side
     shifts: list[float]  # each compared student's total shift, changed or not
     changes: list[StudentChange]  # students with anything different, in name order (one side only included)
     runs: list[tuple[str, list[str], list[str]]]  # provenance field, old side's values, new side's, where they differ
@@ -117,6 +120,22 @@ def _mistakes(result: dict) -> set[str]:
     }
 
 
+def _late_penalty(result: dict | None) -> float:
+    late = ((result or {}).get("extra_data") or {}).get("late")
+    penalty = late.get("late_penalty") if isinstance(late, dict) else None
+    return float(penalty) if isinstance(penalty, (int, float)) and not isinstance(penalty, bool) else 0.0
+
+
+def name_of(stem: str, *results: dict | None) -> str:
+    """The student's name a batch recorded in their result (``extra_data.student``), else the file's stem: a name
+    that needed a hash for its file (``=1+1`` in ``_1_1-<hash>.json``) is shown as the student's."""
+    for result in results:
+        name = ((result or {}).get("extra_data") or {}).get("student")
+        if isinstance(name, str) and name and len(name) <= 1000:
+            return name
+    return stem
+
+
 def _flags(name: str, result: dict) -> set[str]:
     return {flag.kind for flag in flags_of(name, result)}
 
@@ -136,10 +155,11 @@ def _compare(name: str, old: dict | None, new: dict | None) -> StudentChange | N
         return None if result is None else float(result.get(key, 0))
 
     change = StudentChange(
-        name, total(old, "score"), total(new, "score"), total(old, "max_score"), total(new, "max_score"),
+        name_of(name, new, old),
+        total(old, "score"), total(new, "score"), total(old, "max_score"), total(new, "max_score"),
         status_of(old) if old is not None else MISSING, status_of(new) if new is not None else MISSING,
         checks, sorted(mistakes_new - mistakes_old), sorted(mistakes_old - mistakes_new),
-        sorted(flags_new - flags_old), sorted(flags_old - flags_new),
+        sorted(flags_new - flags_old), sorted(flags_old - flags_new), _late_penalty(old), _late_penalty(new),
     )  # fmt: skip
     moved = (
         change.checks
@@ -150,6 +170,7 @@ def _compare(name: str, old: dict | None, new: dict | None) -> StudentChange | N
         or change.old_status != change.new_status
         or change.old_score != change.new_score
         or change.old_max != change.new_max
+        or change.old_late != change.new_late
     )
     return change if moved else None
 
@@ -204,5 +225,6 @@ def diff(old_folder: Path, new_folder: Path) -> Diff:
     old, new = read_folder(old_folder), read_folder(new_folder)
     names = sorted(set(old) | set(new))
     changes = [c for name in names if (c := _compare(name, old.get(name), new.get(name))) is not None]
+    changes.sort(key=lambda change: change.student)
     shifts = [float(new[n].get("score", 0)) - float(old[n].get("score", 0)) for n in names if n in old and n in new]
-    return Diff(old_folder, new_folder, len(shifts), shifts, changes, _runs(old, new))
+    return Diff(old_folder, new_folder, len(shifts), len(names), shifts, changes, _runs(old, new))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,9 @@ class Written:
     matched: int
     roster_only: list[str]  # roster rows (their Student / name column) with no graded folder
     graded_only: list[str]  # graded students no roster row names
+    column: str = ""  # the column the grades are in
+    column_is_new: bool = False  # True: the roster had no column for the assignment, this one is new
+    assignments: tuple[str, ...] = ()  # the roster's own assignment columns, for a note when column_is_new
 
 
 def _read_roster(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -75,29 +79,53 @@ def _write(path: Path, rows: list[list[str]]) -> None:
     write_atomically(path, text.getvalue())
 
 
-def _column(header: list[str], title: str) -> str:
-    """The roster's column for the assignment: ``title`` itself or Canvas's ``title (id)``; else ``title``."""
+# an assignment's column as each LMS names it: Canvas "Title (1234)", Moodle "Assignment: Title (Real)"
+_ASSIGNMENT = re.compile(r"^(?:[^:()]+: )?(?P<title>.+?) \([^()]*\)$")
+
+
+def _column(header: list[str], title: str) -> tuple[str, bool]:
+    """The roster's column for the assignment, compared without case: ``title`` itself, Canvas's ``title (id)`` or
+    Moodle's ``Type: title (display)``; else a new column ``title`` (True)."""
+    wanted = title.strip().casefold()
     for name in header:
-        if name == title or (name.startswith(f"{title} (") and name.endswith(")")):
-            return name
-    return title
+        found = _ASSIGNMENT.match(name)
+        if name.casefold() == wanted or (found and found["title"].casefold() == wanted):
+            return name, False
+    return title, True
 
 
-def write_canvas(path: Path, roster: Path, title: str, scores: Mapping[str, float], points: float) -> Written:
-    """Canvas's gradebook import: the roster's identity columns, the assignment's column and Points Possible."""
+def _assignments(header: list[str]) -> tuple[str, ...]:
+    return tuple(name for name in header if _ASSIGNMENT.match(name))
+
+
+def check_roster(roster: Path, csv_format: str) -> tuple[list[str], list[list[str]]]:
+    """The roster's header and rows, where it is the LMS's export ``csv_format`` needs; RosterError naming it if not.
+    The batch calls it before it grades anyone: a roster it cannot use is a bad option, not a failure at the end."""
     header, rows = _read_roster(roster)
-    identity = [name for name in CANVAS_IDENTITY if name in header]
-    if "Student" not in identity or not any(key in header for key in CANVAS_MATCH):
+    if csv_format == "canvas" and ("Student" not in header or not any(key in header for key in CANVAS_MATCH)):
         raise RosterError(
             f"roster {roster} is not a Canvas gradebook export: it needs a Student column and one of"
             f" {', '.join(CANVAS_MATCH)} (has: {', '.join(header)})"
         )
+    if csv_format == "moodle" and not any(key in header for key in MOODLE_MATCH):
+        raise RosterError(
+            f"roster {roster} is not a Moodle grade export: it needs one of {', '.join(MOODLE_MATCH)}"
+            f" (has: {', '.join(header)})"
+        )
+    return header, rows
+
+
+def write_canvas(path: Path, roster: Path, title: str, scores: Mapping[str, float], points: float) -> Written:
+    """Canvas's gradebook import: the roster's identity columns, the assignment's column and Points Possible."""
+    header, rows = check_roster(roster, "canvas")
+    identity = [name for name in CANVAS_IDENTITY if name in header]
     if identity[-1] != "Section" and "Section" in identity:
         identity.remove("Section")
         identity.append("Section")
-    column = _column(header, title)
+    column, new = _column(header, title)
     out = [[*identity, column], [" " * 4 + POINTS_POSSIBLE, *[""] * (len(identity) - 1), f"{points:g}"]]
-    return _fill(path, out, header, rows, identity, CANVAS_MATCH, scores, skip=_canvas_skip)
+    written = _fill(path, out, header, rows, identity, CANVAS_MATCH, scores, skip=_canvas_skip)
+    return Written(written.matched, written.roster_only, written.graded_only, column, new, _assignments(header))
 
 
 def _canvas_skip(row: dict[str, str]) -> bool:
@@ -108,15 +136,11 @@ def _canvas_skip(row: dict[str, str]) -> bool:
 
 def write_moodle(path: Path, roster: Path, title: str, scores: Mapping[str, float]) -> Written:
     """Moodle's grade import (Grades > Import > CSV file): identity columns and one grade column."""
-    header, rows = _read_roster(roster)
+    header, rows = check_roster(roster, "moodle")
     identity = [name for name in MOODLE_IDENTITY if name in header]
-    if not any(key in header for key in MOODLE_MATCH):
-        raise RosterError(
-            f"roster {roster} is not a Moodle grade export: it needs one of {', '.join(MOODLE_MATCH)}"
-            f" (has: {', '.join(header)})"
-        )
-    out = [[*identity, _column(header, title)]]
-    return _fill(path, out, header, rows, identity, MOODLE_MATCH, scores, skip=lambda row: False)
+    column, new = _column(header, title)
+    written = _fill(path, [[*identity, column]], header, rows, identity, MOODLE_MATCH, scores, skip=lambda row: False)
+    return Written(written.matched, written.roster_only, written.graded_only, column, new, _assignments(header))
 
 
 def _fill(path, out, header, rows, identity, keys, scores, *, skip) -> Written:

@@ -6,7 +6,9 @@ extension nbgrader holds). This plugin takes the submission's time from nbgrader
 ``timestamp.txt`` that ``nbgrader collect`` keeps) and computes the penalty from the grading settings alone
 (``deadline.apply``: the same due date, grace, policy and extensions as ``sdpa-grade``), so that
 ``nbgrader export`` and ``sdpa-grade --csv`` give the same final scores. Set the assignment's nbgrader due
-date no later than ``[deadline].due`` (docs/instructor.md, "Deadlines"), or nbgrader never asks.
+date no later than ``[deadline].due`` (docs/instructor.md, "Deadlines"), or nbgrader never asks:
+``GradeNotebook`` warns, for every notebook it grades, where nbgrader's assignment has no due date or a later one
+(``due_date_problem``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,34 @@ from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Unicode
 
 from autograder.config import ConfigError, load_settings
-from autograder.deadline import apply
+from autograder.deadline import Deadline, apply
+
+
+def due_date_problem(db_url: str, assignment: str, deadline: Deadline) -> str:
+    """Why nbgrader will not charge the [deadline] policy for ``assignment`` ("" when it will, or there is no
+    deadline): nbgrader asks the late plugin only for a submission later than the due date in its own gradebook."""
+    if deadline.due is None:
+        return ""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    try:
+        with Gradebook(db_url) as gradebook:
+            duedate = gradebook.find_assignment(assignment).duedate  # naive UTC, as nbgrader stores it
+    except (MissingEntry, OSError, ValueError) as error:
+        return f"nbgrader's gradebook has no assignment {assignment} to read its due date from ({error})"
+    due = deadline.due.astimezone(timezone.utc)
+    command = f'nbgrader db assignment add {assignment} --duedate="{due:%Y-%m-%d %H:%M:%S} UTC"'
+    if duedate is None:
+        return (
+            f"[deadline] is set (due {deadline.due.isoformat()}) but nbgrader's assignment {assignment} has no due"
+            f" date: nbgrader never asks the late plugin, so no late penalty is charged on this path. Run: {command}"
+        )
+    if duedate.replace(tzinfo=timezone.utc) > due:
+        return (
+            f"nbgrader's due date for {assignment} ({duedate} UTC) is later than [deadline].due"
+            f" ({deadline.due.isoformat()}): a submission late between the two is charged nothing. Run: {command}"
+        )
+    return ""
 
 
 class CourseDeadline(LateSubmissionPlugin):

@@ -6,7 +6,7 @@ import time
 
 from autograder import provenance
 from autograder.render.inert import inert
-from autograder.render.text import FLAGGED, graded_file_text, output_text
+from autograder.render.text import FLAGGED, graded_file_text, late_sentence, output_text
 from autograder.status import Status
 
 # What happens after the grader's own failure, as it really is on every path: nothing reaches the
@@ -137,6 +137,9 @@ def table(result: dict, width: int = 100) -> str:
         lines += [f"    {line}" for line in more]  # a picture's block grid, under the feedback
     lines.append("-" * width)
     lines.append(f"{'total':<56} {result['score']:g}/{result['max_score']:g}")
+    late = (result.get("extra_data") or {}).get("late")
+    if isinstance(late, dict) and late_sentence(late, float(result.get("max_score", 0))):
+        lines.append(late_sentence(late, float(result.get("max_score", 0))))
     if result.get("ungradable"):
         lines.append(f"not graded: {inert(result['ungradable'])}")
     note = graded_file_text(result.get("extra_data") or {})

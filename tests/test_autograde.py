@@ -128,3 +128,32 @@ def test_points_the_settings_give_otherwise_stop_the_notebook_before_grading(tmp
     cell.metadata["nbgrader"]["points"] = 5
     assert GradeNotebook(settings_file=str(course)).settings().points["scale_values"] == 5
     assert points_mismatch([cell], GradeNotebook(settings_file=str(course)).settings().points) == []
+
+
+@pytest.mark.slow  # 15 s measured on 2 loaded cores: nbgrader makes its gradebook through alembic
+@pytest.mark.timeout(120)
+def test_a_deadline_nbgrader_does_not_hold_is_warned(tmp_path, monkeypatch):
+    """[deadline] set but nbgrader's assignment has no due date (nbgrader then never asks the late plugin), or one
+    later than [deadline].due: a warning naming the command that fixes it; the same due date: none."""
+    import os
+    from datetime import datetime
+
+    from nbgrader.api import Gradebook
+
+    from autograder.deadline import parse
+    from autograder.late_plugin import due_date_problem
+    from tests.helpers import BIN
+
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")  # nbgrader makes its db with alembic
+    db = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    deadline = parse({"due": "2026-12-01T23:59:00-05:00", "policy": "per_day", "percent": 10}, "course.toml")
+    with Gradebook(db) as gradebook:
+        gradebook.add_assignment("sdpa")
+        gradebook.add_assignment("late", duedate=datetime(2026, 12, 3, 4, 59))
+        gradebook.add_assignment("same", duedate=datetime(2026, 12, 2, 4, 59))
+    said = due_date_problem(db, "sdpa", deadline)
+    assert "nbgrader's assignment sdpa has no due date" in said and "no late penalty" in said
+    assert 'nbgrader db assignment add sdpa --duedate="2026-12-02 04:59:00 UTC"' in said
+    assert "later than [deadline].due" in due_date_problem(db, "late", deadline)
+    assert due_date_problem(db, "same", deadline) == ""
+    assert due_date_problem(db, "sdpa", parse({}, "course.toml")) == ""

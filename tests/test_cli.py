@@ -165,6 +165,8 @@ def test_no_message_claims_the_instructor_was_told(tmp_path):
         (["--batch", "CLASS", "--html", "OUT"], "--html applies to one submission only; with --batch use --report"),
         (["--batch", "CLASS", "--json", "OUT"], "--json applies to one submission only; with --batch use --json-dir"),
         (["REFERENCE", "--batch", "CLASS"], "give a SUBMISSION or --batch DIR, not both"),
+        (["REFERENCE", "--times", "OUT"], "--times applies to --batch DIR only; for one submission use --submitted-at"),
+        (["--batch", "CLASS", "--submitted-at", "2026-12-01T23:59:00Z"], "--submitted-at applies to one submission"),
     ],
 )
 def test_options_that_would_be_ignored_are_refused(tmp_path, options, reason):

@@ -92,6 +92,10 @@ def test_a_missing_time_is_flagged_and_costs_nothing():
         ),
         ({"extensions": {"bob": DUE}}, "extensions need a due date"),
         ({"due": DUE, "late": 1}, "unknown setting deadline.late"),
+        (
+            {"due": DUE, "grace_minute": 1},
+            "unknown setting deadline.grace_minute in course.toml; did you mean deadline.grace_minutes?",
+        ),  # fmt: skip
     ],
 )
 def test_bad_settings_name_the_key(table, says):
@@ -131,3 +135,116 @@ def test_the_dashboard_shows_each_late_penalty():
     page = dashboard(class_results(results), {name: f"{name}.html" for name in results})
     assert "raw 40, late penalty 4 (2 h late)" in page
     assert page.count('class="muted late"') == 1
+
+
+# ---- the batch's notes on a policy that does nothing it seems to do (no grading: --summary-only over results) ----
+
+RESULT = {"score": 40.0, "max_score": 55.0, "output": "", "tests": []}
+
+
+def _graded_class(tmp_path, names=("alice", "bob"), result=RESULT):
+    """A class folder (one empty folder per student) and its results folder, as a batch leaves them."""
+    import json
+
+    folder, out = tmp_path / "submitted", tmp_path / "grades"
+    out.mkdir()
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        (out / f"{name}.json").write_text(json.dumps(result))
+    return folder, out
+
+
+def _summary(folder, out, *extra):
+    from tests.helpers import BIN, run
+
+    return run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--summary-only", *extra])
+
+
+@pytest.mark.timeout(60)
+def test_a_run_without_the_deadline_that_scored_the_results_warns(tmp_path):
+    """Results a [deadline] penalised, re-applied by a run with no deadline (no --config): the raw scores come back,
+    and the run says so, naming how many students and what to pass."""
+    import json
+
+    late = apply(_policy(policy="per_day", percent=10), "bob", 40.0, TIMES["hours2"])
+    folder, out = _graded_class(tmp_path)
+    (out / "bob.json").write_text(json.dumps({**RESULT, "score": late.score, "extra_data": {"late": late.fields()}}))
+    done = _summary(folder, out)
+    assert done.returncode == 0, done.stderr
+    assert "warning: 1 result was scored under a [deadline] (late penalties taken off)" in done.stderr
+    assert "the same --config and --times" in done.stderr
+    assert json.loads((out / "bob.json").read_text())["score"] == 40.0
+
+
+@pytest.mark.timeout(60)
+def test_a_policy_that_takes_nothing_off_is_noted(tmp_path):
+    """An extension naming no student, a percent with no policy, times for a student not in the class, and --times
+    with no deadline: each accepted, each told (stderr), naming the key or the student."""
+    folder, out = _graded_class(tmp_path)
+    times = tmp_path / "times.csv"
+    times.write_text(f"student,submitted_at\nalice,{DUE}\nalise,{DUE}\n", encoding="utf-8")
+    course = tmp_path / "course.toml"
+    course.write_text(f'[deadline]\ndue = "{DUE}"\npercent = 10\n[deadline.extensions]\nalicee = "{DUE}"\n')
+    done = _summary(folder, out, "--config", str(course), "--times", str(times))
+    assert done.returncode == 0, done.stderr
+    assert "warning: deadline.percent is 10 but deadline.policy is none" in done.stderr
+    assert "warning: deadline.extensions names no student in" in done.stderr and "alicee" in done.stderr
+    assert f"warning: --times {times} names 1 student not in" in done.stderr and "alise" in done.stderr
+    done = _summary(folder, out, "--times", str(times))
+    assert f"warning: --times {times} is not used: the settings have no deadline.due" in done.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("roster_text, says", [(None, "cannot be read"), ("a,b\n1,2\n", "not a Canvas gradebook")])
+def test_an_unusable_roster_is_refused_before_any_grading(tmp_path, roster_text, says):
+    """A roster that is missing or not the LMS's export: exit 2 naming it, before a student is graded."""
+    folder, out = _graded_class(tmp_path, names=("alice",))
+    (folder / "newcomer").mkdir()  # no result yet: a batch that graded before looking at the roster would grade it
+    roster = tmp_path / "roster.csv"
+    if roster_text is not None:
+        roster.write_text(roster_text, encoding="utf-8")
+    from tests.helpers import BIN, run
+
+    done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--csv", str(tmp_path / "c"),
+                "--csv-format", "canvas", "--roster", str(roster)])  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"roster {roster}" in done.stderr and says in done.stderr
+    assert not (out / "newcomer.json").exists() and not (tmp_path / "c").exists()
+
+
+def test_a_late_student_is_told_the_penalty_in_one_sentence():
+    """The late line (hours late, the share of the raw score taken off, the final score) in results.json's output, the
+    terminal's table and the HTML page; applied again, it replaces itself; with no deadline, it is gone."""
+    from autograder.deadline import stamp
+    from autograder.render.text import late_sentence
+    from autograder.report import table
+
+    result = {"score": 47.0, "max_score": 55.0, "output": "Graded by the hidden checks.", "tests": []}
+    late = apply(_policy(policy="per_day", percent=10), "hours2", 47.0, TIMES["hours2"])
+    sentence = "Late: 2.0 h after the due date; 10% of 47 taken off (4.7): 42.3/55."
+    assert late_sentence(late.fields(), 55.0) == sentence
+    stamped = stamp(result, late)
+    assert stamped["output"] == f"Graded by the hidden checks.\n{sentence}"
+    assert table(stamped).splitlines()[-1] == sentence
+    again = stamp(stamped, apply(_policy(policy="per_day", percent=20), "hours2", 47.0, TIMES["hours2"]))
+    assert again["output"] == "Graded by the hidden checks.\nLate: 2.0 h after the due date; 20% of 47 taken off" \
+        " (9.4): 37.6/55."  # fmt: skip
+    extended = _policy(policy="per_day", percent=10, extensions=EXTENSIONS)
+    assert late_sentence(apply(extended, "extended", 47.0, TIMES["extended"]).fields(), 55.0) == (
+        "Submitted by your extended due date (2026-12-05T23:59:00-05:00): nothing taken off."
+    )
+    assert "no late penalty was applied" in late_sentence(apply(extended, "x", 47.0, None).fields(), 55.0)
+    assert late_sentence(apply(extended, "ontime", 47.0, TIMES["ontime"]).fields(), 55.0) == ""
+    pytest.importorskip("jinja2", reason="the page is a jinja2 template (the [report] extra)")
+    from autograder.render.html import student_page
+
+    page = student_page("hours2", stamped)
+    assert page.count("10% of 47 taken off (4.7)") == 1 and 'class="late"' in page
+
+
+def test_max_late_is_more_than_that_many_days():
+    """max_late = 5 (per day): exactly 5 days late is 5 days begun (50% off); 5 days and a minute is 6, scored 0,
+    as docs/instructor.md says ('more than 5 days')."""
+    deadline = _policy(policy="per_day", percent=10, max_late=5)
+    assert apply(deadline, "x", 40.0, DUE_AT + timedelta(days=5)).score == 20.0
+    assert apply(deadline, "x", 40.0, DUE_AT + timedelta(days=5, minutes=1)).score == 0.0

@@ -249,3 +249,71 @@ def test_diff_says_which_settings_changed_between_the_runs(tmp_path):
     found = diff(old, new)
     assert found.runs == [("settings_sha256", ["s1"], ["s2"]), ("points.scale_values", ["2.0"], ["5.0"])]
     assert found.changes == []  # the same points were earned: nobody's grade moved
+
+
+def test_the_summary_counts_every_student_on_either_side(tmp_path):
+    """'N of M change': M is every student in either folder (a one-sided student is a change of M), never fewer
+    than N; the mean is over the students on both sides."""
+    from autograder.render.diff import headline
+
+    full = {"scale_values": 2.0}
+    old = _write(tmp_path / "old", {"a": _result(full), "gone": _result(full)})
+    new = _write(tmp_path / "new", {"a": _result(full), "came": _result(full), "also": _result(full)})
+    found = diff(old, new)
+    assert (len(found.changes), found.students, found.compared) == (3, 4, 1)
+    assert headline(found) == "3 of 4 change: 0 up, 0 down, mean +0.0"
+
+
+def test_a_late_penalty_that_moved_is_on_the_students_line(tmp_path):
+    """A total that moved partly by a late penalty says so (old -> new penalty), in the line and in the CSV."""
+    from autograder.render.diff import line, write_csv
+
+    def late(points: float, penalty: float) -> dict:
+        result = _result({"scale_values": points})
+        late = {"raw_score": points, "late_penalty": penalty, "score": points - penalty}
+        return {**result, "score": points - penalty, "extra_data": {"late": late}}
+
+    old = _write(tmp_path / "old", {"carol": late(2.0, 0.5), "dan": late(2.0, 0.5)})
+    new = _write(tmp_path / "new", {"carol": _result({"scale_values": 2.0}), "dan": late(2.0, 0.5)})
+    found = diff(old, new)
+    assert [c.student for c in found.changes] == ["carol"]
+    assert line(found.changes[0]) == "carol: 1.5 -> 2 (+0.5); late penalty 0.5 -> 0"
+    write_csv(tmp_path / "d.csv", found)
+    rows = list(csv.DictReader((tmp_path / "d.csv").open(newline="", encoding="utf-8")))
+    assert [r["what"] for r in rows] == ["late penalty 0.5 -> 0"]
+
+
+def test_a_hashed_file_name_is_shown_as_the_students_name(tmp_path):
+    """A student whose result file needed a hash ('=1+1' in _1_1-<hash>.json) is named as the batch names them,
+    in the line and (neutralised) in the CSV, as the plain CSV does; a file with no name recorded keeps its stem."""
+    from autograder.render.diff import line, write_csv
+    from autograder.roster import result_names
+
+    file = result_names(["=1+1"])["=1+1"].removesuffix(".json")
+    named = {**_result({"scale_values": 2.0}), "extra_data": {"student": "=1+1"}}
+    old = _write(tmp_path / "old", {file: named, "b": _result({"scale_values": 2.0})})
+    new = _write(tmp_path / "new", {file: {**named, "score": 0.0}, "b": _result({"scale_values": 0.0})})
+    found = diff(old, new)
+    assert [line(c).split(":")[0] for c in found.changes] == ["=1+1", "b"]
+    write_csv(tmp_path / "d.csv", found)
+    rows = list(csv.DictReader((tmp_path / "d.csv").open(newline="", encoding="utf-8")))
+    assert {r["student"] for r in rows} == {"b", "'=1+1"}
+
+
+def test_the_settings_keys_that_differ_keep_their_underscores_on_the_dashboard(tmp_path):
+    """The dashboard's Changes section names a setting as the command does: 'setting points.scale_values'."""
+    pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
+    from autograder.class_results import class_results
+    from autograder.render.dashboard import dashboard
+    from autograder.render.diff import lines
+
+    def graded(points: float, digest: str) -> dict:
+        provenance = {"settings_sha256": digest, "settings": {"points": {"scale_values": points}}}
+        return _result({"scale_values": 2.0}, extra_data={"provenance": provenance})
+
+    old = _write(tmp_path / "old", {"a": graded(2.0, "s1")})
+    new = _write(tmp_path / "new", {"a": graded(5.0, "s2")})
+    found = diff(old, new)
+    assert "  setting points.scale_values differs: 2.0 -> 5.0" in lines(found)
+    page = dashboard(class_results({"a": graded(5.0, "s2")}), {"a": "a.html"}, found)
+    assert "setting points.scale_values" in page and "settings sha256" in page

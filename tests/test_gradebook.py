@@ -94,3 +94,45 @@ def test_gradescope_visibility_is_the_courses_choice(tmp_path):
     tests = json.loads((tmp_path / "r.json").read_text())["tests"]
     assert {t["visibility"] for t in tests if t["max_score"] > 0} == {"after_due_date"}
     assert {t["visibility"] for t in tests if t["max_score"] == 0} <= {"hidden"}
+
+
+def test_the_assignments_column_is_found_without_case_and_named(tmp_path):
+    """'sdpa' finds Canvas's 'SDPA (2024)' and Moodle's 'Assignment: SDPA (Real)' (any case); what was written says
+    which column it is and whether the roster had it, and lists the roster's assignment columns."""
+    roster = tmp_path / "roster.csv"
+    roster.write_text(CANVAS_ROSTER, encoding="utf-8")
+    written = write_canvas(tmp_path / "c.csv", roster, "sdpa", {"jdoe": 55.0}, 55.0)
+    assert (written.column, written.column_is_new) == ("SDPA (2024)", False)
+    assert _read(tmp_path / "c.csv")[0][-1] == "SDPA (2024)"
+    written = write_canvas(tmp_path / "c.csv", roster, "Attention", {"jdoe": 55.0}, 55.0)
+    assert (written.column, written.column_is_new) == ("Attention", True)
+    assert written.assignments == ("Quiz 1 (101)", "SDPA (2024)")
+    moodle = tmp_path / "moodle.csv"
+    moodle.write_text("First name,Last name,Email address,Assignment: SDPA (Real)\nJane,Doe,jane@uni.edu,\n")
+    written = write_moodle(tmp_path / "m.csv", moodle, "sdpa", {"jane@uni.edu": 50.0})
+    assert (written.column, written.column_is_new) == ("Assignment: SDPA (Real)", False)
+    assert _read(tmp_path / "m.csv")[0] == ["First name", "Last name", "Email address", "Assignment: SDPA (Real)"]
+
+
+@pytest.mark.timeout(60)
+def test_the_unmatched_and_the_column_are_told_last_naming_the_file(tmp_path):
+    """After the class summary: the file written, its column, and the students left unmatched (exit 1)."""
+    import json
+
+    from tests.helpers import BIN, run
+
+    folder, out = tmp_path / "submitted", tmp_path / "grades"
+    out.mkdir()
+    for name in ("jdoe", "stray"):
+        (folder / name).mkdir(parents=True)
+        (out / f"{name}.json").write_text(json.dumps({"score": 40.0, "max_score": 55.0, "output": "", "tests": []}))
+    roster = tmp_path / "roster.csv"
+    roster.write_text(CANVAS_ROSTER, encoding="utf-8")
+    canvas = tmp_path / "canvas.csv"
+    done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--summary-only",
+                "--csv", str(canvas), "--csv-format", "canvas", "--roster", str(roster)])  # fmt: skip
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-3:]
+    assert last[0] == f"note: {canvas} holds 1 student's grade, in the roster's column 'SDPA (2024)'"
+    assert last[1].startswith(f"sdpa-grade: 3 in the roster but not graded (not in {canvas}): ")
+    assert last[2] == f"sdpa-grade: 1 graded but not in the roster (not in {canvas}): stray"

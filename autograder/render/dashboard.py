@@ -115,7 +115,7 @@ def _changes(found: Diff | None, stats: ClassResults) -> dict | None:
     """--diff OLD: the summary, one row per student that changed (linked to their page), and the shifts' plot."""
     if found is None:
         return None
-    from autograder.render.diff import _number, _what, headline
+    from autograder.render.diff import _number, _what, headline, run_field
 
     by_file = {s.file.removesuffix(".json"): s.name for s in stats.students}
     rows = [{"student": by_file.get(c.student, c.student), "old": c.old_score, "new": c.new_score, "shift": c.shift,
@@ -128,7 +128,7 @@ def _changes(found: Diff | None, stats: ClassResults) -> dict | None:
         figure = images.histogram_png(found.shifts, bins=bins, xlabel="new score - old score", title="Score shift")
         plot = images.data_uri(figure)
     return {"old": str(found.old), "headline": headline(found), "rows": rows, "plot": plot,
-            "runs": [(key.replace("_", " "), ", ".join(a) or "not recorded", ", ".join(b) or "not recorded")
+            "runs": [(run_field(key), ", ".join(a) or "not recorded", ", ".join(b) or "not recorded")
                      for key, a, b in found.runs]}  # fmt: skip
 
 

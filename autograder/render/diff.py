@@ -10,6 +10,7 @@ from autograder.atomic import write_atomically
 from autograder.class_results import MISSING, describe, reason
 from autograder.diff import Diff, StudentChange
 from autograder.render.inert import inert
+from autograder.roster import shown
 
 CSV_COLUMNS = ["student", "check", "old_points", "new_points", "old_score", "new_score", "what"]
 
@@ -19,8 +20,9 @@ def _number(value: float | None) -> str:
 
 
 def headline(d: Diff) -> str:
-    """'7 of 40 change: 5 up, 2 down, mean +0.8' (the mean over every student compared, changed or not)."""
-    return f"{len(d.changes)} of {d.compared} change: {d.up} up, {d.down} down, mean {d.mean_shift:+.1f}"
+    """'7 of 40 change: 5 up, 2 down, mean +0.8': of every student on either side (one on one side only is a change);
+    the mean over every student on both sides, changed or not."""
+    return f"{len(d.changes)} of {d.students} change: {d.up} up, {d.down} down, mean {d.mean_shift:+.1f}"
 
 
 def _what(change: StudentChange) -> list[str]:
@@ -35,6 +37,8 @@ def _what(change: StudentChange) -> list[str]:
             parts.append(f"{change.old_status} -> {change.new_status}")
     if change.old_max != change.new_max and MISSING not in (change.old_status, change.new_status):
         parts.append(f"out of {_number(change.old_max)} -> {_number(change.new_max)}")
+    if change.old_late != change.new_late:
+        parts.append(f"late penalty {_number(change.old_late)} -> {_number(change.new_late)}")
     parts += [f"mistake appeared: {describe(m)}" for m in change.appeared]
     parts += [f"mistake gone: {describe(m)}" for m in change.vanished]
     parts += [f"now flagged: {reason(f)}" for f in change.flagged]
@@ -49,7 +53,12 @@ def line(change: StudentChange) -> str:
         total += f" ({change.shift:+g})"
     checks = ", ".join(f"{c.check} {_number(c.old)} -> {_number(c.new)}" for c in change.checks)
     rest = "; ".join(filter(None, [checks, *_what(change)]))
-    return inert(f"{change.student}: {total}" + (f"; {rest}" if rest else ""), keep_newlines=False)
+    return inert(f"{shown(change.student)}: {total}" + (f"; {rest}" if rest else ""), keep_newlines=False)
+
+
+def run_field(key: str) -> str:
+    """A provenance field in words ('settings sha256'), a setting by its own key ('setting points.scale_values')."""
+    return f"setting {key}" if "." in key else key.replace("_", " ")
 
 
 def lines(d: Diff) -> list[str]:
@@ -57,8 +66,7 @@ def lines(d: Diff) -> list[str]:
     out = [f"Grades from {d.old} to {d.new}: {headline(d)}"]
     for key, before, after in d.runs:
         out.append(
-            f"  {key.replace('_', ' ') if '.' not in key else 'setting ' + key} differs: "
-            f"{', '.join(before) or 'not recorded'} -> {', '.join(after) or 'not recorded'}"
+            f"  {run_field(key)} differs: {', '.join(before) or 'not recorded'} -> {', '.join(after) or 'not recorded'}"
         )
     out += [f"  {line(change)}" for change in d.changes]
     return out
@@ -74,7 +82,9 @@ def write_csv(path: Path, d: Diff) -> None:
     for change in d.changes:
         scores = [_number(change.old_score), _number(change.new_score)]
         for check in change.checks:
-            writer.writerow([_cell(change.student), check.check, _number(check.old), _number(check.new), *scores, ""])
+            writer.writerow(
+                [_cell(shown(change.student)), check.check, _number(check.old), _number(check.new), *scores, ""]
+            )
         for what in _what(change) or ([] if change.checks else ["total"]):
-            writer.writerow([_cell(change.student), "", "", "", *scores, _cell(what)])
+            writer.writerow([_cell(shown(change.student)), "", "", "", *scores, _cell(what)])
     write_atomically(path, text.getvalue())

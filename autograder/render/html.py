@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from autograder.render import images
 from autograder.render.inert import inert
-from autograder.render.text import block_grid
+from autograder.render.text import block_grid, late_sentence, with_late
 from autograder.roster import shown
 
 if TYPE_CHECKING:
@@ -66,9 +66,13 @@ def check_rows(result: dict) -> list[dict]:
 def student_page(name: str, result: dict, back: str | None = None) -> str:
     """One student's feedback page; ``back``: the link to the class dashboard, if any."""
     notice = "notice" if result.get("ungradable") or result.get("grader_error") else "muted"
+    late = (result.get("extra_data") or {}).get("late")
+    max_score = float(result.get("max_score", 0))
+    sentence = late_sentence(late, max_score) if isinstance(late, dict) else ""
+    output = with_late(str(result.get("output", "")), late, None, max_score)  # the late line has its own place
     return templates().get_template("student.html").render(
         name=name, back=back, score=result.get("score", 0), max_score=result.get("max_score", 0), notice=notice,
-        output=result.get("output", ""), rows=check_rows(result),
+        output=output, late=sentence, rows=check_rows(result),
     )  # fmt: skip
 
 

@@ -30,6 +30,32 @@ LEGEND = (
 )
 
 
+def late_sentence(late: dict, max_score: float) -> str:
+    """A student's late line, from a result's ``extra_data.late`` (deadline.Late's fields, the one source of the
+    arithmetic): how late, the share of the raw score taken off, the final score; "" for a submission on time."""
+    hours, penalty, raw = late.get("hours_late") or 0, late.get("late_penalty") or 0, late.get("raw_score") or 0
+    extension = late.get("extension") or ""
+    if late.get("missing_time"):
+        return "No submission time was found, so no late penalty was applied; your instructor will review it."
+    if not hours:
+        return f"Submitted by your extended due date ({extension}): nothing taken off." if extension else ""
+    due = f"your extended due date ({extension})" if extension else "the due date"
+    score = f"{late.get('score', raw):g}/{max_score:g}"
+    if not penalty:
+        return f"Late: {hours:.1f} h after {due}; nothing taken off: {score}."
+    share = f"{round(100 * penalty / raw, 1):g}%" if raw else "all"
+    return f"Late: {hours:.1f} h after {due}; {share} of {raw:g} taken off ({penalty:g}): {score}."
+
+
+def with_late(output: str, old: dict | None, new: dict | None, max_score: float) -> str:
+    """results.json's top-level ``output`` with its late line: an earlier policy's line replaced by this one's
+    (``new`` None: the line removed)."""
+    if isinstance(old, dict) and (before := late_sentence(old, max_score)):
+        output = output.removesuffix(f"\n{before}")
+    after = late_sentence(new, max_score) if isinstance(new, dict) else ""
+    return f"{output}\n{after}" if after else output
+
+
 def graded_file_text(extra: dict) -> str:
     """What a result's ``extra_data`` says about the file graded (submission.choose), "" unless it flags the student:
     other files that could be the submission, or a search stopped by a bound. The caller adds FLAGGED where it fits."""
