@@ -229,13 +229,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
     print(inert(summary(stats)))
     found = _changes_since(args, targets, stats)
-    similar = _similarity(args, roster, results, out, settings)
-    if args.report:
-        from autograder.render.dashboard import write_report
-
-        pages = write_report(args.report, stats, found, similar)
-        mark_output(pages)
-        print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
+    _dashboard(args, stats, found, _similarity(args, roster, results, out, settings))
     unmatched = _tell(written)
     if failures:
         print(
@@ -405,12 +399,26 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions, settings: S
     stats = class_results({name: None if name in missing else _read(targets[name]) for name in roster})
     written = _write_grades(args, stats)
     print(inert(summary(stats)))
-    _changes_since(args, targets, stats)
+    found = _changes_since(args, targets, stats)
+    similar = None
     if targets:
         results = {name: None if name in missing else _read(targets[name]) for name in roster}
-        _similarity(args, roster, results, next(iter(targets.values())).parent, settings)
+        similar = _similarity(args, roster, results, next(iter(targets.values())).parent, settings)
+    _dashboard(args, stats, found, similar)
     unmatched = _tell(written)
     return 1 if missing or unmatched else 0
+
+
+def _dashboard(args: BatchOptions, stats: ClassResults, found, similar) -> None:
+    """--report FILE: the class's dashboard (with the Changes and similarity sections asked for) and each student's
+    feedback page, after a batch and after --summary-only alike."""
+    if not args.report:
+        return
+    from autograder.render.dashboard import write_report
+
+    pages = write_report(args.report, stats, found, similar)
+    mark_output(pages)
+    print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
 
 
 def _similarity(args: BatchOptions, roster: dict, results: dict, out: Path, settings: Settings):
