@@ -396,14 +396,12 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions, settings: S
             file=sys.stderr,
         )
         return 1
-    stats = class_results({name: None if name in missing else _read(targets[name]) for name in roster})
+    results = {name: None if name in missing else _read(targets[name]) for name in roster}
+    stats = class_results(results)
     written = _write_grades(args, stats)
     print(inert(summary(stats)))
     found = _changes_since(args, targets, stats)
-    similar = None
-    if targets:
-        results = {name: None if name in missing else _read(targets[name]) for name in roster}
-        similar = _similarity(args, roster, results, next(iter(targets.values())).parent, settings)
+    similar = _similarity(args, roster, results, next(iter(targets.values())).parent, settings) if targets else None
     _dashboard(args, stats, found, similar)
     unmatched = _tell(written)
     return 1 if missing or unmatched else 0

@@ -39,9 +39,13 @@ class Reply:
     outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
 
     @classmethod
-    def skipped_after_hang(cls, target: str) -> Reply:
-        message = f"{target} did not finish in an earlier call, so it was not run again"
+    def hang(cls, message: str) -> Reply:
+        """The student's time-out, as the sandbox itself found it (the one place ``hung`` is set)."""
         return cls(False, error="Timeout", message=message, hung=True)
+
+    @classmethod
+    def skipped_after_hang(cls, target: str) -> Reply:
+        return cls.hang(f"{target} did not finish in an earlier call, so it was not run again")
 
     def describe(self) -> str:
         return f"{self.error}: {self.message}" if self.message else self.error

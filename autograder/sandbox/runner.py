@@ -301,7 +301,7 @@ class Sandbox(Runner):
     def _budget_reply(self) -> Reply:
         """The student's time-out once the whole grading's budget has run out."""
         message = f"the grading's time budget of {self.budget:g} s ran out (its calls together took too long)"
-        return Reply(False, error="Timeout", message=message, hung=True)
+        return Reply.hang(message)
 
     def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
         """Call ``target`` of the student's module with plain tensors; never raises for the student's faults."""
@@ -409,13 +409,13 @@ class Sandbox(Runner):
             return self._budget_reply()
         except _NoAnswer:
             self._kill_child()
-            return Reply(False, error="Timeout", message=f"no answer within {timeout:g} s (infinite loop?)", hung=True)
+            return Reply.hang(f"no answer within {timeout:g} s (infinite loop?)")
         except TimeoutError:  # socket.timeout: the whole answer missed its deadline
             self._kill_child()
             if self._out_of_budget():
                 return self._budget_reply()
             message = f"no complete answer within {timeout:g} s (a reply too slow)"
-            return Reply(False, error="Timeout", message=message, hung=True)
+            return Reply.hang(message)
         except GraderBusy:
             self._kill_child()
             raise

@@ -388,8 +388,7 @@ def _load(path: str, guard: bool = True, allowed: list[str] | None = None):
 
     _record_threads()
     if guard:
-        for name in _imported_modules(path, allowed or []):
-            _preload([name])  # before the code guard, as the packages themselves were
+        _preload(_imported_modules(path, allowed or []))  # before the code guard, as the packages themselves were
         _guard_code(path)
     spec = importlib.util.spec_from_file_location("attention", path)
     module = importlib.util.module_from_spec(spec)
