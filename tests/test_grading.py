@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -257,23 +258,28 @@ def test_interrupted_batch_resumes_without_losing_a_result(tmp_path):
     for index in range(4):
         (folder / f"student{index}.py").write_text(REFERENCE.read_text())
     command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
-    workers_before = set(_worker_pids())
-    batch = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    temporary = tmp_path / "tmp"  # this batch's workers' folders: workers of tests run beside it are not counted
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    batch = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env
+    )
     deadline = time.monotonic() + 120
     while not list(out.glob("*.json")) and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert _worker_pids(temporary)  # its zygote, seen by the count below
     os.killpg(batch.pid, signal.SIGKILL)  # as a closed terminal would: the parent and its children at once
     batch.wait()
     first = sorted(path.name for path in out.glob("*.json"))
     assert 1 <= len(first) < 4
     for path in out.glob("*.json"):
         assert json.loads(path.read_text())["score"] == 55  # whole results only
-    again = run(command)
+    again = run(command, env=env)
     assert again.returncode == 0
     assert f"{len(first)} already graded, {4 - len(first)} to grade" in again.stderr
     assert all(json.loads((out / f"student{i}.json").read_text())["score"] == 55 for i in range(4))
     time.sleep(0.5)
-    assert set(_worker_pids()) <= workers_before  # the killed batch's zygote and workers have gone too
+    assert _worker_pids(temporary) == []  # the killed batch's zygote and workers have gone too
 
 
 def test_ctrl_c_stops_a_batch_with_one_line(tmp_path):
@@ -326,7 +332,8 @@ def test_ctrl_c_during_a_fork_still_stops_the_batch(tmp_path):
     assert done.stderr.strip().splitlines()[-1].startswith("sdpa-grade: interrupted: 0 of 3 results are saved")
 
 
-def _worker_pids() -> list[str]:
-    """Workers started from this checkout's Python (others on a shared machine are not ours to count)."""
-    pattern = f"^{BIN}/python[0-9.]* -I -S .*sdpa-worker-"
+def _worker_pids(temporary: Path) -> list[str]:
+    """Workers started from this checkout's Python with their folder in ``temporary`` (others on a shared machine, or
+    of the tests run beside this one, are not ours to count)."""
+    pattern = f"^{BIN}/python[0-9.]* -I -S .*{temporary}/sdpa-worker-"
     return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
