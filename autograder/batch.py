@@ -24,10 +24,10 @@ from autograder import provenance
 from autograder.atomic import write_atomically
 from autograder.class_results import FILE_CHOICE, MISSING, NO_TIME, ClassResults, class_results, describe, reason
 from autograder.config import Settings
-from autograder.deadline import DeadlineError, apply, raw_score, read_times, stamp, submission_time
+from autograder.deadline import DeadlineError, apply, raw_score, read_times, submission_time
 from autograder.interrupts import Interrupts
-from autograder.render.inert import inert
-from autograder.report import grader_failure
+from autograder.render.inert import csv_cell, inert
+from autograder.report import grader_failure, stamp, unstamp
 from autograder.roster import result_names, shown
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
@@ -281,7 +281,7 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
             continue
         submitted = times.get(name) or submission_time(path)
         late = apply(deadline, name, raw_score(result), submitted)
-        stamped = stamp(result, late) if deadline.due is not None else _unstamped(result)
+        stamped = stamp(result, late) if deadline.due is not None else unstamp(result)
         if stamped != result:
             write_atomically(targets[name], json.dumps(stamped, indent=2))
             unstamped += deadline.due is None
@@ -293,16 +293,6 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
             " --config and --times to every later --batch run (--summary-only, --csv-format) of this class",
             file=sys.stderr,
         )
-
-
-def _unstamped(result: dict) -> dict:
-    """A result stamped by an earlier policy, now that the settings have no deadline: its raw score back."""
-    from autograder.render.text import with_late
-
-    extra = {key: value for key, value in result.get("extra_data", {}).items() if key != "late"}
-    late = result.get("extra_data", {}).get("late")
-    output = with_late(str(result.get("output", "")), late, None, float(result.get("max_score", 0)))
-    return {**result, "score": raw_score(result), "output": output, "extra_data": extra}
 
 
 # Why a student is graded in this run (and counted so in its first line), besides provenance.REASONS
@@ -624,29 +614,22 @@ def _write_csv(path: Path, stats: ClassResults) -> None:
     for student in stats.students:
         if student.result is None:
             writer.writerow(
-                [_cell(student.shown), "", "", MISSING, *("" for _ in (*LATE_COLUMNS, *PROVENANCE_COLUMNS))]
+                [csv_cell(student.shown), "", "", MISSING, *("" for _ in (*LATE_COLUMNS, *PROVENANCE_COLUMNS))]
             )
             continue
         late = (student.result.get("extra_data") or {}).get("late") or {}
         record = provenance.of(student.result)
         writer.writerow(
             [
-                _cell(student.shown),
+                csv_cell(student.shown),
                 student.result.get("score", 0),
                 student.result.get("max_score", 0),
                 student.status,
-                *(_cell(str(late.get(column, ""))) for column in LATE_COLUMNS),
-                *(_cell(str(record.get(column) or "")) for column in PROVENANCE_COLUMNS),
+                *(csv_cell(str(late.get(column, ""))) for column in LATE_COLUMNS),
+                *(csv_cell(str(record.get(column) or "")) for column in PROVENANCE_COLUMNS),
             ]
         )
     write_atomically(path, text.getvalue())
-
-
-def _cell(text: str) -> str:
-    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote), with no control
-    characters."""
-    quoted = f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-    return inert(quoted, keep_newlines=False)
 
 
 # the summary's words for a student's own flags (the dashboard writes the flags' kinds)

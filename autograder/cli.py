@@ -319,7 +319,8 @@ def compare(old: Path, new: Path, csv_path: Path | None) -> int:
 
 def _late(result: dict, args: argparse.Namespace, settings) -> dict:
     """One submission's result with the [deadline] policy applied, where a deadline (or Gradescope's) applies."""
-    from autograder.deadline import apply, gradescope_time, stamp
+    from autograder.deadline import apply, gradescope_time
+    from autograder.report import stamp
 
     deadline, student, submitted = settings.deadline, args.submission.stem, None
     if args.metadata is not None:

@@ -255,18 +255,6 @@ def gradescope_time(path: Path, deadline: Deadline) -> tuple[str, datetime | Non
     return student, submitted, deadline
 
 
-def stamp(result: dict, late: Late) -> dict:
-    """``result`` with the policy applied: its ``score`` the final one, the late fields under extra_data.late
-    (the tests keep the points they earned: their sum is the raw score); its ``output`` ends with the late line
-    (render/text.py), an earlier policy's line replaced."""
-    from autograder.render.text import with_late
-
-    extra = dict(result.get("extra_data") or {})
-    old, extra["late"] = extra.get("late"), late.fields()
-    output = with_late(str(result.get("output", "")), old, extra["late"], float(result.get("max_score", 0)))
-    return {**result, "score": late.score, "output": output, "extra_data": extra}
-
-
 def raw_score(result: dict) -> float:
     """The score before any late penalty (a result stamped earlier keeps its raw score under extra_data.late)."""
     late = (result.get("extra_data") or {}).get("late")

@@ -8,7 +8,7 @@ written with Python's csv module, quoted where needed. The identity cells are th
 LMS exported them (a name starting with ``=`` stays so, as the LMS holds it): the file is for the LMS to import,
 nothing in it comes from a submission (students' folder names, which do, are matched, never written), and the
 other cells are the assignment's title and numbers. The plain CSV, whose first column is folder names, is the
-one that neutralises formulas (batch._cell).
+one that neutralises formulas (render/inert.py's csv_cell).
 """
 
 from __future__ import annotations

@@ -5,15 +5,10 @@ from __future__ import annotations
 import time
 
 from autograder import provenance
+from autograder.deadline import Late, raw_score
 from autograder.render.inert import inert
-from autograder.render.text import FLAGGED, graded_file_text, late_sentence, output_text
+from autograder.render.text import FLAGGED, GRADER_FAILED_NEXT, graded_file_text, late_sentence, output_text, with_late
 from autograder.status import Status
-
-# What happens after the grader's own failure, as it really is on every path: nothing reaches the
-# instructor by itself (on Gradescope the run only exits 3), so the student is told to ask.
-GRADER_FAILED_NEXT = (
-    "What it could not check counts 0 until it is graded again: ask your instructor to regrade this submission."
-)
 
 
 def results_json(grading) -> dict:
@@ -146,3 +141,21 @@ def table(result: dict, width: int = 100) -> str:
     if note:
         lines.append(f"flagged: {inert(note)}")
     return "\n".join(lines)
+
+
+def stamp(result: dict, late: Late) -> dict:
+    """``result`` with the policy applied: its ``score`` the final one, the late fields under extra_data.late
+    (the tests keep the points they earned: their sum is the raw score); its ``output`` ends with the late line
+    (render/text.py), an earlier policy's line replaced."""
+    extra = dict(result.get("extra_data") or {})
+    old, extra["late"] = extra.get("late"), late.fields()
+    output = with_late(str(result.get("output", "")), old, extra["late"], float(result.get("max_score", 0)))
+    return {**result, "score": late.score, "output": output, "extra_data": extra}
+
+
+def unstamp(result: dict) -> dict:
+    """A result stamped by an earlier policy, now that the settings have no deadline: its raw score back."""
+    extra = {key: value for key, value in result.get("extra_data", {}).items() if key != "late"}
+    late = result.get("extra_data", {}).get("late")
+    output = with_late(str(result.get("output", "")), late, None, float(result.get("max_score", 0)))
+    return {**result, "score": raw_score(result), "output": output, "extra_data": extra}

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from autograder import bounded
 from autograder.config import Limits
-from autograder.release.build import NOTEBOOK, TEMPLATE, find_root
+from autograder.release.build import find_root
+from autograder.release.paths import NOTEBOOK, TEMPLATE
 from autograder.release.template import solution_regions, stub_source
 
 K = 12  # tokens per k-gram: shorter than the shortest body worth comparing, longer than an idiom (`Q @ K.mT`)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from autograder import bounded
 from autograder.config import Limits, load_settings
-from autograder.release.build import NOTEBOOK, TEMPLATE
+from autograder.release.paths import NOTEBOOK, TEMPLATE
 
 
 class Ungradable(Exception):

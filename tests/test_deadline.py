@@ -126,8 +126,8 @@ def test_the_dashboard_shows_each_late_penalty():
     """The students table's score cell says how a late score was reached; an on-time student's says nothing more."""
     pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
     from autograder.class_results import class_results
-    from autograder.deadline import stamp
     from autograder.render.dashboard import dashboard
+    from autograder.report import stamp
 
     deadline = _policy(policy="per_day", percent=10)
     results = {name: stamp({"score": 40.0, "max_score": 55.0, "tests": []}, apply(deadline, name, 40.0, TIMES[name]))
@@ -215,9 +215,8 @@ def test_an_unusable_roster_is_refused_before_any_grading(tmp_path, roster_text,
 def test_a_late_student_is_told_the_penalty_in_one_sentence():
     """The late line (hours late, the share of the raw score taken off, the final score) in results.json's output, the
     terminal's table and the HTML page; applied again, it replaces itself; with no deadline, it is gone."""
-    from autograder.deadline import stamp
     from autograder.render.text import late_sentence
-    from autograder.report import table
+    from autograder.report import stamp, table
 
     result = {"score": 47.0, "max_score": 55.0, "output": "Graded by the hidden checks.", "tests": []}
     late = apply(_policy(policy="per_day", percent=10), "hours2", 47.0, TIMES["hours2"])

@@ -16,7 +16,7 @@ import pytest
 
 from autograder.batch import students
 from autograder.class_results import class_results
-from autograder.release.build import NOTEBOOK, TEMPLATE
+from autograder.release.paths import NOTEBOOK, TEMPLATE
 from autograder.submission import Ungradable, read_submission
 from tests.helpers import BIN, REFERENCE, ROOT, run
 

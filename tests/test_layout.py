@@ -65,3 +65,56 @@ def test_inner_folders_do_not_import_the_front_ends(folder):
     for path in modules(folder):
         reaching = {name for name in ours(path) if name.startswith(front)}
         assert not reaching, f"{folder}/{path.name} imports {sorted(reaching)}"
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """autograder's modules -> the autograder modules each imports (a name imported from a module counts as the
+    module; imports for type checking only count too)."""
+    paths = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in PACKAGE.rglob("*.py")
+    }
+    graph = {}
+    for module, path in paths.items():
+        targets = set()
+        for name in ours(path):
+            while name and name not in paths:
+                name = name.rpartition(".")[0]
+            if name and name != module and not module.startswith(f"{name}."):  # a package's __init__ is not a use
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle in ``graph``, as the modules along it, or None."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module], _ = "open", path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "open":
+                return path[path.index(target) :] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[module], _ = "done", path.pop()
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)):
+            return found
+    return None
+
+
+def test_no_import_circle():
+    """No module of autograder imports, through others, itself (a type-checking import counts): each layer builds
+    on the ones below it, and sentences are written at the edge, not in scoring."""
+    found = _circle(_module_graph())
+    assert found is None, " -> ".join(found)
+
+
+def test_an_import_circle_is_found():
+    """The search above finds a circle where there is one."""
+    assert _circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _circle({"a": {"b"}, "b": set()}) is None

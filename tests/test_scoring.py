@@ -7,8 +7,7 @@ import pytest
 from autograder.checks.mistakes import SENTENCES
 from autograder.config import load_settings
 from autograder.plugin import Outcome
-from autograder.render.text import WITHHELD, output_text
-from autograder.report import GRADER_FAILED_NEXT
+from autograder.render.text import GRADER_FAILED_NEXT, WITHHELD, output_text
 from autograder.scoring import score
 from autograder.status import Status
 
@@ -75,7 +74,8 @@ def test_a_grader_error_costs_the_student_nothing_but_says_so(tmp_path):
         [outcome("sdpa_causal", Status.GRADER_ERROR, category="causal", message="Traceback ...")], settings(tmp_path)
     )
     assert (item.score, item.max_score) == (0.0, 3.0)
-    assert item.feedback == f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"
+    assert output_text(item) == f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"
+    assert "Traceback" not in output_text(item)
 
 
 def test_a_wrong_timed_answer_is_flagged_only_on_a_correct_function(tmp_path):

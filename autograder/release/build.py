@@ -7,12 +7,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from autograder.release.paths import REFERENCE, REQUIREMENTS, TEMPLATE
 from autograder.release.template import stub_source
 
-REFERENCE = Path("reference/attention.py")
-TEMPLATE = Path("student_template/attention.py")
-NOTEBOOK = Path("assignments/source/sdpa/sdpa.ipynb")  # the nbgrader source notebook; released under its name
-REQUIREMENTS = TEMPLATE.with_name("requirements.txt")
 # the handout and its picture, beside the stubs: the feedback sends students to the handout's sections
 HANDOUT_COPIES = (Path("docs/handout.md"), Path("docs/saturation.svg"))
 

@@ -20,7 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
-from autograder.release.build import NOTEBOOK
+from autograder.release.paths import NOTEBOOK
 from autograder.release.quiz import QUESTIONS
 
 PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader releases it beside the notebook

@@ -9,7 +9,7 @@ from pathlib import Path
 from autograder.atomic import write_atomically
 from autograder.class_results import MISSING, describe, reason
 from autograder.diff import Diff, StudentChange
-from autograder.render.inert import inert
+from autograder.render.inert import csv_cell, inert
 from autograder.roster import shown
 
 CSV_COLUMNS = ["student", "check", "old_points", "new_points", "old_score", "new_score", "what"]
@@ -74,8 +74,6 @@ def lines(d: Diff) -> list[str]:
 
 def write_csv(path: Path, d: Diff) -> None:
     """One row per student and check that moved, and one per other change (``check`` empty), written whole."""
-    from autograder.batch import _cell
-
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(CSV_COLUMNS)
@@ -83,8 +81,8 @@ def write_csv(path: Path, d: Diff) -> None:
         scores = [_number(change.old_score), _number(change.new_score)]
         for check in change.checks:
             writer.writerow(
-                [_cell(shown(change.student)), check.check, _number(check.old), _number(check.new), *scores, ""]
+                [csv_cell(shown(change.student)), check.check, _number(check.old), _number(check.new), *scores, ""]
             )
         for what in _what(change) or ([] if change.checks else ["total"]):
-            writer.writerow([_cell(shown(change.student)), "", "", "", *scores, _cell(what)])
+            writer.writerow([csv_cell(shown(change.student)), "", "", "", *scores, csv_cell(what)])
     write_atomically(path, text.getvalue())

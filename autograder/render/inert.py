@@ -18,3 +18,10 @@ def inert(text: str, keep_newlines: bool = True) -> str:
 def _escape(character: str) -> str:
     code = ord(character)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (OWASP's advice: a leading quote), with no control
+    characters."""
+    quoted = f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return inert(quoted, keep_newlines=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from autograder.atomic import write_atomically
 from autograder.class_results import describe
-from autograder.render.inert import inert
+from autograder.render.inert import csv_cell, inert
 from autograder.similarity import Pair, Similarity
 
 CSV_COLUMNS = ["student_a", "student_b", "code", "behaviour", "flagged", "why"]
@@ -40,14 +40,12 @@ def why(pair: Pair, found: Similarity) -> str:
 
 def write_csv(path: Path, found: Similarity) -> None:
     """One row per pair, in the roster's order, written whole (atomic.write_atomically)."""
-    from autograder.batch import _cell
-
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(CSV_COLUMNS)
     for pair in found.pairs:
-        writer.writerow([_cell(pair.a), _cell(pair.b), f"{pair.code:.3f}", f"{pair.behaviour:.2f}",
-                         "yes" if pair.flagged else "no", _cell(why(pair, found))])  # fmt: skip
+        writer.writerow([csv_cell(pair.a), csv_cell(pair.b), f"{pair.code:.3f}", f"{pair.behaviour:.2f}",
+                         "yes" if pair.flagged else "no", csv_cell(why(pair, found))])  # fmt: skip
     write_atomically(path, text.getvalue())
 
 

@@ -11,11 +11,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from autograder.checks.examples import EXAMPLES
+from autograder.status import Status
 
 if TYPE_CHECKING:
     from autograder.scoring import Scored
 
 CAUSE = "Likely cause: "
+# What happens after the grader's own failure, as it really is on every path: nothing reaches the
+# instructor by itself (on Gradescope the run only exits 3), so the student is told to ask.
+GRADER_FAILED_NEXT = (
+    "What it could not check counts 0 until it is graded again: ask your instructor to regrade this submission."
+)
+GRADER_FAILED_CHECK = f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"
 FLAGGED = "Flagged for the instructor's review."
 # a gated check (integrity, timing) of a function that fails its own checks: no verdict on the student
 WITHHELD = "Not awarded yet: this check's points are given once {function} passes its own correctness checks."
@@ -156,6 +163,8 @@ def sentences(item: Scored) -> list[str]:
     then its own likely cause, if it has one. A withheld check says only when it is awarded."""
     if item.withheld:
         return [WITHHELD.format(function=item.outcome.function)]
+    if item.outcome.status == Status.GRADER_ERROR:  # what the grader's failure said is for the instructor's log
+        return [GRADER_FAILED_CHECK]
     found = item.feedback + (f" {FLAGGED}" if item.outcome.flag else "")
     if item.carried:
         found += f" {carried_forward(item.carried)}"
