@@ -28,7 +28,7 @@ from traitlets import Bool, Unicode
 from autograder.bounded import cell_problem
 from autograder.cell_feedback import note_output, verdict_outputs
 from autograder.checks.catalogue import catalogue
-from autograder.config import ConfigError, Settings, load_settings
+from autograder.config import REQUIRE_SANDBOX, ConfigError, Settings, load_settings
 from autograder.release.quiz import BY_NAME, verdict
 
 NOT_RUN_HERE = (
@@ -122,7 +122,7 @@ class GradeNotebook(NbGraderPreprocessor):
     ).tag(config=True)
     require_sandbox = Bool(
         False,
-        help="Refuse to grade (the notebook fails to autograde) where namespaces, Landlock or seccomp are missing",
+        help=f"{REQUIRE_SANDBOX} (the notebook fails to autograde)",
     ).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:

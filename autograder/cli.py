@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 
 from autograder.atomic import write_atomically
-from autograder.config import ConfigError, load_settings
+from autograder.config import REQUIRE_SANDBOX, ConfigError, load_settings
 from autograder.interrupts import Interrupts
 from autograder.shard import parse_shard
 
@@ -69,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--require-sandbox",
         action="store_true",
-        help="refuse to grade (grader error, exit 3) where namespaces, Landlock or seccomp are missing",
+        help=f"{REQUIRE_SANDBOX} (exit 3)",
     )
     p.add_argument(
         "--diff",

@@ -1,9 +1,10 @@
 """Grading settings: declared once, with their types and bounds; resolved and validated in one place.
 
 Each section of defaults.toml is one frozen dataclass below: a field per key, its type, its
-bounds (whether zero is allowed, a minimum, the choices) and a one-line help. The values
+bounds (whether zero is allowed, a minimum, the choices) and its help. The values
 themselves live in defaults.toml, the file an instructor copies (and a test checks that the
-two name the same keys). Precedence, highest first: ``--config FILE`` on the command line, the
+two name the same keys); its comments are the helps, written by ``sdpa-build`` from here and
+checked by ``sdpa-build --check`` (autograder/release/settings_file.py), never edited there. Precedence, highest first: ``--config FILE`` on the command line, the
 ``SDPA_GRADE_CONFIG`` environment variable, the defaults shipped beside this file. A file may
 set any subset of the keys; each value is validated before any student code runs, and an error
 names the bad value and where it came from.
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import ClassVar
 
 try:
     import tomllib
@@ -30,6 +32,11 @@ from autograder.deadline import parse as parse_deadline
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 ENV_VAR = "SDPA_GRADE_CONFIG"
 DTYPES = ("float64", "float32", "float16", "bfloat16")
+# one help, four places: [limits] require_sandbox, sdpa-grade --require-sandbox, c.GradeNotebook.require_sandbox
+REQUIRE_SANDBOX = (
+    "refuse to grade (a grader error) where namespaces, Landlock or seccomp are missing; sdpa-grade --require-sandbox"
+    " and nbgrader's c.GradeNotebook.require_sandbox = True set it too"
+)
 
 
 class ConfigError(ValueError):
@@ -56,6 +63,15 @@ class Tolerance:
 
     Called, it gives a dtype's (atol, rtol): ``settings.tolerance("float32", scale=size)``."""
 
+    ABOUT: ClassVar[str] = (
+        "Largest allowed |student - reference| is atol + rtol * |reference|, with the reference in float64. Each is 10x"
+        " or more above the largest error of correct math written the ways students write it (float32-rounded"
+        " constants and a float32 softmax included), measured by bench/tolerances.py; float64 values therefore accept"
+        " float32-level rounding (keeping the dtype is the dtype check's job). Wrong math misses by 0.17 or more, 10^4"
+        " times the float64/float32 tolerance. In float16 and bfloat16 honest and wrong are too close for 10x on both"
+        " sides: the check that uses them (sdpa_dtypes) judges wrong math by its float32 case. See docs/grading.md."
+    )
+
     float64_atol: float = setting("absolute tolerance for float64 results")
     float64_rtol: float = setting("relative tolerance for float64 results")
     float32_atol: float = setting("absolute tolerance for float32 results")
@@ -64,12 +80,23 @@ class Tolerance:
     float16_rtol: float = setting("relative tolerance for float16 results")
     bfloat16_atol: float = setting("absolute tolerance for bfloat16 results")
     bfloat16_rtol: float = setting("relative tolerance for bfloat16 results")
-    float64_scale_rtol: float = setting("float64: added to atol per unit of the inputs' size", zero=True)
+    float64_scale_rtol: float = setting(
+        "float64: added to atol per unit of `scale`, the size of the numbers the compared values are computed from"
+        " (the largest |score| a softmax sees; for attention, the largest |q . k| / sqrt(d_k) times the largest"
+        " |value|): 5 epsilons of the dtype the contract accepts for the computation (float32 for float64 and float32"
+        " inputs, the input's own below). A float32 softmax inside float64 work on scores of size 1e4 errs by up to"
+        " 1e-3 and passes; float16 there errs by 0.25 or more and fails (bench/tolerances.py, docs/grading.md)",
+        zero=True,
+    )
     float32_scale_rtol: float = setting("float32: added to atol per unit of the inputs' size", zero=True)
     float16_scale_rtol: float = setting("float16: added to atol per unit of the inputs' size", zero=True)
     bfloat16_scale_rtol: float = setting("bfloat16: added to atol per unit of the inputs' size", zero=True)
-    gradient_factor: float = setting("gradients' tolerance is this many times the values'", minimum=1.0)
-    variance_rtol: float = setting("dot_product_variance must land within this fraction of d_k")
+    gradient_factor: float = setting(
+        "gradients accumulate more rounding: their tolerance is this many times the values'", minimum=1.0
+    )
+    variance_rtol: float = setting(
+        "dot_product_variance must land within this fraction of d_k (about 7 standard errors at 10000 samples)"
+    )
 
     def __call__(self, dtype_name: str, gradient: bool = False, scale: float = 0.0) -> tuple[float, float]:
         """(atol, rtol) for a dtype, widened for gradients.
@@ -91,11 +118,19 @@ class Timing:
     """[timing]: the timing checks' budget and how they measure it (docs/performance.md)."""
 
     budget: float = setting(
-        "the student's attention may take at most this many times the reference's time", minimum=1.0
+        "the student's scaled_dot_product_attention may take at most this many times the reference's time",
+        minimum=1.0,
     )
-    rounds: int = setting("interleaved measurements, shared among the three call forms")
+    rounds: int = setting(
+        "interleaved measurements (student, reference, student, ...) after warm-up, shared among the three call forms"
+        " (no mask, a bool mask, is_causal=True: 3 rounds each); each form's median counts, the slowest decides"
+    )
     retries: int = setting("times a failing measurement is repeated before the check fails", zero=True)
-    when_no_gpu: str = setting("the GPU timing check without a CUDA device", choices=("exclude", "award", "fail"))
+    when_no_gpu: str = setting(
+        'what the GPU timing check is worth when the grading machine has no CUDA device: "exclude" (shown as not'
+        ' run, worth 0 of 0), "award" (full points) or "fail" (0 points)',
+        choices=("exclude", "award", "fail"),
+    )
 
 
 @dataclass(frozen=True)
@@ -105,37 +140,71 @@ class Limits:
     The sandbox side (autograder/sandbox) reads these as plain values (``dataclasses.asdict``): it imports
     nothing of the grader's."""
 
-    call_timeout: float = setting("seconds of the student's own time one call may take")
-    after_hang_timeout: float = setting("seconds every later call gets once any call has hung")
-    load_timeout: float = setting("seconds the submission may take to load")
-    check_timeout: float = setting("seconds for a whole check (pytest-timeout), above the per-call limit")
+    call_timeout: float = setting(
+        "seconds one call of a student function may take before it is stopped: the student's own time (the wall clock"
+        " less the time its process waited for a CPU, or its CPU time if more), so a loaded machine never turns an"
+        " honest call into a time-out; a call stretched past busy_factor times this by load is a grader error"
+    )
+    after_hang_timeout: float = setting(
+        "once any call has hung, every later call gets at most this many seconds, so a hostile submission is graded"
+        " in about the time of an honest one (honest calls take milliseconds)"
+    )
+    load_timeout: float = setting("seconds the submission may take to load (import)")
+    check_timeout: float = setting("seconds for a whole check (pytest-timeout), a backstop above the per-call limit")
     grading_budget: float = setting(
-        "seconds a whole grading may take by the wall clock; then every check still to run fails as a time-out"
+        "seconds one whole grading may take by the wall clock, from its start to its result: once they are spent no"
+        " call of the student's is waited on, and every check still to run fails as the student's time-out (the"
+        " results file is still written). An honest grading takes about 8 to 12 s (docs/performance.md); a hostile one"
+        " that hangs costs a call_timeout and a few after_hang_timeouts more. 120 s is ten times an honest grading,"
+        " well under Gradescope's 10 minutes, and bounds how long one student holds a batch's slot"
     )
     memory_mb: int = setting("memory cap of the submission's processes, MiB", minimum=1024)
     output_kb: int = setting("what student code may print, KiB; the rest is dropped")
-    processes: int = setting("processes (and threads) the submission may have at once")
-    tmp_mb: int = setting("size of each of the sandbox's private /tmp and /dev/shm, MiB")
-    tmp_inodes: int = setting("files each of the sandbox's private /tmp and /dev/shm may hold")
-    reply_mb: int = setting("the most one answer from the worker may carry, MiB")
-    busy_factor: float = setting(
-        "a call the machine's load stretches past this many times its limit is the grader's error", minimum=1.0
+    processes: int = setting(
+        "processes (and threads) the submission may have at once: its pids cgroup, or RLIMIT_NPROC where there is none"
     )
-    require_sandbox: bool = setting("refuse to grade where namespaces, Landlock or seccomp are missing")
-    folder_depth: int = setting("levels of folders searched for the graded file below the submission's own")
-    folder_files: int = setting("files and folders the search for the graded file looks at, in all")
-    notebook_mb: int = setting("the largest notebook (.ipynb) read, MiB; a larger one is ungradable", minimum=1)
+    tmp_mb: int = setting("size of each of the sandbox's private /tmp and /dev/shm (tmpfs, counted in its memory), MiB")
+    tmp_inodes: int = setting("files each of the sandbox's private /tmp and /dev/shm may hold")
+    reply_mb: int = setting(
+        "the most one answer from the worker may carry, MiB (the largest real one, gradients included, is under 4 MiB)"
+    )
+    busy_factor: float = setting(
+        "a call that the machine's load stretches past this many times its limit, by the wall clock, is the grader's"
+        " error (the machine is too busy to grade fairly), never the student's time-out",
+        minimum=1.0,
+    )
+    require_sandbox: bool = setting(REQUIRE_SANDBOX)
+    folder_depth: int = setting(
+        'the search for the graded file in a student\'s folder (docs/instructor.md, "Which file is graded") looks'
+        " this many levels of folders deep; past it (or past folder_files) it stops: the best file found so far is"
+        " graded and the student flagged, or, with none found, the submission is ungradable"
+    )
+    folder_files: int = setting(
+        "files and folders the search for the graded file looks at, in all, counted as it walks (past it, as past"
+        " folder_depth)"
+    )
+    notebook_mb: int = setting(
+        "the largest notebook (.ipynb) the grading process reads, MiB, checked before it is read; a submission past"
+        " this bound, or any below, is ungradable, with the bound named",
+        minimum=1,
+    )
     notebook_depth: int = setting(
-        "how deep a notebook's JSON may nest; deeper is ungradable, checked before decoding", minimum=8
+        "how deep a notebook's JSON may nest, counted before it is decoded (a notebook Jupyter saves nests about 5)",
+        minimum=8,
     )
     notebook_containers: int = setting(
-        "the most JSON lists and objects a notebook may hold; more is ungradable, counted before decoding", minimum=1000
+        "the most JSON lists and objects a notebook may hold, counted before it is decoded (Jupyter saves a few per"
+        " cell; 16 MiB of empty lists cost the grading process 654 MiB)",
+        minimum=1000,
     )
     source_kb: int = setting(
-        "the most code graded (attention.py, or a notebook's code cells), KiB; more is ungradable", minimum=16
+        "the most code graded, KiB (attention.py, or the notebook's code cells: the reference is 11 KiB), checked"
+        " before anything parses it",
+        minimum=16,
     )
     answer_chars: int = setting(
-        "the longest knowledge-check answer cell read, characters; a longer one is not read", minimum=100
+        "the characters of one knowledge-check answer cell read (an answer is one line); a longer one is not read",
+        minimum=100,
     )
 
 
@@ -147,7 +216,13 @@ class Imports:
     submission's code, and the sandbox lets it read only these packages and what they need (docs/security.md)."""
 
     allowed: tuple[str, ...] = setting(
-        "top-level modules a submission may import besides the standard library (torch among them)", needs=("torch",)
+        "What a submission may import besides Python's standard library: top-level module names (a name allows its"
+        ' submodules: "matplotlib" allows matplotlib.pyplot). Any other import the submission\'s code makes fails as'
+        " if the module were not installed, on every path (sdpa-grade, --batch, nbgrader, the Gradescope bundle),"
+        " whatever the grading machine has installed; the sandbox can read only these packages and what they need."
+        " Each must be installed where grading runs (the grader refuses to grade otherwise), and torch must be among"
+        " them.",
+        needs=("torch",),
     )
 
 
@@ -156,7 +231,9 @@ class Gradescope:
     """[gradescope]: what the Gradescope bundle's results.json shows students."""
 
     visibility: str = setting(
-        "when students see the hidden checks' results on Gradescope (after_due_date also hides the total until then)",
+        "when students see each check's result on Gradescope: visible, after_due_date or after_published. Gradescope"
+        " hides the total score too while any test is hidden: with after_due_date students see no score until the due"
+        " date",
         choices=("visible", "after_due_date", "after_published"),
     )
 
@@ -166,7 +243,11 @@ class Scoring:
     """[scoring]: how points follow from the checks' outcomes (docs/grading.md, "Error carried forward")."""
 
     borrowed: str = setting(
-        "a check that fails only because a function it builds on is wrong: keeps its points, or loses them",
+        "a check that fails only because a function it builds on is wrong (its attention called your scale_scores,"
+        " and recomputed with your own pieces it reproduces the failure, and it is right once the wrong pieces are):"
+        ' "carry_forward" keeps its points and says it is correct once that function is fixed (one mistake costs'
+        ' its own points once); "deduct" takes them as any failure. A failure with a cause of its own never keeps'
+        " points (docs/grading.md)",
         choices=("carry_forward", "deduct"),
     )
 

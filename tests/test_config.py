@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from autograder.config import DEFAULTS, SECTIONS, ConfigError, load_settings, tomllib
-from tests.helpers import BIN, REFERENCE, run
+from tests.helpers import BIN, REFERENCE, ROOT, run
 
 
 def test_defaults_cover_every_check():
@@ -127,3 +127,22 @@ def test_cli_refuses_bad_settings_before_running_student_code(tmp_path):
     assert result.returncode == 2
     assert "Invalid limits.memory_mb 'lots'" in result.stderr
     assert "check" not in result.stdout
+
+
+def test_the_defaults_comments_are_written_from_the_declarations(tmp_path):
+    """Each key's comment in defaults.toml is its declared help (sdpa-build writes it; --check finds it stale): an
+    edited comment is put back, an edited value kept, and a declared key without a value named."""
+    from autograder.release.settings_file import build_defaults
+
+    text = DEFAULTS.read_text()
+    assert build_defaults(ROOT) == text  # the committed file is what a build writes
+    assert "# memory cap of the submission's processes, MiB\nmemory_mb = " in text
+    (tmp_path / "autograder").mkdir()
+    copy = tmp_path / "autograder" / "defaults.toml"
+    copy.write_text(text.replace("memory cap of the submission's processes", "memory cap of the worker process"))
+    assert build_defaults(tmp_path) == text
+    copy.write_text(text.replace("memory_mb = 4096", "memory_mb = 2048"))
+    assert build_defaults(tmp_path) == text.replace("memory_mb = 4096", "memory_mb = 2048")
+    copy.write_text(text.replace("memory_mb = 4096\n", ""))
+    with pytest.raises(ValueError, match=r"no value for \[limits\] memory_mb"):
+        build_defaults(tmp_path)

@@ -36,13 +36,14 @@ def test_generated_files_are_not_stale():
 
 def sources_only(folder):
     """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests,
-    and pyproject.toml (the torch range)."""
+    pyproject.toml (the torch range) and the default settings (their comments)."""
     for path in (
         REFERENCE,
         ROOT / "docs" / "handout.md",
         ROOT / "docs" / "saturation.svg",
         TEMPLATE_DIR / "test_attention.py",
         ROOT / "pyproject.toml",
+        ROOT / "autograder" / "defaults.toml",
     ):
         target = folder / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)

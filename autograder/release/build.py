@@ -51,7 +51,7 @@ def build_requirements(root: Path) -> str:
 
 def targets() -> dict[Path, Callable[[Path], str | bytes]]:
     """Every generated file, relative to the project folder, with the function that writes it."""
-    from autograder.release import notebook
+    from autograder.release import notebook, settings_file
 
     def copy(source: Path) -> Callable[[Path], bytes]:
         return lambda root: (root / source).read_bytes()
@@ -62,6 +62,7 @@ def targets() -> dict[Path, Callable[[Path], str | bytes]]:
         **{TEMPLATE.with_name(source.name): copy(source) for source in HANDOUT_COPIES},
         notebook.NOTEBOOK: notebook.build_notebook,
         notebook.PLOT: copy(Path("docs") / notebook.PLOT.name),  # the handout's figure
+        settings_file.DEFAULTS: settings_file.build_defaults,  # each setting's comment from its declaration
     }
 
 
