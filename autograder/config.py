@@ -4,8 +4,9 @@ Each section of defaults.toml is one frozen dataclass below: a field per key, it
 bounds (whether zero is allowed, a minimum, the choices) and its help. The values
 themselves live in defaults.toml, the file an instructor copies (and a test checks that the
 two name the same keys); its comments are the helps, written by ``sdpa-build`` from here and
-checked by ``sdpa-build --check`` (autograder/release/settings_file.py), never edited there. Precedence, highest first: ``--config FILE`` on the command line, the
-``SDPA_GRADE_CONFIG`` environment variable, the defaults shipped beside this file. A file may
+checked by ``sdpa-build --check`` (autograder/release/settings_file.py), never edited there.
+Precedence, highest first: ``--config FILE`` on the command line, the ``SDPA_GRADE_CONFIG``
+environment variable, the defaults shipped beside this file. A file may
 set any subset of the keys; each value is validated before any student code runs, and an error
 names the bad value and where it came from.
 """

@@ -21,7 +21,7 @@ from autograder import provenance, report, scoring
 from autograder.checks.timing import one_thread
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
-from autograder.sandbox.protocol import Reply, Runner
+from autograder.sandbox.protocol import Failure, Reply, Runner
 from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Sandbox, Zygote
 from autograder.submission import Choice, Ungradable, choose, read_submission, shown_name
@@ -114,7 +114,7 @@ class Unreadable(Runner):
     """
 
     def __init__(self, reason: str) -> None:
-        self.load_reply = Reply(False, error="not graded", message=reason)
+        self.load_reply = Reply.failed(Failure.UNREADABLE, reason)
         self.source = ""
         self.confinement = {}  # no sandbox was needed: nothing runs
 

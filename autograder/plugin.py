@@ -26,7 +26,7 @@ from autograder.checks.mistakes import INPUTS
 from autograder.checks.pictures import picture
 from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
 from autograder.config import Settings
-from autograder.sandbox.protocol import Runner
+from autograder.sandbox.protocol import Failure, Runner
 from autograder.status import Category, Status
 
 FACTS = ("function", "category", "exercises", "picture")  # what every check's marker declares
@@ -186,14 +186,14 @@ class GradingPlugin:
         if not reply.ok:
             if self._load_failure_shown_in is None:
                 self._load_failure_shown_in = check_id(request.node)
-                if reply.error == "not graded":  # nothing was read: the reason is already the student's sentence
+                if reply.failure is Failure.UNREADABLE:  # nothing was read: the reason is the student's sentence
                     raise StudentFault(f"not graded: {reply.message}")
                 allowed = self._settings.imports.allowed
                 raise StudentFault(
                     explain(reply.error, reply.message, self._runner.source, self._shown, allowed=allowed)
                 )
             # the reason once, in the first check; every other check points there
-            what = "not graded" if reply.error == "not graded" else f"{self._shown} could not be loaded"
+            what = "not graded" if reply.failure is Failure.UNREADABLE else f"{self._shown} could not be loaded"
             raise StudentFault(f"not run: {what} (the reason is under {self._load_failure_shown_in})")
         return student
 

@@ -50,6 +50,11 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "loop_at_import": ({"*"}, {"scores_shape": "could not be loaded: Timeout"}),
     "sys_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: SystemExit"}),
     "os_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: WorkerDied"}),
+    # an exception named as the grader's own "not graded": the student's error (before, taken for an unreadable file)
+    "not_graded_at_import": (
+        {"*"},
+        {"scores_shape": "attention.py could not be loaded: not graded: the student's own"},
+    ),
     # hostile in one function: costs that function and what is built on it, nothing else
     "hang_in_softmax": (SOFTMAX_ALL | EVERYTHING_ABOVE_SDPA, {"softmax_values": "no answer within"}),
     "sys_exit_in_call": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "SystemExit: grading over"}),

@@ -11,11 +11,24 @@ called once, by the ``with`` block that made it (``grade.run_checks``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Protocol
 
 import torch
 
 MAX_ENTERED = 1000  # names of functions one call entered (a submission's module-level functions)
+
+
+class Failure(Enum):
+    """The closed set of the trusted side's own findings about a call, each its ``error`` word. A reply carries one
+    only where the runner found it (``Reply.failed``), never from the worker's answer, whose ``error`` is the student's
+    exception's name, whatever it is called: a class named Timeout, or "not graded", is the student's own error."""
+
+    HUNG = "Timeout"  # no answer in time
+    NOT_LOADED = "NotLoaded"  # the submission did not load: nothing is called
+    WORKER_DIED = "WorkerDied"  # the worker process ended during the call
+    WIRE = "WireError"  # the answer could not be read, or was not of the expected kinds
+    UNREADABLE = "not graded"  # the submission could not be read: nothing ran
 
 
 @dataclass
@@ -32,16 +45,23 @@ class Reply:
     message: str = ""
     seconds: float = 0.0
 
-    # the sandbox's own finding that the call got no answer in time (never read from the worker's answer, whose
-    # ``error`` is the student's exception's name, whatever it is called: a class named Timeout is not a hang)
-    hung: bool = False
+    failure: Failure | None = None  # the runner's own finding (Reply.failed), never read from the worker's answer
     cpu_seconds: float = 0.0  # timed calls: the kernel's count of the submission's CPU time (Sandbox._cpu_seconds)
     outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
 
     @classmethod
+    def failed(cls, failure: Failure, message: str) -> Reply:
+        """A call that failed by the runner's own finding (the one place ``failure`` is set)."""
+        return cls(False, error=failure.value, message=message, failure=failure)
+
+    @classmethod
     def hang(cls, message: str) -> Reply:
-        """The student's time-out, as the sandbox itself found it (the one place ``hung`` is set)."""
-        return cls(False, error="Timeout", message=message, hung=True)
+        """The student's time-out, as the sandbox itself found it."""
+        return cls.failed(Failure.HUNG, message)
+
+    @property
+    def hung(self) -> bool:
+        return self.failure is Failure.HUNG
 
     @classmethod
     def skipped_after_hang(cls, target: str) -> Reply:
@@ -89,15 +109,15 @@ class Runner(Protocol):
 def reply_from(answer, elapsed: float) -> Reply:
     """A Reply from the worker's answer, trusting nothing in it but plain values of the expected kinds."""
     if not isinstance(answer, dict):
-        return Reply(False, error="WireError", message="the answer was not a message")
+        return Reply.failed(Failure.WIRE, "the answer was not a message")
     if not answer.get("ok"):
         error, message = str(answer.get("error", "Error"))[:100], str(answer.get("message", ""))[:2000]
         return Reply(False, error=error, message=message)
     ops, grads = answer.get("ops", []), answer.get("grads")
     if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
-        return Reply(False, error="WireError", message="the answer's list of ops was not a list of names")
+        return Reply.failed(Failure.WIRE, "the answer's list of ops was not a list of names")
     if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
-        return Reply(False, error="WireError", message="the answer's gradients were not a list of tensors")
+        return Reply.failed(Failure.WIRE, "the answer's gradients were not a list of tensors")
     entered = answer.get("entered", [])
     if not (
         isinstance(entered, list)
@@ -105,7 +125,7 @@ def reply_from(answer, elapsed: float) -> Reply:
         and all(isinstance(name, str) and len(name) <= 200 for name in entered)
     ):
         message = "the answer's list of functions entered was not a short list of names"
-        return Reply(False, error="WireError", message=message)
+        return Reply.failed(Failure.WIRE, message)
     return Reply(
         True,
         value=answer.get("value"),

@@ -29,7 +29,7 @@ from autograder.sandbox.arena import Arena, cpu_seconds, place
 from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans, privilege_drop
-from autograder.sandbox.protocol import Reply, Runner, reply_from
+from autograder.sandbox.protocol import Failure, Reply, Runner, reply_from
 from autograder.sandbox.readable import exposed, module_name, readable, writable
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 
@@ -288,7 +288,7 @@ class Sandbox(Runner):
     def _refusal(self, target: str) -> Reply | None:
         """Why ``target`` is not called at all: the submission did not load, or ``target`` hung before."""
         if self.load_reply is None or not self.load_reply.ok:
-            return Reply(False, error="NotLoaded", message="the submission did not load")
+            return Reply.failed(Failure.NOT_LOADED, "the submission did not load")
         if target in self.hung:
             return Reply.skipped_after_hang(target)
         if self._out_of_budget():
@@ -422,10 +422,10 @@ class Sandbox(Runner):
         except (EOFError, ConnectionError, ProcessLookupError):
             self._kill_child()
             reason = "the worker process died during the call (a crash, a segfault, os._exit or too much memory)"
-            return Reply(False, error="WorkerDied", message=reason)
+            return Reply.failed(Failure.WORKER_DIED, reason)
         except wire.WireError as error:
             self._kill_child()
-            return Reply(False, error="WireError", message=f"the answer could not be read: {error}")
+            return Reply.failed(Failure.WIRE, f"the answer could not be read: {error}")
         reply = reply_from(answer, time.perf_counter() - started)
         reply.cpu_seconds = cpu
         return reply
