@@ -76,7 +76,7 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
         worth = float(settings.points[outcome.check])
         if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY and outcome.function in explained:
             # its timed answers are wrong for the carried reason only, and the flag is raised only within the
-            # budget (checks/test_5_integrity_timing.py): timed on the code as it is, the check is passed
+            # budget (checks/check_5_integrity_timing.py): timed on the code as it is, the check is passed
             scored.append(Scored(replace(outcome, flag="", message=""), worth, worth, "passed"))
             continue
         if outcome.check in carried:
@@ -111,7 +111,7 @@ def _point_to_causes(scored: list[Scored]) -> list[Scored]:
     ``checks/mistakes.NEEDS``.
     Otherwise no cause is claimed: the failure's own message says where the result differs. That a
     function "builds on" a broken one is claimed by the checks themselves, only after recomputing
-    from the student's own pieces (autograder/checks/test_3_sdpa.py, test_4_mha_variance.py).
+    from the student's own pieces (autograder/checks/check_3_sdpa.py, check_4_mha_variance.py).
     """
     named: dict[str, Scored] = {}
     for item in scored:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from autograder.checks import test_1_pieces, test_2_softmax, test_3_sdpa, test_4_mha_variance
+from autograder.checks import check_1_pieces, check_2_softmax, check_3_sdpa, check_4_mha_variance
 from autograder.checks.cases import Draw
 from autograder.checks.expect import CheckFailure
 from autograder.checks.student import Student, StudentFault
@@ -37,7 +37,7 @@ from bench.variants import CORRECT, WRONG
 from tests.in_process import InProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = (test_1_pieces, test_2_softmax, test_3_sdpa, test_4_mha_variance)
+MODULES = (check_1_pieces, check_2_softmax, check_3_sdpa, check_4_mha_variance)
 VALUE_CHECKS = (
     "scores_shape", "scores_values", "scale_values", "output_values", "softmax_values", "softmax_masked",
     "softmax_fully_masked", "softmax_stability", "sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked",
@@ -153,7 +153,7 @@ def main() -> int:
         print(f"\nsoftmax_stability on seeds 1..{options.stability_seeds}, precision variants:")
         for name, must_pass in PRECISION.items():
             figures = [
-                measure(test_2_softmax.test_softmax_stability, loaded[name], seed, settings)
+                measure(check_2_softmax.test_softmax_stability, loaded[name], seed, settings)
                 for seed in range(1, options.stability_seeds + 1)
             ]
             passed = sum(figure <= 1 for figure in figures)

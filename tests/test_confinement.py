@@ -70,7 +70,7 @@ def _editable_finder() -> Path:
 
 @pytest.mark.parametrize(
     "path",
-    [REFERENCE, ROOT / "autograder" / "checks" / "test_3_sdpa.py", ROOT / "pyproject.toml", Path("/etc/passwd")],
+    [REFERENCE, ROOT / "autograder" / "checks" / "check_3_sdpa.py", ROOT / "pyproject.toml", Path("/etc/passwd")],
     ids=["reference", "hidden-check", "project", "etc-passwd"],
 )
 def test_files_outside_python_and_torch_cannot_be_read(tmp_path, zygote, path):

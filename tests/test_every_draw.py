@@ -22,7 +22,7 @@ from tests.in_process import InProcess
 
 SETTINGS = load_settings()
 SEEDS = (4, 6)
-MODULES = ("test_1_pieces", "test_2_softmax", "test_3_sdpa", "test_4_mha_variance")
+MODULES = ("check_1_pieces", "check_2_softmax", "check_3_sdpa", "check_4_mha_variance")
 
 # overlay -> the value check that catches it on every draw (its grading case in tests/grading_cases.py)
 CAUGHT = {

@@ -51,7 +51,7 @@ def test_code_beside_the_student_imports_only_stdlib_and_torch(name):
     assert found <= allowed, f"{name} imports {sorted(found - allowed)}"
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("test_*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("check_*.py")), ids=lambda p: p.name)
 def test_checks_reach_student_code_only_through_the_proxy(path):
     """A hidden check imports neither the sandbox nor the nbgrader front end: it gets the proxy as a fixture."""
     reaching = {name for name in ours(path) if name.startswith(("autograder.sandbox", "autograder.autograde"))}

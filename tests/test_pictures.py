@@ -116,7 +116,7 @@ def leaking(leak: float, uniform_empty_rows: bool = False) -> Student:
 def test_a_masked_key_is_drawn_as_weight_only_beyond_what_the_check_allows(monkeypatch, leak, beyond):
     """A weight of 1e-42 on masked keys passes the masking check and is drawn as masked (no "got weight" mark, in the
     grid or the image); a leak of 0.01 fails it and is drawn as weight. The picture's bound is the check's own."""
-    softmax_checks = importlib.import_module("autograder.checks.test_2_softmax")
+    softmax_checks = importlib.import_module("autograder.checks.check_2_softmax")
     try:
         softmax_checks.test_softmax_masked(leaking(leak), Draw(1), SETTINGS)
         passed = True

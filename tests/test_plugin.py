@@ -20,14 +20,16 @@ FACTS = 'function="attention_scores", category="shape", exercises=("mask",), pic
 _names = itertools.count()
 
 
-def collect(tmp_path: Path, source: str, ini: str = "[pytest]\n", **runners) -> tuple[int, str, GradingPlugin]:
+def collect(
+    tmp_path: Path, source: str, ini: str = "[pytest]\npython_files = check_*.py\n", **runners
+) -> tuple[int, str, GradingPlugin]:
     """Run one hidden-check file (a real pytest run, with the grading plugin): its exit code, output and plugin.
     ``runners``: the plugin's ``connect`` and ``connect_reference``, where the checks use them."""
     folder = tmp_path / "checks"
     folder.mkdir()
     (folder / "pytest.ini").write_text(ini)
-    # a fresh module name per file: pytest imports each check file as a top-level module
-    (folder / f"test_checks_{next(_names)}.py").write_text(source)
+    # a fresh module name per file: pytest imports each check file as a top-level module (named as the checks are)
+    (folder / f"check_{next(_names)}.py").write_text(source)
     plugin = GradingPlugin(runners.pop("connect", lambda: None), load_settings(None), 0, "cpu", **runners)
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):

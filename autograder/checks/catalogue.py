@@ -23,7 +23,7 @@ class Entry:
 def catalogue() -> list[Entry]:
     """Every hidden check, in the order pytest runs them."""
     entries = []
-    for path in sorted(CHECKS.glob("test_*.py")):
+    for path in sorted(CHECKS.glob("check_*.py")):
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 for decorator in node.decorator_list:
