@@ -31,7 +31,13 @@ from autograder.sandbox.seccomp_policy import build  # noqa: E402
 BUILT = build()  # the grader's filter, as the zygote hands it to each child
 SYSCALLS = {"programs": [program.hex() for program in BUILT.programs], "built": BUILT.built}
 
-LIMITS = {"memory_bytes": 4 << 30, "output_bytes": 256 << 10, "processes": 256, "tmp_bytes": 64 << 20, "tmp_inodes": 65536}
+LIMITS = {
+    "memory_bytes": 4 << 30,
+    "output_bytes": 256 << 10,
+    "processes": 256,
+    "tmp_bytes": 64 << 20,
+    "tmp_inodes": 65536,
+}
 
 
 def start(scratch: Path, read: list[str], confined: bool) -> tuple[float, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes.util
 import errno
 import json
+import os
 import platform
 import struct
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import pytest
 
 from autograder.sandbox import seccomp_policy
+from autograder.sandbox.processes import NOBODY
 from tests.helpers import ROOT
 
 X86_64 = platform.machine() in ("x86_64", "AMD64")
@@ -163,19 +165,23 @@ def test_every_name_of_the_list_is_known_for_this_architecture():
 
 
 KERNEL_PROBE = """
-import ctypes, json, sys
+import ctypes, json, os, sys
 sys.path.insert(0, sys.argv[1])
 import seccomp
 programs = [bytes.fromhex(p) for p in json.loads(sys.stdin.read())]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
+if int(sys.argv[3]) >= 0:  # become this user first (as the worker does, after importing torch)
+    os.setgroups([])
+    os.setresgid(int(sys.argv[3]), int(sys.argv[3]), int(sys.argv[3]))
+    os.setresuid(int(sys.argv[3]), int(sys.argv[3]), int(sys.argv[3]))
 seccomp.install(programs)
 found = {}
 for label, nr, args in json.loads(sys.argv[2]):
     ctypes.set_errno(0)
     result = libc.syscall(ctypes.c_long(nr), *[ctypes.c_ulong(a) for a in args])
     found[label] = ctypes.get_errno() if result == -1 else 0
-print(json.dumps(found))
+print(json.dumps({**found, "uid": os.getuid()}))
 """
 
 # calls the filters refuse, with arguments that would do nothing harmful were they let through
@@ -197,12 +203,17 @@ KERNEL_CALLS = [
 
 
 @pytest.mark.skipif(not X86_64, reason="the probe's numbers are x86-64's")
+@pytest.mark.parametrize("who", ["grader", "unprivileged"])
 @pytest.mark.parametrize("source", ["libseccomp", "hand-made"])
 @pytest.mark.timeout(60)
-def test_the_interpreter_agrees_with_the_kernel(filters, source):
-    """A child installs the filter (as the worker does) and makes each call: the errno is the interpreter's."""
+def test_the_interpreter_agrees_with_the_kernel(filters, source, who):
+    """A child installs the filter (as the worker does, as the grader's user or as nobody) and makes each call:
+    the errno is the interpreter's."""
     if source == "libseccomp" and not HAS_LIBSECCOMP:
         pytest.skip("no libseccomp here")
+    if who == "unprivileged" and os.geteuid() != 0:
+        pytest.skip("the tests do not run as root: the grader's user is unprivileged already")
+    become = str(NOBODY if who == "unprivileged" else -1)
     programs = filters[0] if source == "libseccomp" else filters[1]
     done = subprocess.run(
         [
@@ -213,6 +224,7 @@ def test_the_interpreter_agrees_with_the_kernel(filters, source):
             KERNEL_PROBE,
             str(ROOT / "autograder" / "sandbox"),
             json.dumps(KERNEL_CALLS),
+            become,
         ],
         input=json.dumps([p.hex() for p in programs]),
         capture_output=True,
@@ -221,6 +233,7 @@ def test_the_interpreter_agrees_with_the_kernel(filters, source):
     )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
+    assert found["uid"] == (NOBODY if who == "unprivileged" else os.getuid())
     for label, nr, args in KERNEL_CALLS:
         action = decide(programs, nr & 0xFFFFFFFF, AUDIT_X86_64, tuple(args) + (0,) * (6 - len(args)))
         expected = action & 0xFFFF if action & 0xFFFF0000 == ERRNO else None

@@ -140,7 +140,13 @@ def _library() -> ctypes.CDLL:
     name = ctypes.util.find_library("seccomp")
     if name is None:
         raise OSError("libseccomp not found")
-    lib = ctypes.CDLL(name, use_errno=True)
+    try:
+        return _declared(ctypes.CDLL(name, use_errno=True))
+    except AttributeError as error:  # a libseccomp older than 2.3 (no seccomp_arch_native, seccomp_version...)
+        raise OSError(f"{name} lacks a function: {error}") from None
+
+
+def _declared(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.seccomp_version.restype = ctypes.POINTER(_Version)
     lib.seccomp_init.restype, lib.seccomp_init.argtypes = ctypes.c_void_p, [ctypes.c_uint32]
     lib.seccomp_release.argtypes = [ctypes.c_void_p]
