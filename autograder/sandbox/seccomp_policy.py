@@ -185,9 +185,9 @@ def _low_word_differs(arg: int, value: int) -> list[_Compare]:
 
 
 def with_libseccomp() -> tuple[tuple[bytes, ...], str]:
-    """Two programs, the policy and a guard, and the library's version. The policy's action for a foreign
-    architecture (or ABI) is EPERM: that is the hand-made filter's for x32 system calls, whose numbers libseccomp
-    cannot give rules; the guard, allowing every call of this architecture's ABIs, kills the rest (of two filters
+    """Two programs, the policy and a guard, and the library's version. libseccomp has one action for every call
+    outside the native ABI, where the hand-made filter refuses x32's with EPERM and kills the rest: so the policy's
+    is EPERM, and the guard, which allows every call of this architecture's ABIs, kills the rest (of two filters
     the kernel takes the stricter action)."""
     lib = _library()
     native = lib.seccomp_arch_native()
