@@ -26,8 +26,18 @@ import confine  # noqa: E402
 import torch  # noqa: E402,F401 - the warm parent, as the zygote
 
 from autograder.sandbox.readable import readable, writable  # noqa: E402
+from autograder.sandbox.seccomp_policy import build  # noqa: E402
 
-LIMITS = {"memory_bytes": 4 << 30, "output_bytes": 256 << 10, "processes": 256}
+BUILT = build()  # the grader's filter, as the zygote hands it to each child
+SYSCALLS = {"programs": [program.hex() for program in BUILT.programs], "built": BUILT.built}
+
+LIMITS = {
+    "memory_bytes": 4 << 30,
+    "output_bytes": 256 << 10,
+    "processes": 256,
+    "tmp_bytes": 64 << 20,
+    "tmp_inodes": 65536,
+}
 
 
 def start(scratch: Path, read: list[str], confined: bool) -> tuple[float, float]:
@@ -38,7 +48,7 @@ def start(scratch: Path, read: list[str], confined: bool) -> tuple[float, float]
     if pid == 0:
         inner = time.perf_counter()
         if confined:
-            confine.enter(str(scratch), read, writable(), LIMITS, [])
+            confine.enter(str(scratch), read, writable(), LIMITS, [], SYSCALLS)
         os.write(into, json.dumps(time.perf_counter() - inner).encode())
         os._exit(0)
     os.close(into)

@@ -7,6 +7,7 @@ answers correctly afterwards, from the same zygote.
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import socket
 import sysconfig
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder.sandbox import seccomp_policy
 from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.processes import NOBODY, readable_by_others
 from autograder.sandbox.report import SandboxMissing, describe, held
@@ -147,6 +149,45 @@ def test_no_network(tmp_path, zygote):
 def test_system_calls_around_the_rules_fail(tmp_path, zygote, name):
     """exec, shared kernel objects (SysV, message queues, keyrings), io_uring, bpf, new namespaces, TIOCSTI: refused."""
     assert attack(tmp_path, zygote, name) is False
+
+
+@pytest.fixture(scope="module")
+def hand_made_zygote():
+    """A zygote whose seccomp filter is the hand-made fallback (SDPA_SECCOMP=hand-made), its workers unprivileged
+    (one mode only: a zygote costs seconds to start; the filter is the same for either user)."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    if os.geteuid() == 0 and not readable_by_others(site):
+        pytest.skip(f"an unprivileged user cannot reach {site}: a folder above it is closed to others")
+    before = os.environ.get(seccomp_policy.FORCE)
+    os.environ[seccomp_policy.FORCE] = "hand-made"
+    try:
+        started = Zygote(unprivileged_after_import=True)
+    finally:
+        if before is None:
+            del os.environ[seccomp_policy.FORCE]
+        else:
+            os.environ[seccomp_policy.FORCE] = before
+    started.wait_ready()
+    yield started
+    started.close()
+
+
+def test_the_seccomp_filter_is_libseccomps_where_it_is_found(tmp_path, zygote):
+    """The sandbox's report names the filter's maker: libseccomp where the grader finds it, else the hand-made one."""
+    with _sandbox(tmp_path, zygote, 1024) as box:
+        assert box.load().ok, box.load_reply
+    expected = "seccomp filter (libseccomp " if ctypes.util.find_library("seccomp") else "seccomp filter (hand-made"
+    assert box.confinement["seccomp"].startswith(expected), box.confinement
+
+
+@pytest.mark.timeout(120)
+def test_the_hand_made_fallback_refuses_the_same_calls(tmp_path, hand_made_zygote):
+    """With the fallback forced, the report says so, and the calls the filter governs are still refused."""
+    with _sandbox(tmp_path, hand_made_zygote, 1024) as box:
+        assert box.load().ok, box.load_reply
+    assert box.confinement["seccomp"].startswith("seccomp filter (hand-made, x86-64; SDPA_SECCOMP"), box.confinement
+    for name in ("exec", "sysv_shm", "posix_mq", "keyring", "io_uring", "bpf", "unshare", "tiocsti", "udp"):
+        assert attack(tmp_path, hand_made_zygote, name) is False, name
 
 
 def test_a_program_dropped_in_memory_cannot_run(tmp_path, zygote):

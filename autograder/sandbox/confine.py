@@ -14,7 +14,8 @@
    that tmpfs holding a copy of the submission; the grader's own scratch folder is never written.
 3. Landlock: read Python, torch and the libraries they load; read-write the scratch folder and /dev/shm;
    nothing else; no TCP; no signal or abstract socket outside (see landlock.py).
-4. seccomp: no exec, ptrace, io_uring, SysV IPC, keyrings, non-unix sockets... (see seccomp.py).
+4. seccomp: no exec, ptrace, io_uring, SysV IPC, keyrings, non-unix sockets... (the filter the grader
+   built, seccomp_policy.py, installed by seccomp.py).
 5. All capabilities dropped; resource limits set (they cannot be raised again).
 
 Before step 1 the child joins the submission's cgroups (made by the grader, cgroups.py). A
@@ -195,8 +196,11 @@ def _join(cgroups: list[str]) -> str:
     return "memory and pids cgroups"
 
 
-def enter(scratch: str, read: list[str], write: list[str], limits: dict, cgroups: list[str]) -> tuple[str, dict]:
-    """Confine this process as the module says; return its scratch folder now, and what held, by mechanism."""
+def enter(
+    scratch: str, read: list[str], write: list[str], limits: dict, cgroups: list[str], syscalls: dict
+) -> tuple[str, dict]:
+    """Confine this process as the module says; return its scratch folder now, and what held, by mechanism.
+    ``syscalls`` is the grader's seccomp filter: {"programs": [hex of classic BPF], "built": how, or why none}."""
     report: dict = {"cgroups": _join(cgroups)}
     uid, gid = os.geteuid(), os.getegid()
     try:
@@ -222,8 +226,10 @@ def enter(scratch: str, read: list[str], write: list[str], limits: dict, cgroups
     _limit(limits)
     _drop_capabilities()
     try:
-        seccomp.install()
-        report["seccomp"] = "seccomp filter"
+        if not syscalls["programs"]:
+            raise OSError(syscalls["built"])  # the grader has no filter for this machine: why
+        seccomp.install([bytes.fromhex(program) for program in syscalls["programs"]])
+        report["seccomp"] = f"seccomp filter ({syscalls['built']})"
     except OSError as error:
         report["seccomp"] = f"missing ({error})"
     return scratch, report

@@ -32,6 +32,7 @@ from autograder.sandbox.processes import NOBODY, become_subreaper, children, kil
 from autograder.sandbox.protocol import Failure, Reply, Runner, reply_from
 from autograder.sandbox.readable import exposed, module_name, readable, writable
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
+from autograder.sandbox.seccomp_policy import build as build_seccomp_filter
 
 # seconds the zygote may take to import torch, and to fork a child: the grader's own work, never the student's time
 START_TIMEOUT = 120.0
@@ -111,6 +112,8 @@ class Zygote:
         worker = self.folder / "worker.py"
         shutil.copy(Path(__file__).with_name("worker.py"), worker)
         self.drops_privileges, self.privileges = privilege_drop()
+        syscalls = build_seccomp_filter()  # here, in the grader: the worker only installs it (seccomp_policy.py)
+        self.seccomp = {"programs": [program.hex() for program in syscalls.programs], "built": syscalls.built}
         become = []
         if unprivileged_after_import and os.geteuid() == 0:  # torch imported as root, then nobody (tests)
             self.drops_privileges, become = True, [str(NOBODY)]
@@ -499,6 +502,7 @@ class Sandbox(Runner):
         ours, theirs = socket.socketpair()
         paths = {**self._zygote.paths(bool(self.limits["cuda"]), self.imports), "cgroups": self.cgroups.procs}
         spec = {"scratch": str(self.scratch), "limits": self.limits, "block_fused": self.block_fused, **paths}
+        spec["seccomp"] = self._zygote.seccomp
         spec = json.dumps({**spec, "imports": self.imports}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
         theirs.close()

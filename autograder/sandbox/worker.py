@@ -577,7 +577,9 @@ def _serve(conn: socket.socket, spec: dict) -> None:
     os.setsid()
     limits = spec["limits"]
     # from here on: PID 1 of a sandbox of its own (confine.py)
-    scratch, report = confine.enter(spec["scratch"], spec["read"], spec["write"], limits, spec["cgroups"])
+    scratch, report = confine.enter(
+        spec["scratch"], spec["read"], spec["write"], limits, spec["cgroups"], spec["seccomp"]
+    )
     if "broken" in report:  # half-built: say so and run nothing
         wire.send(conn, {"sandbox": report})
         os._exit(1)
