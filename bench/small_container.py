@@ -10,7 +10,9 @@ below this process's own groups): a CPU quota of 50000 us per 100000 us (cgroup 
 where the kernel has it. The grader makes its sandboxes' groups inside the cgroup it runs in, so they sit below the
 bench's group: its quota holds them, and its memory peak (v1 ``memory.max_usage_in_bytes``, hierarchical; v2
 ``memory.peak``) is the whole grading's, grader, zygote, keepers and workers, page cache charged to them included.
-The bench lists the groups below its own while the grading runs, to show they are there.
+While the grading runs the bench samples, every 0.2 s, the groups below its own (to show the sandbox's are there)
+and the whole group's anonymous memory and page cache (v1 ``total_rss`` and ``total_cache``, v2 ``anon`` and
+``file``), for what the peak is made of.
 
 The reference is graded ``--runs`` times, each loop variant of bench/timing_reliability.py (the Python loops the
 timing check must catch) once, interleaved; with the baseline on, each reference grading is paired with one in a
@@ -64,6 +66,8 @@ class Grading:
     throttled: float | None = None
     peak_mib: float | None = None
     nested: int = 0  # groups seen below the bench's memory group while the grading ran (the sandbox's)
+    anon_mib: float | None = None  # the most anonymous memory sampled (every 0.2 s) in the whole group
+    cache_mib: float | None = None  # the most page cache sampled
     exit: int = 0
     error: str = ""
 
@@ -156,6 +160,16 @@ class SmallBox:
             return int(stat["throttled_usec"]) / 1e6
         return int(stat.get("throttled_time", 0)) / 1e9
 
+    def usage_mib(self) -> tuple[float, float] | None:
+        """Anonymous memory and page cache of the whole group now, hierarchical (v1 total_rss and total_cache,
+        v2 anon and file)."""
+        try:
+            stat = dict(line.split() for line in (self.memory_folder() / "memory.stat").read_text().splitlines())
+        except (OSError, ValueError):
+            return None
+        keys = ("anon", "file") if "anon" in stat else ("total_rss", "total_cache")
+        return tuple(int(stat.get(key, 0)) / (1 << 20) for key in keys)
+
     def nested(self) -> set[str]:
         """The groups below the one that counts the memory now (the sandbox's, while a grading runs)."""
         try:
@@ -215,11 +229,15 @@ def grade(source: Path, name: str, folder: Path, *, limited: bool = True, timeou
         if box.reason:
             raise RuntimeError(box.reason)
         seen: set[str] = set()
+        usage: list[tuple[float, float]] = []
         done = threading.Event()
 
         def watch() -> None:
             while not done.wait(0.2):
                 seen.update(box.nested())
+                now = box.usage_mib()
+                if now is not None:
+                    usage.append(now)
 
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
@@ -245,6 +263,8 @@ def grade(source: Path, name: str, folder: Path, *, limited: bool = True, timeou
         after = box.groups.cpu_seconds()
         found.cpu = None if before is None or after is None else after - before
         found.throttled, found.peak_mib, found.nested = box.throttled(), box.peak_mib(), len(seen)
+        if usage:
+            found.anon_mib, found.cache_mib = max(u[0] for u in usage), max(u[1] for u in usage)
     results = root / "results" / "results.json"
     if not results.is_file():
         found.error = found.error or f"no results.json; stderr: {ran.stderr[-500:] if ran else ''}"
@@ -267,11 +287,12 @@ def line(run: Grading) -> str:
     share = "-" if run.share is None else f"{run.share:5.2f}"
     throttled = "-" if run.throttled is None else f"{run.throttled:6.1f}"
     peak = "-" if run.peak_mib is None else f"{run.peak_mib:6.0f}"
+    parts = "-" if run.anon_mib is None else f"{run.anon_mib:4.0f}+{run.cache_mib:<4.0f}"
     verdicts = " ".join(f"{check}={outcome}" for check, (outcome, _) in sorted(run.verdicts.items()))
     why = next((output for outcome, output in run.verdicts.values() if outcome == "failed"), "")
     return (
         f"{run.name:32s} {'0.5 CPU' if run.limited else 'no limit':8s} {run.score:4g}/{run.max_score:<4g}"
-        f" {verdicts:42s} {run.wall:6.1f} {cpu} {share} {throttled} {peak} {run.nested:3d}"
+        f" {verdicts:42s} {run.wall:6.1f} {cpu} {share} {throttled} {peak} {parts:9s} {run.nested:3d}"
         + (f"  {why[:110]}" if why else "")
         + (f"  ERROR {run.error}" if run.error else "")
     )
@@ -301,7 +322,7 @@ def main() -> None:
         order += (["reference"] if index < options.runs else []) + loops[index : index + 1]
     runs: list[Grading] = []
     header = f"{'submission':32s} {'limits':8s} {'score':9s} {'timing verdicts':42s} {'wall s':>6} {'CPU s':>6}"
-    print(f"{header} {'share':>5} {'thrtl':>6} {'MiB':>6} {'grp':>3}")
+    print(f"{header} {'share':>5} {'thrtl':>6} {'MiB':>6} {'anon+file':9s} {'grp':>3}")
     base = Path(tempfile.mkdtemp(prefix="sdpa-smallbox-"))
     try:
         for index, name in enumerate(order):
@@ -328,7 +349,9 @@ def summary(runs: list[Grading]) -> None:
         f" {len(false_fails)} false timing fails; median wall {median([r.wall for r in honest]):.1f} s,"
         f" CPU {median([r.cpu for r in honest]):.1f} s, share {median([r.share for r in honest]):.2f} CPU,"
         f" throttled {median([r.throttled for r in honest]):.1f} s, peak {median([r.peak_mib for r in honest]):.0f} MiB"
-        f" (max {max((r.peak_mib or 0 for r in honest), default=0):.0f})"
+        f" (max {max((r.peak_mib or 0 for r in honest), default=0):.0f}; sampled every 0.2 s, the most anonymous"
+        f" memory {median([r.anon_mib for r in honest]):.0f} MiB and page cache"
+        f" {median([r.cache_mib for r in honest]):.0f} MiB, medians)"
     )
     if free:
         ratio = median([a.wall / b.wall for a, b in zip(honest, free)])
