@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -177,10 +178,11 @@ class SmallBox:
         except OSError:
             return set()
 
-    def join(self) -> None:
-        """Put the calling process in the group (run in the child, before it execs)."""
-        for procs in self.groups.procs:
-            Path(procs).write_text(str(os.getpid()))
+    def command(self, args: list[str]) -> list[str]:
+        """``args``, run by a shell that first puts itself in the group (so everything it starts is counted there):
+        no preexec_fn, so gradings may start from several threads at once."""
+        join = 'for procs in "$@"; do echo $$ > "$procs" || exit 125; done; exec ' + " ".join(map(shlex.quote, args))
+        return ["sh", "-c", join, "join", *self.groups.procs]
 
     def close(self) -> None:
         """Kill what is left in the group, and remove it with whatever the grading left below it."""
@@ -245,10 +247,9 @@ def grade(source: Path, name: str, folder: Path, *, limited: bool = True, timeou
         started = time.perf_counter()
         try:
             ran = subprocess.run(
-                ["bash", str(root / "source" / "run_autograder")],
+                box.command(["bash", str(root / "source" / "run_autograder")]),
                 cwd=root / "source",
                 env=clean_env(root, root / "tmp"),
-                preexec_fn=box.join,
                 capture_output=True,
                 text=True,
                 timeout=timeout,
