@@ -106,8 +106,11 @@ class GradingPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Once the grading's time budget has run out, every check still to run fails as the student's time-out,
-        before any of it runs (the runner refuses the student's calls by then too)."""
+        before any of it runs (the runner refuses the student's calls by then too); a GPU check on a machine without
+        CUDA is shown not run, as always, so the maximum score stays the same for every submission."""
         if self._deadline is not None and time.monotonic() >= self._deadline:
+            if "gpu" in item.fixturenames and self._no_gpu():
+                pytest.skip(self._no_gpu())  # not run, as for every submission here: one maximum score for all
             budget = self._settings.limits.grading_budget
             raise StudentFault(
                 f"not run: the grading's time budget of {budget:g} s ran out before this check "
@@ -217,11 +220,17 @@ class GradingPlugin:
         Listed before ``loaded``, so that a GPU check is "not run" for every submission on such a
         machine, loadable or not, and every submission has the same maximum score.
         """
+        if self._no_gpu():
+            pytest.skip(self._no_gpu())
+        return "cuda"
+
+    def _no_gpu(self) -> str:
+        """Why this grading runs no GPU check ("" where it runs them)."""
         import torch
 
         if self._device != "cuda" or not torch.cuda.is_available():
-            pytest.skip("the grading machine has no CUDA device")
-        return "cuda"
+            return "the grading machine has no CUDA device"
+        return ""
 
     @pytest.fixture
     def draw(self, request: pytest.FixtureRequest) -> Draw:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,25 @@ def test_the_proxies_are_made_once_and_raise_no_pytest_deprecation(tmp_path):
     assert "PytestRemoved" not in output and "Deprecat" not in output, output
     assert [o.status for o in plugin.outcomes.values()] == ["passed"] * 3
     assert connected == ["student"]
+
+
+def test_a_spent_grading_budget_leaves_the_gpu_check_not_run():
+    """The hidden checks run with the grading's time budget already spent (as a loop over queries spends it at half a
+    CPU, docs/performance.md): every CPU check fails as the student's time-out without reaching the student's code,
+    and the GPU check is not run, as for every submission on a machine without CUDA, so the maximum is the usual
+    one (before: a failed GPU check, 2 points more)."""
+    from autograder import scoring
+    from autograder.grade import run_pytest
+
+    settings = load_settings(None, environ={})
+    reached = []
+    plugin = GradingPlugin(lambda: reached.append("student"), settings, 0, "cpu", deadline=time.monotonic() - 1)
+    code, output = run_pytest(plugin, settings)
+    assert code == pytest.ExitCode.TESTS_FAILED and not reached, output[-2000:]
+    outcomes = plugin.outcomes
+    gpu = outcomes.pop("timing_gpu")
+    assert (gpu.status, gpu.message) == ("not-run", "the grading machine has no CUDA device"), gpu
+    assert outcomes and all(o.status == "failed" and "time budget" in o.message for o in outcomes.values())
+    scored = scoring.score([*outcomes.values(), gpu], settings)
+    full = sum(points for check, points in settings.points.items() if check != "timing_gpu")
+    assert sum(s.max_score for s in scored) == full and sum(s.score for s in scored) == 0
