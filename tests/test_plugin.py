@@ -16,7 +16,7 @@ from autograder.config import load_settings
 from autograder.plugin import GradingPlugin
 from reference import attention as ref
 
-FACTS = 'function="attention_scores", category="shape", exercises=("mask",), picture=None'
+FACTS = 'function="attention_scores", category="shape", points=2, exercises=("mask",), picture=None'
 _names = itertools.count()
 
 
@@ -59,11 +59,14 @@ def test_declared_facts_travel_into_the_outcome(tmp_path):
     ("marker", "said"),
     [
         (
-            'function="attention_scores", category="shape", exercises=()',
-            "lacks picture=: every check declares function, category, exercises, picture",
+            'function="attention_scores", category="shape", points=2, exercises=()',
+            "lacks picture=: every check declares function, category, points, exercises, picture",
         ),
-        ('function="attention_scores", category="shape"', "lacks exercises=, picture="),
-        (FACTS + ", points=3", "has unknown points="),
+        ('function="attention_scores", category="shape", points=2', "lacks exercises=, picture="),
+        ('function="attention_scores", category="shape", exercises=(), picture=None', "lacks points="),
+        (FACTS + ", weight=3", "has unknown weight="),
+        (FACTS.replace("points=2", "points=-1"), "points=-1: a non-negative number"),
+        (FACTS.replace("points=2", 'points="2"'), "points='2': a non-negative number"),
         (FACTS.replace("attention_scores", "attention_score"), "function='attention_score' is not one the reference"),
         (FACTS.replace('"shape"', '"shapes"'), "unknown category 'shapes'"),
         (FACTS.replace('("mask",)', '("masks",)'), "exercises=('masks',): a tuple of 'mask', 'fully-masked'"),
@@ -72,7 +75,10 @@ def test_declared_facts_travel_into_the_outcome(tmp_path):
     ids=[
         "no picture",
         "no exercises or picture",
+        "no points",
         "unknown fact",
+        "negative points",
+        "points not a number",
         "unknown function",
         "unknown category",
         "unknown input",

@@ -14,7 +14,7 @@ def _reference_grad(scores, mask, grad_output):
     return grad
 
 
-@pytest.mark.check(function="masked_softmax", category="values", exercises=(), picture="plain")
+@pytest.mark.check(function="masked_softmax", category="values", points=2, exercises=(), picture="plain")
 def test_softmax_values(loaded, draw, settings):
     """Without a mask: an ordinary softmax over the last (key) axis, in float64 and float32."""
     B, T_q, T_k = draw.sizes(3)
@@ -33,7 +33,7 @@ def test_softmax_values(loaded, draw, settings):
         )
 
 
-@pytest.mark.check(function="masked_softmax", category="masking", exercises=("mask",), picture="padding")
+@pytest.mark.check(function="masked_softmax", category="masking", points=3, exercises=("mask",), picture="padding")
 def test_softmax_masked(loaded, draw, settings):
     """Masked keys get weight exactly 0, with masks that broadcast from (T_q, T_k) and (B, 1, T_k)."""
     B, T_q, T_k = draw.sizes(3)
@@ -60,7 +60,7 @@ def test_softmax_masked(loaded, draw, settings):
 
 
 @pytest.mark.check(
-    function="masked_softmax", category="nan-safety", exercises=("mask", "fully-masked"), picture="padding"
+    function="masked_softmax", category="nan-safety", points=3, exercises=("mask", "fully-masked"), picture="padding"
 )
 def test_softmax_fully_masked(loaded, draw, settings):
     """A row with no allowed key is all zeros, never NaN, and its gradient is finite."""
@@ -103,7 +103,9 @@ def test_softmax_fully_masked(loaded, draw, settings):
     )
 
 
-@pytest.mark.check(function="masked_softmax", category="stability", exercises=("mask", "large-scores"), picture=None)
+@pytest.mark.check(
+    function="masked_softmax", category="stability", points=2, exercises=("mask", "large-scores"), picture=None
+)
 def test_softmax_stability(loaded, draw, settings):
     """Scores around 1e4 (float32 and float64) neither overflow nor give NaN, on the masked path too."""
     B, T_q, T_k = draw.sizes(3)
@@ -142,7 +144,7 @@ def test_softmax_stability(loaded, draw, settings):
             )
 
 
-@pytest.mark.check(function="masked_softmax", category="no-mutation", exercises=("mask",), picture=None)
+@pytest.mark.check(function="masked_softmax", category="no-mutation", points=1, exercises=("mask",), picture=None)
 def test_softmax_no_mutation(loaded, draw, settings):
     """masked_softmax leaves its scores and its mask as they were."""
     B, T_q, T_k = draw.sizes(3)

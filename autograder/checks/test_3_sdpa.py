@@ -71,7 +71,7 @@ def _pair(result, label):
     return result
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="shape", exercises=(), picture=None)
+@pytest.mark.check(function="scaled_dot_product_attention", category="shape", points=2, exercises=(), picture=None)
 def test_sdpa_lesson_shape(loaded, draw, settings):
     """The lesson's question: (32, 50, 64), (32, 50, 64), (32, 50, 128) -> (32, 50, 128) and weights (32, 50, 50)."""
     Q, K, V = (
@@ -87,7 +87,7 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
 
 
 @pytest.mark.check(
-    function="scaled_dot_product_attention", category="matches-torch", exercises=("mask",), picture="padding"
+    function="scaled_dot_product_attention", category="matches-torch", points=4, exercises=("mask",), picture="padding"
 )
 def test_sdpa_matches_torch(loaded, draw, settings):
     """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes."""
@@ -126,7 +126,7 @@ def test_sdpa_matches_torch(loaded, draw, settings):
 
 
 @pytest.mark.check(
-    function="scaled_dot_product_attention", category="causal", exercises=("mask", "causal"), picture="causal"
+    function="scaled_dot_product_attention", category="causal", points=3, exercises=("mask", "causal"), picture="causal"
 )
 def test_sdpa_causal(loaded, draw, settings):
     """is_causal=True with T_q < T_k and T_q > T_k (top-left aligned), one query or one key, and causal plus padding."""
@@ -153,6 +153,7 @@ def test_sdpa_causal(loaded, draw, settings):
 @pytest.mark.check(
     function="scaled_dot_product_attention",
     category="nan-safety",
+    points=2,
     exercises=("mask", "fully-masked"),
     picture="padding",
 )
@@ -212,7 +213,9 @@ def test_sdpa_fully_masked(loaded, draw, settings):
     held.done()
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="dtype", exercises=("mask",), picture=None)
+@pytest.mark.check(
+    function="scaled_dot_product_attention", category="dtype", points=2, exercises=("mask",), picture=None
+)
 def test_sdpa_dtypes(loaded, draw, settings):
     """float32, float16 and bfloat16 inputs give outputs of the same dtype, within that dtype's tolerance."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
@@ -241,7 +244,9 @@ def _dtype_case(loaded, settings, low, mask, dtype):
         _explain(failure, loaded, tolerance, reply.entered, *low, mask, False, (output, weights), steps=steps)
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="gradient", exercises=("mask",), picture=None)
+@pytest.mark.check(
+    function="scaled_dot_product_attention", category="gradient", points=3, exercises=("mask",), picture=None
+)
 def test_sdpa_gradients(loaded, draw, settings):
     """Gradients for Q, K and V match the reference's, through both the output and the weights."""
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
@@ -263,7 +268,9 @@ def test_sdpa_gradients(loaded, draw, settings):
         _explain(failure, loaded, tolerance, reply.entered, Q, K, V, mask, False, result, grad_outputs, reply.grads)
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="no-mutation", exercises=("mask",), picture=None)
+@pytest.mark.check(
+    function="scaled_dot_product_attention", category="no-mutation", points=1, exercises=("mask",), picture=None
+)
 def test_sdpa_no_mutation(loaded, draw, settings):
     """Q, K, V and the mask are left as they were."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
