@@ -155,3 +155,39 @@ def test_the_proxies_are_made_once_and_raise_no_pytest_deprecation(tmp_path):
     assert "PytestRemoved" not in output and "Deprecat" not in output, output
     assert [o.status for o in plugin.outcomes.values()] == ["passed"] * 3
     assert connected == ["student"]
+
+
+def test_the_catalogue_reads_each_checks_facts_and_whether_it_compares_within_the_tolerances(tmp_path):
+    """The catalogue reads a check's marker (points included), docstring and module from its source, and whether its
+    code calls settings.tolerance(...), itself or through a function of its module (what makes it one of the bench's
+    value checks); a helper that calls itself is read once."""
+    marker = "@pytest.mark.check(function='masked_softmax', category='values', points=1.5, exercises=(), picture=None)"
+    (tmp_path / "test_9_made.py").write_text(
+        "import pytest\n\n\ndef _allowed(settings):\n    return settings.tolerance('float64')\n\n\n"
+        "def _again(settings):\n    return _again(settings)\n\n\n"
+        f"{marker}\ndef test_direct(settings):\n    '''Direct.\n\n    Details.'''\n"
+        "    settings.tolerance('float32')\n\n\n"
+        f"{marker}\ndef test_helper(settings):\n    _allowed(settings)\n\n\n"
+        f"{marker}\ndef test_exact(settings):\n    _again(settings)\n    settings.tolerance.variance_rtol\n"
+    )
+    entries = catalogue(tmp_path)
+    assert [(entry.check, entry.tolerance) for entry in entries] == [
+        ("direct", True),
+        ("helper", True),
+        ("exact", False),
+    ]
+    assert (entries[0].points, entries[0].module, entries[0].doc) == (1.5, "test_9_made", "Direct.\n\nDetails.")
+
+
+def test_the_bench_measures_the_checks_that_compare_within_the_tolerances():
+    """bench/tolerances.py's value checks are the catalogue's that call settings.tolerance(...), less the timing checks
+    (they check their answers, but judge time), and each of their modules is patched where it compares."""
+    from bench.tolerances import MODULES, VALUE_CHECKS
+
+    entries = catalogue()
+    assert VALUE_CHECKS == tuple(e.check for e in entries if e.tolerance and e.category != "timing")
+    assert {"sdpa_matches_torch", "mha_masks", "softmax_stability"} <= set(VALUE_CHECKS)
+    assert not {"causal_square", "sdpa_lesson_shape", "sdpa_no_mutation", "timing_cpu"} & set(VALUE_CHECKS)
+    assert {module.__name__.rsplit(".", 1)[1] for module in MODULES} == {
+        e.module for e in entries if e.check in VALUE_CHECKS
+    }

@@ -28,10 +28,10 @@ class Entry:
     tolerance: bool = False  # its code compares values within settings.tolerance(...), itself or through a helper
 
 
-def catalogue() -> list[Entry]:
-    """Every hidden check, in the order pytest runs them."""
+def catalogue(folder: Path = CHECKS) -> list[Entry]:
+    """Every hidden check (of ``folder``, the checks' by default), in the order pytest runs them."""
     entries = []
-    for path in sorted(CHECKS.glob("test_*.py")):
+    for path in sorted(folder.glob("test_*.py")):
         tree = ast.parse(path.read_text())
         helpers = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
         for node in tree.body:

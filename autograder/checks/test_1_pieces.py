@@ -11,7 +11,10 @@ from reference import attention as ref
 
 @pytest.mark.check(function="attention_scores", category="shape", points=2, exercises=(), picture=None)
 def test_scores_shape(loaded, draw, settings):
-    """(..., T_q, d_k) x (..., T_k, d_k) -> (..., T_q, T_k), with zero, one and two leading dims."""
+    """(..., T_q, d_k) x (..., T_k, d_k) -> (..., T_q, T_k), with zero, one and two leading dims.
+
+    On 2-D, (B, T, d_k) and (B, H, T, d_k) inputs, with T_q != T_k.
+    """
     B, H, T_q, T_k, d_k = draw.sizes(5)
     cases = [
         ("batched inputs (B, T, d_k)", (B,)),
@@ -103,7 +106,10 @@ def test_causal_rectangular(loaded, draw, settings):
 
 @pytest.mark.check(function="padding_mask", category="masking", points=2, exercises=(), picture="padding")
 def test_padding_lengths(loaded, draw, settings):
-    """Lengths (B,) give a (B, 1, T_k) mask, lengths (B, T_q) a (B, T_q, T_k) mask."""
+    """Lengths (B,) give a (B, 1, T_k) mask, lengths (B, T_q) a (B, T_q, T_k) mask.
+
+    On every draw a length of 0 (a fully masked row), of 1 and of T_k, at drawn places.
+    """
     B, T_q, T_k = draw.sizes(3)
     per_sequence = draw.lengths(B, T_k)
     per_query = draw.lengths(B * T_q, T_k).reshape(B, T_q)

@@ -90,7 +90,11 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
     function="scaled_dot_product_attention", category="matches-torch", points=4, exercises=("mask",), picture="padding"
 )
 def test_sdpa_matches_torch(loaded, draw, settings):
-    """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes."""
+    """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes.
+
+    Masks (T_q, T_k), (B, 1, 1, T_k) and (B, H, T_q, T_k), and 3-D inputs; edge shapes: 2-D inputs, B = 1, T_q = 1
+    (without a mask and with a padding mask), T_k = 1, d_k = 1; more heads than the batch.
+    """
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
     B, H = sorted((B, H))  # more heads than the batch, on every run
     Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
@@ -158,7 +162,10 @@ def test_sdpa_causal(loaded, draw, settings):
     picture="padding",
 )
 def test_sdpa_fully_masked(loaded, draw, settings):
-    """Queries that may attend to nothing get zero weights, a zero output and finite gradients."""
+    """Queries that may attend to nothing get zero weights, a zero output and finite gradients.
+
+    A single key (T_k = 1), masked on some rows.
+    """
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
     Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
     mask = draw.mask(B, T_q, T_k)
