@@ -27,6 +27,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from autograder.checks.catalogue import CHECKS
+from autograder.checks.catalogue import points as declared_points
 from autograder.deadline import Deadline, DeadlineError
 from autograder.deadline import parse as parse_deadline
 
@@ -254,8 +256,9 @@ class Scoring:
 
 
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
-# extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names
-# (each check declares itself; the plugin refuses a check without points), each a non-negative number.
+# extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names, each a
+# non-negative number; each check declares its own points in its marker (checks/catalogue.py reads them), and [points]
+# only overrides them, in defaults.toml or a course's file.
 SECTIONS: dict[str, type] = {
     "tolerance": Tolerance, "timing": Timing, "limits": Limits, "imports": Imports, "gradescope": Gradescope,
     "scoring": Scoring,
@@ -381,7 +384,11 @@ def load_settings(path: str | Path | None = None, environ: dict | None = None) -
     """Resolve the settings: command line file > environment file > defaults."""
     environ = os.environ if environ is None else environ
     defaults = _read(DEFAULTS, "the defaults")
-    _validate(defaults, defaults, f"{DEFAULTS} (the defaults)")
+    shipped = defaults.pop("points", {})  # overrides of the checks' own points, as a course's file may hold them
+    defaults = {"points": declared_points(), **defaults}
+    _validate({"points": defaults["points"]}, defaults, f"{CHECKS} (the checks' markers)")
+    _validate({**defaults, "points": shipped}, defaults, f"{DEFAULTS} (the defaults)")
+    defaults["points"].update(shipped)
     values = {section: dict(table) for section, table in defaults.items()}
     if path is not None:
         where, chosen = "--config", Path(path)

@@ -1,8 +1,9 @@
 """The pytest plugin that runs the hidden checks: fixtures, the ``check`` marker, and outcomes.
 
 Checks never compute points: each declares its facts in its marker,
-``@pytest.mark.check(function=..., category=..., exercises=(...), picture=...)``: the student function
-it is about (one the reference defines), its category, the kinds of input it exercises
+``@pytest.mark.check(function=..., category=..., points=..., exercises=(...), picture=...)``: the student
+function it is about (one the reference defines), its category, what it is worth (a settings file may
+override it: checks/catalogue.py reads the markers for the settings), the kinds of input it exercises
 (``checks/mistakes.INPUTS``: where a borrowed cause can show) and the tiny example pictured when it
 fails (``checks/examples.EXAMPLES``, or None). They are validated when the checks are collected and
 carried into each ``Outcome``; points come from the settings and are applied later, by autograder.scoring.
@@ -29,7 +30,7 @@ from autograder.config import Settings
 from autograder.sandbox.protocol import Failure, Runner
 from autograder.status import Category, Status
 
-FACTS = ("function", "category", "exercises", "picture")  # what every check's marker declares
+FACTS = ("function", "category", "points", "exercises", "picture")  # what every check's marker declares
 
 
 @dataclass
@@ -88,7 +89,7 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line(
-            "markers", "check(function, category, exercises, picture): a graded check of one student function"
+            "markers", "check(function, category, points, exercises, picture): a graded check of one student function"
         )
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -271,6 +272,9 @@ def facts_problem(marker: pytest.Mark) -> str:
         return f"function={facts['function']!r} is not one the reference defines ({', '.join(FUNCTIONS)})"
     if facts["category"] not in set(Category):
         return f"unknown category {facts['category']!r}"
+    worth = facts["points"]
+    if isinstance(worth, bool) or not isinstance(worth, (int, float)) or worth < 0:
+        return f"points={worth!r}: a non-negative number"
     exercises = facts["exercises"]
     if not isinstance(exercises, (tuple, list)) or not set(exercises) <= set(INPUTS):
         return f"exercises={exercises!r}: a tuple of {', '.join(repr(name) for name in INPUTS)}"

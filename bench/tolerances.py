@@ -20,6 +20,7 @@ float16 and bfloat16 inside must fail on every one. Exits 1 when any of that doe
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import sys
 import time
@@ -28,8 +29,8 @@ from pathlib import Path
 
 import torch
 
-from autograder.checks import check_1_pieces, check_2_softmax, check_3_sdpa, check_4_mha_variance
 from autograder.checks.cases import Draw
+from autograder.checks.catalogue import catalogue
 from autograder.checks.expect import CheckFailure
 from autograder.checks.student import Student, StudentFault
 from autograder.config import load_settings
@@ -37,12 +38,13 @@ from bench.variants import CORRECT, WRONG
 from tests.in_process import InProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = (check_1_pieces, check_2_softmax, check_3_sdpa, check_4_mha_variance)
-VALUE_CHECKS = (
-    "scores_shape", "scores_values", "scale_values", "output_values", "softmax_values", "softmax_masked",
-    "softmax_fully_masked", "softmax_stability", "sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked",
-    "sdpa_dtypes", "sdpa_gradients", "mha_matches_torch", "mha_masks",
-)  # fmt: skip
+# the value checks: those whose code compares values within settings.tolerance(...) (the catalogue reads it from their
+# source), less the timing checks, which compare their answers too but judge time; and the modules that hold them
+VALUE_CHECKS = tuple(entry.check for entry in catalogue() if entry.tolerance and entry.category != "timing")
+MODULES = tuple(
+    importlib.import_module(f"autograder.checks.{name}")
+    for name in dict.fromkeys(entry.module for entry in catalogue() if entry.check in VALUE_CHECKS)
+)
 PRECISION = {
     "float32_softmax_inside": True,
     "float32_logsumexp_inside": True,
@@ -151,10 +153,10 @@ def main() -> int:
         )
     if options.stability_seeds and (not options.only or "softmax_stability" in options.only):
         print(f"\nsoftmax_stability on seeds 1..{options.stability_seeds}, precision variants:")
+        stability = checks(["softmax_stability"])["softmax_stability"]
         for name, must_pass in PRECISION.items():
             figures = [
-                measure(check_2_softmax.test_softmax_stability, loaded[name], seed, settings)
-                for seed in range(1, options.stability_seeds + 1)
+                measure(stability, loaded[name], seed, settings) for seed in range(1, options.stability_seeds + 1)
             ]
             passed = sum(figure <= 1 for figure in figures)
             bad = passed != (len(figures) if must_pass else 0)

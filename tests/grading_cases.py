@@ -7,12 +7,30 @@ DEDUCTED says what each submission loses besides under ``borrowed = "deduct"`` (
 
 from __future__ import annotations
 
-SDPA_VALUES = {"sdpa_matches_torch", "sdpa_causal", "sdpa_fully_masked", "sdpa_dtypes", "sdpa_gradients"}
-SDPA_ALL = SDPA_VALUES | {"sdpa_lesson_shape", "sdpa_no_mutation"}
-SOFTMAX_ALL = {"softmax_values", "softmax_masked", "softmax_fully_masked", "softmax_stability", "softmax_no_mutation"}
-MHA = {"mha_matches_torch", "mha_masks"}
-GATED_SDPA = {"integrity_sdpa", "timing_cpu"}
-GATED_MHA = {"integrity_mha"}
+from autograder.checks.catalogue import catalogue
+from autograder.scoring import GATED
+
+
+def checks_of(function: str, *, gated: bool = False, values: bool = False) -> set[str]:
+    """The hidden checks of ``function`` (the catalogue's): its own correctness checks, or with ``gated`` its integrity
+    and timing checks that run here (timing_gpu is not run without a GPU); with ``values`` only those that compare
+    values within the tolerances."""
+    return {
+        entry.check
+        for entry in catalogue()
+        if entry.function == function
+        and (entry.category in GATED) == gated
+        and (entry.tolerance or not values)
+        and entry.check != "timing_gpu"
+    }
+
+
+SDPA_VALUES = checks_of("scaled_dot_product_attention", values=True)  # matches_torch, causal, fully masked, ...
+SDPA_ALL = checks_of("scaled_dot_product_attention")  # ... and the lesson's shape, no mutation
+SOFTMAX_ALL = checks_of("masked_softmax")
+MHA = checks_of("MultiHeadAttention")
+GATED_SDPA = checks_of("scaled_dot_product_attention", gated=True)  # integrity_sdpa, timing_cpu
+GATED_MHA = checks_of("MultiHeadAttention", gated=True)
 EVERYTHING_ABOVE_SDPA = SDPA_ALL | MHA | GATED_SDPA | GATED_MHA
 # a submission that calls fused attention where the checks give no mask: those checks fail, and what is gated on them
 FUSED_BLOCKED = {"sdpa_lesson_shape", "sdpa_matches_torch", "mha_matches_torch"} | GATED_SDPA | GATED_MHA

@@ -47,3 +47,18 @@ def csv_rows(path: Path) -> list[list[str]]:
         return rows
     column = rows[0].index("graded_at")
     return [row[:column] + row[column + 1 :] for row in rows]
+
+
+def points(check: str) -> float:
+    """A hidden check's points under the default settings: its marker's, or the override in defaults.toml."""
+    from autograder.config import load_settings
+
+    return load_settings(environ={}).points[check]
+
+
+def total(*, gpu: bool = False) -> float:
+    """The most a submission scores under the default settings: every hidden check's points, timing_gpu's only where
+    it runs (without a GPU it is not run, worth 0 of 0 under ``when_no_gpu = "exclude"``; ``award`` counts it)."""
+    from autograder.config import load_settings
+
+    return sum(value for check, value in load_settings(environ={}).points.items() if gpu or check != "timing_gpu")

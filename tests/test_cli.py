@@ -11,7 +11,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.status import Category
 from autograder.submission import notebook_source
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run, total
 
 SOURCE_NOTEBOOK = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
 
@@ -26,9 +26,9 @@ def test_reference_gets_full_marks_in_gradescope_format(tmp_path):
     """Exit 0, a table ending in the total, and a results.json Gradescope can read, with tags."""
     result, results = grade(REFERENCE, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "total" in result.stdout and "55/55" in result.stdout
+    assert "total" in result.stdout and f"{total():g}/{total():g}" in result.stdout
     assert set(results) >= {"score", "execution_time", "output", "tests"}
-    assert results["score"] == 55 == sum(test["score"] for test in results["tests"])
+    assert results["score"] == total() == sum(test["score"] for test in results["tests"])
     for test in results["tests"]:
         assert set(test) >= {"name", "score", "max_score", "output", "visibility", "tags"}
         function, category = test["tags"]
@@ -39,7 +39,7 @@ def test_notebook_with_solutions_gets_full_marks(tmp_path):
     """The source notebook (solution and set-up cells, not its test cells) grades like the reference."""
     result, results = grade(SOURCE_NOTEBOOK, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert results["score"] == 55
+    assert results["score"] == total()
 
 
 def test_missing_submission_exits_2_with_a_results_file(tmp_path):
@@ -49,7 +49,7 @@ def test_missing_submission_exits_2_with_a_results_file(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "there is no file or folder at" in result.stderr
     assert results["score"] == 0 and "there is no file or folder at" in results["output"]
-    assert results["max_score"] == 55
+    assert results["max_score"] == total()
 
 
 def test_folder_without_a_submission_exits_2(tmp_path):
@@ -68,7 +68,7 @@ def test_every_submission_has_the_same_maximum(tmp_path):
     empty = tmp_path / "empty.py"
     empty.write_text("")
     maxima = {grade(path, tmp_path)[1]["max_score"] for path in (REFERENCE, broken, empty)}
-    assert maxima == {55}
+    assert maxima == {total()}
 
 
 def test_a_load_error_is_told_once(tmp_path):
@@ -212,7 +212,7 @@ def test_every_unreadable_submission_exits_2_naming_what_was_given(tmp_path, mak
     result, results = grade(make(tmp_path), tmp_path)
     assert result.returncode == 2, result.stderr
     assert reason in result.stderr and reason in results["ungradable"]
-    assert results["score"] == 0 and results["max_score"] == 55
+    assert results["score"] == 0 and results["max_score"] == total()
     assert "attention.py could not be loaded" not in json.dumps(results)
 
 

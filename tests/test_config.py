@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from autograder.checks.catalogue import catalogue
 from autograder.config import DEFAULTS, SECTIONS, ConfigError, load_settings, tomllib
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
@@ -29,6 +30,19 @@ def test_file_overrides_only_what_it_names(tmp_path):
     settings = load_settings(path, environ={})
     assert settings.points["sdpa_gradients"] == 10
     assert settings.points["sdpa_causal"] == 3
+
+
+def test_points_are_declared_by_the_checks_and_a_file_only_overrides_them(tmp_path):
+    """Each check's points are its marker's (checks/catalogue.py reads them): the shipped [points] holds none, and a
+    course's file changes only the checks it names, in the checks' order."""
+    declared = {entry.check: entry.points for entry in catalogue()}
+    assert tomllib.loads(DEFAULTS.read_text())["points"] == {}
+    assert dict(load_settings(environ={}).points) == declared and all(value >= 0 for value in declared.values())
+    path = tmp_path / "course.toml"
+    path.write_text("[points]\nsdpa_gradients = 10\nscores_shape = 0\n")
+    settings = load_settings(path, environ={})
+    assert dict(settings.points) == {**declared, "sdpa_gradients": 10, "scores_shape": 0}
+    assert list(settings.points) == list(declared)
 
 
 def test_command_line_beats_environment(tmp_path):

@@ -10,7 +10,7 @@ import sys
 import torch
 
 from autograder.checks.timing import one_thread
-from tests.helpers import REFERENCE, ROOT, run
+from tests.helpers import REFERENCE, ROOT, run, total
 
 # Grades the reference in a fresh Python and prints, as JSON, its score and what the process did.
 GRADE_AND_REPORT = """
@@ -58,7 +58,7 @@ def graded(mode: str, env: dict | None = None) -> dict:
 def test_after_the_warm_up_a_grading_imports_nothing():
     """A batch's warm-up leaves nothing for a forked grading to import (pytest's plugins, the checks, sympy)."""
     report = graded("warm")
-    assert report["score"] == 55, report["grader_error"]
+    assert report["score"] == total(), report["grader_error"]
     assert report["imported"] == []
     assert report["zygotes"] == 1  # the batch's: the reference's sandbox forks from it too
 
@@ -67,7 +67,7 @@ def test_one_grading_starts_one_zygote():
     """sdpa-grade FILE imports torch once: the reference's sandbox forks from the student's zygote; the grading
     closes the zygote and each of the two sandboxes once."""
     report = graded("cold")
-    assert report["score"] == 55, report["grader_error"]
+    assert report["score"] == total(), report["grader_error"]
     assert report["zygotes"] == 1
     assert report["closes"] == {"sandbox": [1, 1], "zygote": [1]}
 
@@ -80,7 +80,7 @@ def test_a_pytest_plugin_installed_beside_the_grader_stays_out_of_the_checks(tmp
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: drop-every-check\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[pytest11]\ndrop = drop_every_check\n")
     report = graded("cold", env={**os.environ, "PYTHONPATH": str(tmp_path)})
-    assert report["score"] == 55, report["grader_error"]
+    assert report["score"] == total(), report["grader_error"]
     assert "drop_every_check" not in report["imported"]
 
 

@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
 from autograder.release.gradescope import CPU_INDEX, setup_script, torch_requirement
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run, total
 
 pytestmark = pytest.mark.slow
 
@@ -174,7 +174,7 @@ def test_correct_submission_gets_full_marks(gradescope):
     result, results = run_autograder(gradescope[0], "correct")
     assert result.returncode == 0, result.stdout + result.stderr
     assert results["tests"] and results["score"] == sum(test["score"] for test in results["tests"])
-    assert results["score"] == 57.0
+    assert results["score"] == total(gpu=True)
 
 
 def test_results_name_the_graded_file_its_sha256_and_the_bundled_settings(gradescope):
@@ -201,7 +201,7 @@ def test_wrong_submission_loses_the_right_points(gradescope):
     assert result.returncode == 0, result.stderr
     scale = next(t for t in results["tests"] if t["name"].endswith("scale_values"))
     assert scale["score"] == 0 and "divided by d_k" in scale["output"]
-    assert 0 < results["score"] < 57
+    assert 0 < results["score"] < total(gpu=True)
 
 
 def test_a_submission_two_days_late_loses_its_penalty(gradescope):
@@ -225,7 +225,7 @@ def test_hostile_submission_cannot_forge_its_results(gradescope, name):
     """A submission that writes fake results files, or exits at import: the grader's results stand, exit 0."""
     result, results = run_autograder(gradescope[0], name)
     assert result.returncode == 0, result.stderr
-    assert results["score"] == sum(test["score"] for test in results["tests"]) < 57
+    assert results["score"] == sum(test["score"] for test in results["tests"]) < total(gpu=True)
     assert "grader_error" not in results
 
 
@@ -263,7 +263,7 @@ def test_plain_wheel_install_grades_outside_the_repository(wheel, tmp_path):
     (student / "attention.py").write_text(submission_text("correct"))
     result = run([str(venv / "bin" / "sdpa-grade"), "attention.py", "--json", "results.json"], cwd=student, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert json.loads((student / "results.json").read_text())["score"] == 55
+    assert json.loads((student / "results.json").read_text())["score"] == total()
 
 
 def local_index(folder: Path) -> Path:

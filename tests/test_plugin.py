@@ -17,7 +17,7 @@ from autograder.config import load_settings
 from autograder.plugin import GradingPlugin
 from reference import attention as ref
 
-FACTS = 'function="attention_scores", category="shape", exercises=("mask",), picture=None'
+FACTS = 'function="attention_scores", category="shape", points=2, exercises=("mask",), picture=None'
 _names = itertools.count()
 
 
@@ -62,11 +62,14 @@ def test_declared_facts_travel_into_the_outcome(tmp_path):
     ("marker", "said"),
     [
         (
-            'function="attention_scores", category="shape", exercises=()',
-            "lacks picture=: every check declares function, category, exercises, picture",
+            'function="attention_scores", category="shape", points=2, exercises=()',
+            "lacks picture=: every check declares function, category, points, exercises, picture",
         ),
-        ('function="attention_scores", category="shape"', "lacks exercises=, picture="),
-        (FACTS + ", points=3", "has unknown points="),
+        ('function="attention_scores", category="shape", points=2', "lacks exercises=, picture="),
+        ('function="attention_scores", category="shape", exercises=(), picture=None', "lacks points="),
+        (FACTS + ", weight=3", "has unknown weight="),
+        (FACTS.replace("points=2", "points=-1"), "points=-1: a non-negative number"),
+        (FACTS.replace("points=2", 'points="2"'), "points='2': a non-negative number"),
         (FACTS.replace("attention_scores", "attention_score"), "function='attention_score' is not one the reference"),
         (FACTS.replace('"shape"', '"shapes"'), "unknown category 'shapes'"),
         (FACTS.replace('("mask",)', '("masks",)'), "exercises=('masks',): a tuple of 'mask', 'fully-masked'"),
@@ -75,7 +78,10 @@ def test_declared_facts_travel_into_the_outcome(tmp_path):
     ids=[
         "no picture",
         "no exercises or picture",
+        "no points",
         "unknown fact",
+        "negative points",
+        "points not a number",
         "unknown function",
         "unknown category",
         "unknown input",
@@ -174,3 +180,39 @@ def test_a_spent_grading_budget_leaves_the_gpu_check_not_run():
     scored = scoring.score([*outcomes.values(), gpu], settings)
     full = sum(points for check, points in settings.points.items() if check != "timing_gpu")
     assert sum(s.max_score for s in scored) == full and sum(s.score for s in scored) == 0
+
+
+def test_the_catalogue_reads_each_checks_facts_and_whether_it_compares_within_the_tolerances(tmp_path):
+    """The catalogue reads a check's marker (points included), docstring and module from its source, and whether its
+    code calls settings.tolerance(...), itself or through a function of its module (what makes it one of the bench's
+    value checks); a helper that calls itself is read once."""
+    marker = "@pytest.mark.check(function='masked_softmax', category='values', points=1.5, exercises=(), picture=None)"
+    (tmp_path / "check_9_made.py").write_text(
+        "import pytest\n\n\ndef _allowed(settings):\n    return settings.tolerance('float64')\n\n\n"
+        "def _again(settings):\n    return _again(settings)\n\n\n"
+        f"{marker}\ndef test_direct(settings):\n    '''Direct.\n\n    Details.'''\n"
+        "    settings.tolerance('float32')\n\n\n"
+        f"{marker}\ndef test_helper(settings):\n    _allowed(settings)\n\n\n"
+        f"{marker}\ndef test_exact(settings):\n    _again(settings)\n    settings.tolerance.variance_rtol\n"
+    )
+    entries = catalogue(tmp_path)
+    assert [(entry.check, entry.tolerance) for entry in entries] == [
+        ("direct", True),
+        ("helper", True),
+        ("exact", False),
+    ]
+    assert (entries[0].points, entries[0].module, entries[0].doc) == (1.5, "check_9_made", "Direct.\n\nDetails.")
+
+
+def test_the_bench_measures_the_checks_that_compare_within_the_tolerances():
+    """bench/tolerances.py's value checks are the catalogue's that call settings.tolerance(...), less the timing checks
+    (they check their answers, but judge time), and each of their modules is patched where it compares."""
+    from bench.tolerances import MODULES, VALUE_CHECKS
+
+    entries = catalogue()
+    assert VALUE_CHECKS == tuple(e.check for e in entries if e.tolerance and e.category != "timing")
+    assert {"sdpa_matches_torch", "mha_masks", "softmax_stability"} <= set(VALUE_CHECKS)
+    assert not {"causal_square", "sdpa_lesson_shape", "sdpa_no_mutation", "timing_cpu"} & set(VALUE_CHECKS)
+    assert {module.__name__.rsplit(".", 1)[1] for module in MODULES} == {
+        e.module for e in entries if e.check in VALUE_CHECKS
+    }

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.release.build import TEMPLATE, build_template, stale_files
+from autograder.checks.catalogue import catalogue
+from autograder.release.build import GRADING_DOC, TEMPLATE, build_template, checks_table, stale_files
 from autograder.release.template import MarkerError, solution_lines, stub_source
 from tests.grading_cases import CASES
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, run, student_folder
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, points, run, student_folder
 
 STUDENT_FILES = [
     "attention.py",
@@ -36,11 +37,13 @@ def test_generated_files_are_not_stale():
 
 def sources_only(folder):
     """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests,
-    pyproject.toml (the torch range) and the default settings (their comments)."""
+    docs/grading.md (whose table of the checks it writes), pyproject.toml (the torch range) and the default settings
+    (their comments)."""
     for path in (
         REFERENCE,
         ROOT / "docs" / "handout.md",
         ROOT / "docs" / "saturation.svg",
+        ROOT / "docs" / "grading.md",  # its table of the checks
         TEMPLATE_DIR / "test_attention.py",
         ROOT / "pyproject.toml",
         ROOT / "autograder" / "defaults.toml",
@@ -68,6 +71,28 @@ def test_build_rewrites_a_stale_template(tmp_path):
     assert (tmp_path / TEMPLATE).read_text() == build_template(ROOT)
     assert stale_files(tmp_path) == []
     assert run([str(BIN / "sdpa-build"), "--check", "--root", str(tmp_path)]).returncode == 0
+
+
+def test_the_table_of_checks_in_grading_md_is_written_by_the_build(tmp_path):
+    """docs/grading.md's table has one row per check, from its marker and docstring with the settings' points; a row
+    edited by hand is stale (--check exits 1 naming the doc) and the build writes it back; a doc without the table's
+    markers is refused with exit 2, saying which lines it needs."""
+    rows = checks_table().splitlines()[2:]
+    assert [row.split(" | ")[0].removeprefix("| ") for row in rows] == [entry.check for entry in catalogue()]
+    sources_only(tmp_path)
+    doc = tmp_path / GRADING_DOC
+    row = f"| scale_values | scale_scores | values | {points('scale_values'):g} | "
+    assert row in doc.read_text()
+    doc.write_text(
+        doc.read_text().replace(row, f"| scale_values | scale_scores | values | {points('scale_values') + 1:g} | ")
+    )
+    stale = run([str(BIN / "sdpa-build"), "--check", "--root", str(tmp_path)])
+    assert stale.returncode == 1 and "stale: docs/grading.md" in stale.stdout, stale.stdout
+    assert run([str(BIN / "sdpa-build"), "--root", str(tmp_path)]).returncode == 0
+    assert row in doc.read_text() and doc.read_text() == (ROOT / GRADING_DOC).read_text()
+    doc.write_text("# Grading policy\n")
+    refused = run([str(BIN / "sdpa-build"), "--check", "--root", str(tmp_path)])
+    assert refused.returncode == 2 and 'docs/grading.md must hold the line "<!-- the checks' in refused.stderr
 
 
 def test_build_says_so_when_nothing_changed(tmp_path):

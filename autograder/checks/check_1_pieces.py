@@ -9,9 +9,12 @@ from autograder.checks.student import StudentFault
 from reference import attention as ref
 
 
-@pytest.mark.check(function="attention_scores", category="shape", exercises=(), picture=None)
+@pytest.mark.check(function="attention_scores", category="shape", points=2, exercises=(), picture=None)
 def test_scores_shape(loaded, draw, settings):
-    """(..., T_q, d_k) x (..., T_k, d_k) -> (..., T_q, T_k), with zero, one and two leading dims."""
+    """(..., T_q, d_k) x (..., T_k, d_k) -> (..., T_q, T_k), with zero, one and two leading dims.
+
+    On 2-D, (B, T, d_k) and (B, H, T, d_k) inputs, with T_q != T_k.
+    """
     B, H, T_q, T_k, d_k = draw.sizes(5)
     cases = [
         ("batched inputs (B, T, d_k)", (B,)),
@@ -36,7 +39,7 @@ def test_scores_shape(loaded, draw, settings):
         )
 
 
-@pytest.mark.check(function="attention_scores", category="values", exercises=(), picture=None)
+@pytest.mark.check(function="attention_scores", category="values", points=2, exercises=(), picture=None)
 def test_scores_values(loaded, draw, settings):
     """Each score is one query dotted with one key, in float64 and float32."""
     B, T_q, T_k, d_k = draw.sizes(4)
@@ -55,7 +58,7 @@ def test_scores_values(loaded, draw, settings):
         )
 
 
-@pytest.mark.check(function="scale_scores", category="values", exercises=(), picture=None)
+@pytest.mark.check(function="scale_scores", category="values", points=2, exercises=(), picture=None)
 def test_scale_values(loaded, draw, settings):
     """Scores are divided by sqrt(d_k), for several d_k."""
     B, T_q, T_k = draw.sizes(3)
@@ -72,7 +75,7 @@ def test_scale_values(loaded, draw, settings):
         )
 
 
-@pytest.mark.check(function="causal_mask", category="causal", exercises=(), picture="causal")
+@pytest.mark.check(function="causal_mask", category="causal", points=1, exercises=(), picture="causal")
 def test_causal_square(loaded, draw, settings):
     """causal_mask(T) is True on and below the diagonal, as a bool tensor."""
     (T,) = draw.sizes(1, low=3)
@@ -85,7 +88,7 @@ def test_causal_square(loaded, draw, settings):
     )
 
 
-@pytest.mark.check(function="causal_mask", category="causal", exercises=(), picture="causal")
+@pytest.mark.check(function="causal_mask", category="causal", points=2, exercises=(), picture="causal")
 def test_causal_rectangular(loaded, draw, settings):
     """With T_q != T_k (one query or one key included) the mask stays top-left aligned,
     like is_causal=True in PyTorch."""
@@ -101,9 +104,12 @@ def test_causal_rectangular(loaded, draw, settings):
         )
 
 
-@pytest.mark.check(function="padding_mask", category="masking", exercises=(), picture="padding")
+@pytest.mark.check(function="padding_mask", category="masking", points=2, exercises=(), picture="padding")
 def test_padding_lengths(loaded, draw, settings):
-    """Lengths (B,) give a (B, 1, T_k) mask, lengths (B, T_q) a (B, T_q, T_k) mask."""
+    """Lengths (B,) give a (B, 1, T_k) mask, lengths (B, T_q) a (B, T_q, T_k) mask.
+
+    On every draw a length of 0 (a fully masked row), of 1 and of T_k, at drawn places.
+    """
     B, T_q, T_k = draw.sizes(3)
     per_sequence = draw.lengths(B, T_k)
     per_query = draw.lengths(B * T_q, T_k).reshape(B, T_q)
@@ -123,7 +129,7 @@ def test_padding_lengths(loaded, draw, settings):
         )
 
 
-@pytest.mark.check(function="attention_output", category="values", exercises=(), picture=None)
+@pytest.mark.check(function="attention_output", category="values", points=2, exercises=(), picture=None)
 def test_output_values(loaded, draw, settings):
     """weights @ V, with a head axis and d_v different from every other size."""
     B, H, T_q, T_k, d_v = draw.sizes(5)

@@ -71,7 +71,7 @@ def _pair(result, label):
     return result
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="shape", exercises=(), picture=None)
+@pytest.mark.check(function="scaled_dot_product_attention", category="shape", points=2, exercises=(), picture=None)
 def test_sdpa_lesson_shape(loaded, draw, settings):
     """The lesson's question: (32, 50, 64), (32, 50, 64), (32, 50, 128) -> (32, 50, 128) and weights (32, 50, 50)."""
     Q, K, V = (
@@ -87,10 +87,14 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
 
 
 @pytest.mark.check(
-    function="scaled_dot_product_attention", category="matches-torch", exercises=("mask",), picture="padding"
+    function="scaled_dot_product_attention", category="matches-torch", points=4, exercises=("mask",), picture="padding"
 )
 def test_sdpa_matches_torch(loaded, draw, settings):
-    """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes."""
+    """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes.
+
+    Masks (T_q, T_k), (B, 1, 1, T_k) and (B, H, T_q, T_k), and 3-D inputs; edge shapes: 2-D inputs, B = 1, T_q = 1
+    (without a mask and with a padding mask), T_k = 1, d_k = 1; more heads than the batch.
+    """
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
     B, H = sorted((B, H))  # more heads than the batch, on every run
     Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
@@ -126,7 +130,7 @@ def test_sdpa_matches_torch(loaded, draw, settings):
 
 
 @pytest.mark.check(
-    function="scaled_dot_product_attention", category="causal", exercises=("mask", "causal"), picture="causal"
+    function="scaled_dot_product_attention", category="causal", points=3, exercises=("mask", "causal"), picture="causal"
 )
 def test_sdpa_causal(loaded, draw, settings):
     """is_causal=True with T_q < T_k and T_q > T_k (top-left aligned), one query or one key, and causal plus padding."""
@@ -153,11 +157,15 @@ def test_sdpa_causal(loaded, draw, settings):
 @pytest.mark.check(
     function="scaled_dot_product_attention",
     category="nan-safety",
+    points=2,
     exercises=("mask", "fully-masked"),
     picture="padding",
 )
 def test_sdpa_fully_masked(loaded, draw, settings):
-    """Queries that may attend to nothing get zero weights, a zero output and finite gradients."""
+    """Queries that may attend to nothing get zero weights, a zero output and finite gradients.
+
+    A single key (T_k = 1), masked on some rows.
+    """
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
     Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
     mask = draw.mask(B, T_q, T_k)
@@ -212,7 +220,9 @@ def test_sdpa_fully_masked(loaded, draw, settings):
     held.done()
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="dtype", exercises=("mask",), picture=None)
+@pytest.mark.check(
+    function="scaled_dot_product_attention", category="dtype", points=2, exercises=("mask",), picture=None
+)
 def test_sdpa_dtypes(loaded, draw, settings):
     """float32, float16 and bfloat16 inputs give outputs of the same dtype, within that dtype's tolerance."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
@@ -241,7 +251,9 @@ def _dtype_case(loaded, settings, low, mask, dtype):
         _explain(failure, loaded, tolerance, reply.entered, *low, mask, False, (output, weights), steps=steps)
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="gradient", exercises=("mask",), picture=None)
+@pytest.mark.check(
+    function="scaled_dot_product_attention", category="gradient", points=3, exercises=("mask",), picture=None
+)
 def test_sdpa_gradients(loaded, draw, settings):
     """Gradients for Q, K and V match the reference's, through both the output and the weights."""
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
@@ -263,7 +275,9 @@ def test_sdpa_gradients(loaded, draw, settings):
         _explain(failure, loaded, tolerance, reply.entered, Q, K, V, mask, False, result, grad_outputs, reply.grads)
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="no-mutation", exercises=("mask",), picture=None)
+@pytest.mark.check(
+    function="scaled_dot_product_attention", category="no-mutation", points=1, exercises=("mask",), picture=None
+)
 def test_sdpa_no_mutation(loaded, draw, settings):
     """Q, K, V and the mask are left as they were."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)

@@ -130,9 +130,12 @@ def _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_caus
     return not (matches(own_heads, expected_heads, tolerance) and matches(own_weights, expected_weights, tolerance))
 
 
-@pytest.mark.check(function="MultiHeadAttention", category="multi-head", exercises=(), picture=None)
+@pytest.mark.check(function="MultiHeadAttention", category="multi-head", points=4, exercises=(), picture=None)
 def test_mha_matches_torch(loaded, draw, settings):
-    """Same output and per-head weights as nn.MultiheadAttention(batch_first=True) with the same weights."""
+    """Same output and per-head weights as nn.MultiheadAttention(batch_first=True) with the same weights.
+
+    With and without bias.
+    """
     heads, d_head, B, T_q, T_k = draw.sizes(5, low=2, high=9)
     d_model = heads * d_head
     held = Cases()
@@ -144,7 +147,9 @@ def test_mha_matches_torch(loaded, draw, settings):
     held.done()
 
 
-@pytest.mark.check(function="MultiHeadAttention", category="multi-head", exercises=("mask", "causal"), picture=None)
+@pytest.mark.check(
+    function="MultiHeadAttention", category="multi-head", points=2, exercises=("mask", "causal"), picture=None
+)
 def test_mha_masks(loaded, draw, settings):
     """Padding masks (B, 1, 1, T_k) and (B, 1, T_k), as padding_mask returns, over keys of another length than the
     queries (T_q != T_k), and is_causal=True act as in torch."""
@@ -185,9 +190,12 @@ def _variance(loaded, d_k, num_samples, seed):
     return float(value)
 
 
-@pytest.mark.check(function="dot_product_variance", category="variance", exercises=(), picture=None)
+@pytest.mark.check(function="dot_product_variance", category="variance", points=2, exercises=(), picture=None)
 def test_variance_close(loaded, draw, settings):
-    """The empirical variance of q . k is close to d_k, for several d_k."""
+    """The empirical variance of q . k is close to d_k, for several d_k.
+
+    Within `variance_rtol` (10%) of d_k for d_k = 8, 64 and 256.
+    """
     rtol = settings.tolerance.variance_rtol
     for d_k in (8, 64, 256):
         value = _variance(loaded, d_k, 10000, draw.integer(0, 2**31))
@@ -200,9 +208,12 @@ def test_variance_close(loaded, draw, settings):
             fail(f"dot_product_variance({d_k}) is {value:.4g}, more than {rtol:.0%} away from d_k = {d_k}", hint=hint)
 
 
-@pytest.mark.check(function="dot_product_variance", category="variance", exercises=(), picture=None)
+@pytest.mark.check(function="dot_product_variance", category="variance", points=1, exercises=(), picture=None)
 def test_variance_uses_generator(loaded, draw, settings):
-    """The result comes from samples drawn with the given generator: same seed, same value; new seed, new value."""
+    """The result comes from samples drawn with the given generator: same seed, same value; new seed, new value.
+
+    Catches a hard-coded d_k.
+    """
     d_k = draw.integer(8, 32)
     seeds = [draw.integer(0, 2**31) for _ in range(4)]
     first, again = _variance(loaded, d_k, 8, seeds[0]), _variance(loaded, d_k, 8, seeds[0])

@@ -47,14 +47,19 @@ def _tampering(found: dict[str, list[str]]) -> None:
         flag(f"attention.py {said}; grading needs none of that", next(iter(found)))
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="integrity", exercises=(), picture=None)
+@pytest.mark.check(function="scaled_dot_product_attention", category="integrity", points=2, exercises=(), picture=None)
 def test_integrity_sdpa(request, source):
     """No F.scaled_dot_product_attention or other fused attention, in the source or in the ops that ran; no patched
-    torch, imported grader or written files in the source."""
+    torch, imported grader or written files in the source.
+
+    Also no reach into torch internals, the worker, or names built at run time, and no code built at run time; the
+    ops are recorded in any thread. A flag: listed in the class summary for review, even when the submission's other
+    checks fail.
+    """
     _integrity(request, source, "scaled_dot_product_attention")
 
 
-@pytest.mark.check(function="MultiHeadAttention", category="integrity", exercises=(), picture=None)
+@pytest.mark.check(function="MultiHeadAttention", category="integrity", points=1, exercises=(), picture=None)
 def test_integrity_mha(request, source):
     """No nn.MultiheadAttention or F.multi_head_attention_forward, in the source or in the ops that ran; no patched
     torch, imported grader or written files in the source."""
@@ -102,15 +107,22 @@ def _decide(loaded, reference, draw, settings, shapes, repeat, device="cpu", whe
             )
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="timing", exercises=(), picture=None)
+@pytest.mark.check(function="scaled_dot_product_attention", category="timing", points=2, exercises=(), picture=None)
 def test_timing_cpu(loaded, reference, draw, settings):
-    """On the CPU, the student's attention takes at most `budget` times the reference's time."""
+    """On the CPU, the student's attention takes at most `budget` times the reference's time.
+
+    `budget` is 5 by default; 2 x budget by the wall clock too, both measured by the grader, on three shapes made
+    for loops over batches, heads and queries; every timed answer must be right (docs/performance.md).
+    """
     # on shapes where a loop over batches, heads or query positions costs many times more (docs/performance.md)
     _decide(loaded, reference, draw, settings, CPU_SHAPES, CPU_REPEAT)
 
 
-@pytest.mark.check(function="scaled_dot_product_attention", category="timing", exercises=(), picture=None)
+@pytest.mark.check(function="scaled_dot_product_attention", category="timing", points=2, exercises=(), picture=None)
 def test_timing_gpu(gpu, loaded, reference, draw, settings):
     """On a CUDA device: the same budget by the wall clock, the results back in the grader's memory
-    (not run without one)."""
+    (not run without one).
+
+    Without a GPU the check is "not run", and `when_no_gpu` decides what it is worth.
+    """
     _decide(loaded, reference, draw, settings, GPU_SHAPES, GPU_REPEAT, device=gpu, where=" on CUDA")

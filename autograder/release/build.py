@@ -13,6 +13,12 @@ from autograder.release.template import stub_source
 # the handout and its picture, beside the stubs: the feedback sends students to the handout's sections
 HANDOUT_COPIES = (Path("docs/handout.md"), Path("docs/saturation.svg"))
 
+GRADING_DOC = Path("docs/grading.md")  # its table of the hidden checks is written from the checks themselves
+TABLE_BEGIN = (
+    "<!-- the checks' table: written by sdpa-build from their markers and docstrings; edit those, not this -->"
+)
+TABLE_END = "<!-- end of the checks' table -->"
+
 HEADER = "# Your implementation. Replace every `raise NotImplementedError`, then run `pytest` in this folder.\n"
 
 
@@ -49,6 +55,29 @@ def build_requirements(root: Path) -> str:
     )
 
 
+def checks_table() -> str:
+    """docs/grading.md's table of the hidden checks, one row per check in the order they run: its function, category,
+    points (the default settings': its marker's, or defaults.toml's override) and its docstring."""
+    from autograder.checks.catalogue import catalogue
+    from autograder.config import load_settings
+
+    points = load_settings(environ={}).points
+    rows = ["| check | function | category | points | what it checks |", "|---|---|---|---|---|"]
+    for entry in catalogue():
+        said = " ".join(entry.doc.split()).replace("|", "\\|")
+        rows.append(f"| {entry.check} | {entry.function} | {entry.category} | {points[entry.check]:g} | {said} |")
+    return "\n".join(rows) + "\n"
+
+
+def build_grading_doc(root: Path) -> str:
+    """docs/grading.md with its table of the checks (between TABLE_BEGIN and TABLE_END) written anew."""
+    text = (root / GRADING_DOC).read_text()
+    if text.count(TABLE_BEGIN) != 1 or text.count(TABLE_END) != 1 or text.index(TABLE_BEGIN) > text.index(TABLE_END):
+        raise ValueError(f"{GRADING_DOC} must hold the line {TABLE_BEGIN!r}, then the line {TABLE_END!r}, once each")
+    before, rest = text.split(TABLE_BEGIN, 1)
+    return before + TABLE_BEGIN + "\n" + checks_table() + TABLE_END + rest.split(TABLE_END, 1)[1]
+
+
 def targets() -> dict[Path, Callable[[Path], str | bytes]]:
     """Every generated file, relative to the project folder, with the function that writes it."""
     from autograder.release import notebook, settings_file
@@ -63,6 +92,7 @@ def targets() -> dict[Path, Callable[[Path], str | bytes]]:
         notebook.NOTEBOOK: notebook.build_notebook,
         notebook.PLOT: copy(Path("docs") / notebook.PLOT.name),  # the handout's figure
         settings_file.DEFAULTS: settings_file.build_defaults,  # each setting's comment from its declaration
+        GRADING_DOC: build_grading_doc,
     }
 
 
@@ -112,8 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"sdpa-build: {error}", file=sys.stderr)
         return 2
-    if args.check:
+    try:
         stale = stale_files(root)
+    except ValueError as error:  # docs/grading.md without its table's markers
+        print(f"sdpa-build: {error}", file=sys.stderr)
+        return 2
+    if args.check:
         for path in stale:
             print(f"stale: {path} (run sdpa-build to regenerate it)")
         if not stale:

@@ -139,10 +139,8 @@ def build_notebook(root: Path) -> str:
             cells.append(new_code_cell(visible, metadata=_meta(f"public_{name}", grade=True, points=0, locked=True)))
         for entry in catalogue():
             if entry.function == name and entry.check not in NOT_IN_NOTEBOOK:
-                hidden = (
-                    f"# Hidden check {entry.check} ({_points(points[entry.check])}): {' '.join(entry.doc.split())}\n"
-                    f"{GRADED_OUTSIDE}"
-                )
+                summary = " ".join(entry.doc.split("\n\n")[0].split())  # its docstring's first paragraph
+                hidden = f"# Hidden check {entry.check} ({_points(points[entry.check])}): {summary}\n{GRADED_OUTSIDE}"
                 cells.append(
                     new_code_cell(
                         hidden,
