@@ -182,7 +182,7 @@ def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
     try:
         from autograder.grade import grade  # inside: a broken install is the grader's failure too
 
-        grading = grade(args.submission, settings, device=args.device, seed=args.seed)
+        grading = grade(args.submission, settings, device=args.device, seed=args.seed, zygote=args.zygote)
         return grading.result, grading.grader_error
     except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
         from autograder.provenance import failed
@@ -192,11 +192,41 @@ def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    zygote = _early_zygote(argv)  # first: forked before anything of the grading is loaded (no settings, no reference)
     try:
-        return _main(args)
-    except KeyboardInterrupt:  # Ctrl-C before the grading (imports, settings) or after it: nothing more is written
-        return _interrupted(args)
+        args = parser().parse_args(argv)
+        args.zygote = zygote
+        try:
+            return _main(args)
+        except KeyboardInterrupt:  # Ctrl-C before the grading (imports, settings) or after it: nothing more is written
+            return _interrupted(args)
+    finally:
+        if zygote is not None:
+            zygote.close()
+
+
+# options (as argparse takes their shortest prefixes) after which no zygote is forked at the start: a batch and a
+# diff grade otherwise or not at all, help grades nothing, and a seed given on the command line is a secret that
+# this process's memory holds from its start (the zygote is then started afresh, as a batch's is)
+_NOT_FORKED = ("--b", "--di", "--se", "-h", "--h")
+
+
+def forks_zygote(argv: list[str], loaded=sys.modules) -> bool:
+    """Whether ``sdpa-grade`` with these arguments forks its worker zygote at the start: one submission, no seed
+    given, and a process that has loaded nothing of a grading (not a test's or a caller's: their memory is not the
+    zygote's)."""
+    fresh = not any(name in loaded for name in ("pytest", "reference", "autograder.grade"))
+    return fresh and not any(arg.startswith(_NOT_FORKED) for arg in argv)
+
+
+def _early_zygote(argv: list[str] | None):
+    """For one submission graded in a fresh process (``sdpa-grade FILE``): the worker zygote, forked from this process
+    once torch is imported, so that torch is imported once; None where it is not (then the grading starts its own)."""
+    if not forks_zygote(sys.argv[1:] if argv is None else argv):
+        return None
+    from autograder.sandbox.runner import Zygote
+
+    return Zygote(fork=True)
 
 
 def _interrupted(args: argparse.Namespace) -> int:

@@ -104,9 +104,14 @@ class Zygote:
 
     A single grading starts its own; a batch starts one, and every grading in it asks
     ``client()`` for a connection of its own, so torch is imported once per batch.
+
+    ``fork=True`` forks the zygote from this process instead of starting a new Python, so that torch is not
+    imported twice (3 to 4 CPU-s a cold grading): only for a process that has loaded nothing of a grading yet (no
+    settings, reference, seed or hidden check: ``cli.main``, first thing). The child drops what it holds of this
+    process (``_forget_grader``) and runs worker.py's ``main`` as the started one does.
     """
 
-    def __init__(self, *, unprivileged_after_import: bool = False) -> None:
+    def __init__(self, *, unprivileged_after_import: bool = False, fork: bool = False) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="sdpa-worker-"))
         lib = self.lib = _library_folder(self.folder)
         worker = self.folder / "worker.py"
@@ -123,10 +128,16 @@ class Zygote:
                 os.chmod(path, 0o755)
         user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.drops_privileges and not become else {}
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._ready = False
+        self._paths: dict[tuple, dict[str, list[str]]] = {}
+        if fork:  # torch is imported here already; as root, the child becomes nobody after forking
+            self.process = _fork_zygote(worker, lib, theirs, become or ([str(NOBODY)] if self.drops_privileges else []))
+            theirs.close()
+            return
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", str(worker), str(lib), str(theirs.fileno()), *become],
             cwd=self.folder,
-            env={"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"},
+            env=_zygote_environment(self.folder),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -135,8 +146,6 @@ class Zygote:
             **user,
         )
         theirs.close()
-        self._ready = False
-        self._paths: dict[tuple, dict[str, list[str]]] = {}
 
     def paths(self, cuda: bool, imports: Sequence[str] | None = None) -> dict[str, list[str]]:
         """What its children may read and write (readable.py), and the modules of the library folder: ``hidden`` from
@@ -184,13 +193,104 @@ class Zygote:
 
     def close(self) -> None:
         self._control.close()
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        for kill in (os.killpg, os.kill):  # its group; and itself, where a forked one had no group of its own yet
+            try:
+                kill(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.process.wait()
         self.process.stderr.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# the environment a zygote runs with, started or forked
+def _zygote_environment(folder: Path) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": str(folder), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
+
+
+class _Forked:
+    """A zygote forked from this process: the part of ``subprocess.Popen`` the grader uses (pid, poll, wait,
+    stderr)."""
+
+    def __init__(self, pid: int, stderr) -> None:
+        self.pid, self.stderr, self.returncode = pid, stderr, None
+
+    def _reap(self, flags: int) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, flags)
+            except ChildProcessError:  # reaped already (an orphan sweep)
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return self._reap(os.WNOHANG)
+
+    def wait(self) -> int:
+        return self._reap(0)
+
+
+def _fork_zygote(worker: Path, lib: Path, control: socket.socket, user: list[str]) -> _Forked:
+    """Fork the zygote from this process (Zygote(fork=True)); the child never returns here."""
+    errors, into = os.pipe()
+    for stream in (sys.stdout, sys.stderr):  # nothing of ours is left in a buffer the child could write out
+        stream.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(errors)
+            _become_zygote(worker, lib, control.fileno(), into, user)
+        finally:
+            os._exit(1)  # main returned (the grader has gone) or failed: its stderr says why
+    os.close(into)
+    return _Forked(pid, os.fdopen(errors, "rb"))
+
+
+def _become_zygote(worker: Path, lib: Path, control: int, errors: int, user: list[str]) -> None:
+    """In the forked child: a session of its own, only the control socket and a stderr of its own open, nothing of the
+    grader's (``_forget_grader``), then worker.py's ``main``, as ``python -I -S worker.py LIB FD [USER]`` runs it."""
+    import runpy
+
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd, to in ((devnull, 0), (devnull, 1), (errors, 2)):
+        os.dup2(fd, to)
+    os.closerange(3, control)
+    os.closerange(control + 1, os.sysconf("SC_OPEN_MAX"))
+    os.chdir(worker.parent)
+    argv = [str(worker), str(lib), str(control), *user]
+    _forget_grader(worker.parent, [sys.executable, "-I", "-S", *argv])
+    sys.argv = argv
+    runpy.run_path(str(worker), run_name="__main__")
+
+
+def _forget_grader(folder: Path, command: list[str]) -> None:
+    """Drop what a forked zygote holds of the grading process: its environment and arguments (the kernel's copy,
+    which ``/proc/self/cmdline`` and ``environ`` read, is overwritten with the zygote's command line and zeros), its
+    modules (this package's, the editable install's finder), its import paths and finders beyond Python's own."""
+    import ctypes
+
+    os.environ.clear()
+    os.environ.update(_zygote_environment(folder))
+    sys.orig_argv[:] = command
+    stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    arg_start, arg_end, env_start, env_end = (int(field) for field in stat[45:49])
+    text = ("\0".join(command) + "\0").encode()[: arg_end - arg_start]
+    ctypes.memset(arg_start, 0, arg_end - arg_start)
+    ctypes.memmove(arg_start, text, len(text) - 1)  # the last byte stays 0: the kernel reads up to it
+    ctypes.memset(env_start, 0, env_end - env_start)
+    site = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    sys.path[:] = [entry for entry in sys.path if entry and entry not in site and Path(entry).is_absolute()]
+    sys.meta_path[:] = [finder for finder in sys.meta_path if _module_of(finder).startswith("_frozen_importlib")]
+    sys.path_importer_cache.clear()
+    for name in [name for name in sys.modules if name.startswith((*_OWN_PACKAGES, "_distutils_hack"))]:
+        del sys.modules[name]
+
+
+def _module_of(finder) -> str:
+    return getattr(finder, "__module__", None) or type(finder).__module__
 
 
 class Sandbox(Runner):

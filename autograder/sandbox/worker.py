@@ -79,6 +79,12 @@ def _recorder(seen: set | None = None):
             return func(*args, **(kwargs or {}))
 
     class Ops(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            """Not wrapped in ``torch._dynamo.disable``: that wrapper imports dynamo, inductor and sympy on the first
+            call (3 CPU-s a cold grading), and nothing here compiles (the code guard refuses code built at run time)."""
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             note(str(func))
             return func(*args, **(kwargs or {}))
@@ -630,7 +636,7 @@ def _warm_up() -> None:
     seen, functions, ops = _recorder()
     with functions, ops:
         y = torch.softmax(x @ x.transpose(-2, -1), dim=-1).masked_fill(torch.eye(2, dtype=torch.bool), 0.0)
-        torch.autograd.grad(y.sum(), x)
+        torch.autograd.grad(y, x, torch.ones_like(y))  # with a gradient given, as _call gives one (it loads sympy)
 
 
 def main() -> None:
