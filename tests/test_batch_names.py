@@ -10,7 +10,8 @@ import shutil
 
 import pytest
 
-from autograder.batch import _cell, students
+from autograder.batch import students
+from autograder.render.inert import csv_cell
 from autograder.roster import result_names, shown
 from autograder.submission import Ungradable, read_submission
 from tests.helpers import BIN, REFERENCE, TEMPLATE_DIR, run
@@ -43,8 +44,8 @@ def test_a_file_beside_a_folder_of_the_same_name_is_not_dropped(tmp_path):
 
 def test_csv_cells_that_start_a_formula_are_neutralised():
     """A name beginning with = + - @ goes into the CSV as text, not as a formula."""
-    assert _cell('=HYPERLINK("http://x","y")') == '\'=HYPERLINK("http://x","y")'
-    assert [_cell(s) for s in ("+1", "-1", "@a", "bob")] == ["'+1", "'-1", "'@a", "bob"]
+    assert csv_cell('=HYPERLINK("http://x","y")') == '\'=HYPERLINK("http://x","y")'
+    assert [csv_cell(s) for s in ("+1", "-1", "@a", "bob")] == ["'+1", "'-1", "'@a", "bob"]
     assert shown(NOT_UTF8) == "caf\\xe9"
 
 
