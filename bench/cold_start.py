@@ -29,10 +29,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from grading_speed import FROM_TREE, charged, cpu_group  # this folder: the batch bench's CPU counter
+from grading_speed import FROM_TREE, counted  # this folder: the batch bench's CPU counter
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE = [sys.executable, "-c", "import torch, pytest"]
@@ -55,28 +54,10 @@ IMPORTED_WHILE_GRADING = (
 
 def run(command: list[str]) -> tuple[float, float | None, float, subprocess.CompletedProcess]:
     """Wall seconds, cgroup CPU seconds (None: no cgroup), RUSAGE_CHILDREN CPU seconds, and the finished process."""
-    group = cpu_group()
-
-    def join() -> None:  # in the child, before exec: everything it starts is counted in the group
-        if group is not None:
-            (group[0] / "cgroup.procs").write_text(str(os.getpid()))
-
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, preexec_fn=join, timeout=600)
-        wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        waited = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        return wall, charged(group) if group else None, waited, done
-    finally:
-        if group is not None:
-            for _ in range(100):  # the grader removes its own groups inside ours as it ends
-                try:
-                    group[0].rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+    wall, cpu, done = counted(command, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, cpu, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, done
 
 
 def points(results: Path) -> dict[str, float]:

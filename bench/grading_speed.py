@@ -59,8 +59,9 @@ def charged(group: tuple[Path, str]) -> float:
     return int(dict(line.split() for line in text.splitlines())["usage_usec"]) / 1e6
 
 
-def timed(args: list[str]) -> tuple[float, float | None]:
-    """Wall seconds of the command, and the CPU seconds of it and every process it started (None: not counted)."""
+def counted(args: list[str], **options) -> tuple[float, float | None, subprocess.CompletedProcess]:
+    """Run ``args`` (``options`` as subprocess.run takes them) in a fresh CPU-counting cgroup: its wall seconds, the
+    CPU seconds of it and every process it started (None: not counted), and the finished process."""
     group = cpu_group()
 
     def join() -> None:  # in the child, before exec: everything it starts is counted in the group
@@ -69,8 +70,8 @@ def timed(args: list[str]) -> tuple[float, float | None]:
 
     start = time.perf_counter()
     try:
-        subprocess.run(args, check=True, capture_output=True, preexec_fn=join)
-        return time.perf_counter() - start, charged(group) if group else None
+        done = subprocess.run(args, preexec_fn=join, **options)
+        return time.perf_counter() - start, charged(group) if group else None, done
     finally:
         if group is not None:
             for _ in range(100):  # the grader removes its own groups inside ours as it ends
@@ -79,6 +80,12 @@ def timed(args: list[str]) -> tuple[float, float | None]:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+def timed(args: list[str]) -> tuple[float, float | None]:
+    """Wall seconds of the command, and the CPU seconds of it and every process it started (None: not counted)."""
+    wall, cpu, _ = counted(args, check=True, capture_output=True)
+    return wall, cpu
 
 
 def _cpu(seconds: float | None) -> str:
