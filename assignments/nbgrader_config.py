@@ -27,15 +27,15 @@ from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
 
 c.Autograde.autograde_preprocessors = [
-    "autograder.autograde.GradeNotebook" if step is Execute else step
+    "autograder.nbgrader_path.autograde.GradeNotebook" if step is Execute else step
     for step in Autograde.class_traits()["autograde_preprocessors"].default()
 ]
 # A student's notebook with a pasted copy of a graded cell (its nbgrader id twice) or corrupt nbgrader metadata stopped
-# autograde for the whole class: autograder.autograde.DeduplicateIds takes the place of nbgrader's, first of the
+# autograde for the whole class: autograder.nbgrader_path.autograde.DeduplicateIds takes the place of nbgrader's, first of the
 # sanitizing steps, and reports such a notebook for that student alone (graded where it can be).
 from nbgrader.preprocessors import DeduplicateIds
 
-c.Autograde.sanitize_preprocessors = ["autograder.autograde.DeduplicateIds"] + [
+c.Autograde.sanitize_preprocessors = ["autograder.nbgrader_path.autograde.DeduplicateIds"] + [
     step for step in Autograde.class_traits()["sanitize_preprocessors"].default() if step is not DeduplicateIds
 ]
 # c.GradeNotebook.settings_file = "grading.toml"  # as sdpa-grade --config FILE
@@ -43,7 +43,7 @@ c.Autograde.sanitize_preprocessors = ["autograder.autograde.DeduplicateIds"] + [
 
 # Late penalties from the grading settings' [deadline] (due date, grace, policy, extensions), as sdpa-grade applies
 # them; nbgrader asks only for submissions later than its own due date for the assignment: set it no later.
-c.AssignLatePenalties.plugin_class = "autograder.late_plugin.CourseDeadline"
+c.AssignLatePenalties.plugin_class = "autograder.nbgrader_path.late_plugin.CourseDeadline"
 
 # Collecting as root (containers, CI) would otherwise refuse submissions owned by others.
 c.ExchangeCollect.check_owner = False

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from autograder.atomic import write_atomically
 from autograder.config import REQUIRE_SANDBOX, ConfigError, load_settings
+from autograder.course.shard import parse_shard
 from autograder.interrupts import Interrupts
-from autograder.shard import parse_shard
 
 
 def parser() -> argparse.ArgumentParser:
@@ -247,7 +247,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.diff is not None and args.batch is None:
         return compare(args.diff[0], args.diff[1], args.csv)
     if args.submitted_at is not None:
-        from autograder.deadline import DeadlineError, parse_time
+        from autograder.course.deadline import DeadlineError, parse_time
 
         try:
             args.submitted_at = parse_time(args.submitted_at, "Invalid --submitted-at")
@@ -274,7 +274,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.require_sandbox:
         settings = settings.replace("limits", require_sandbox=True)
     if args.batch is not None:
-        from autograder.batch import BatchOptions, run_batch
+        from autograder.course.batch import BatchOptions, run_batch
 
         if (args.csv_format or "plain") != "plain" and (args.csv is None or args.roster is None):
             print(f"sdpa-grade: --csv-format {args.csv_format} needs --csv FILE and --roster FILE (the LMS's own"
@@ -316,8 +316,8 @@ def _main(args: argparse.Namespace) -> int:
     if sandbox:
         print(f"sdpa-grade: {sandbox}", file=sys.stderr)
     if args.html:
+        from autograder.course.roster import student_of
         from autograder.render.html import write_student_page
-        from autograder.roster import student_of
 
         write_student_page(args.html, student_of(args.submission), result)
     if error:
@@ -333,7 +333,7 @@ def _main(args: argparse.Namespace) -> int:
 
 def compare(old: Path, new: Path, csv_path: Path | None) -> int:
     """--diff OLD NEW: print what changed (and write the CSV); 2 when a folder cannot be compared."""
-    from autograder.diff import Unusable, diff
+    from autograder.course.diff import Unusable, diff
     from autograder.render.diff import lines, write_csv
 
     try:
@@ -349,7 +349,7 @@ def compare(old: Path, new: Path, csv_path: Path | None) -> int:
 
 def _late(result: dict, args: argparse.Namespace, settings) -> dict:
     """One submission's result with the [deadline] policy applied, where a deadline (or Gradescope's) applies."""
-    from autograder.deadline import apply, gradescope_time
+    from autograder.course.deadline import apply, gradescope_time
     from autograder.report import stamp
 
     deadline, student, submitted = settings.deadline, args.submission.stem, None

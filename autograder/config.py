@@ -29,8 +29,8 @@ except ModuleNotFoundError:  # Python 3.10
 
 from autograder.checks.catalogue import CHECKS
 from autograder.checks.catalogue import points as declared_points
-from autograder.deadline import Deadline, DeadlineError
-from autograder.deadline import parse as parse_deadline
+from autograder.course.deadline import Deadline, DeadlineError
+from autograder.course.deadline import parse as parse_deadline
 
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 ENV_VAR = "SDPA_GRADE_CONFIG"

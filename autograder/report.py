@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from autograder import provenance
-from autograder.deadline import Late, raw_score
+from autograder.course.deadline import Late, raw_score
 from autograder.render.inert import inert
 from autograder.render.text import FLAGGED, GRADER_FAILED_NEXT, graded_file_text, late_sentence, output_text, with_late
 from autograder.status import Status

@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import similarity
 from autograder.config import load_settings
+from autograder.course import similarity
 from autograder.render.similarity import write_csv
 
 ROOT = Path(__file__).resolve().parent.parent

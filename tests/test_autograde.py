@@ -1,4 +1,4 @@
-"""nbgrader's autograde step (autograder/autograde.py), the knowledge check's verdicts, and the cells they fill."""
+"""nbgrader's autograde step (nbgrader_path/autograde.py), the knowledge check's verdicts, and the cells they fill."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.autograde import GradeNotebook, GraderFailed, points_mismatch
+from autograder.nbgrader_path.autograde import GradeNotebook, GraderFailed, points_mismatch
 from autograder.release.quiz import BY_NAME, QUESTIONS, answer_in, verdict
 from tests.helpers import ROOT
 
@@ -80,8 +80,9 @@ def test_autograde_runs_no_kernel():
     exec(compile(path.read_text(), str(path), "exec"), {"get_config": lambda: config, "__file__": str(path)})  # noqa: S102 - as nbgrader reads it
     steps = list(config.Autograde.autograde_preprocessors)
     default = Autograde.class_traits()["autograde_preprocessors"].default()
-    assert Execute not in steps and steps[default.index(Execute)] == "autograder.autograde.GradeNotebook"
-    assert [s for s in steps if s != "autograder.autograde.GradeNotebook"] == [s for s in default if s is not Execute]
+    ours = "autograder.nbgrader_path.autograde.GradeNotebook"
+    assert Execute not in steps and steps[default.index(Execute)] == ours
+    assert [s for s in steps if s != ours] == [s for s in default if s is not Execute]
 
 
 def test_an_unknown_hidden_cell_is_the_graders_failure():
@@ -140,8 +141,8 @@ def test_a_deadline_nbgrader_does_not_hold_is_warned(tmp_path, monkeypatch):
 
     from nbgrader.api import Gradebook
 
-    from autograder.deadline import parse
-    from autograder.late_plugin import due_date_problem
+    from autograder.course.deadline import parse
+    from autograder.nbgrader_path.late_plugin import due_date_problem
     from tests.helpers import BIN
 
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")  # nbgrader makes its db with alembic

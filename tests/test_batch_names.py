@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from autograder.batch import students
+from autograder.course.batch import students
+from autograder.course.roster import result_names, shown
 from autograder.render.inert import csv_cell
-from autograder.roster import result_names, shown
 from autograder.submission import Ungradable, read_submission
 from tests.helpers import BIN, REFERENCE, TEMPLATE_DIR, run
 

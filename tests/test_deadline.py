@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from autograder.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp
+from autograder.course.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp
 
 DUE = "2026-12-01T23:59:00-05:00"
 DUE_AT = datetime(2026, 12, 1, 23, 59, tzinfo=timezone(timedelta(hours=-5)))
@@ -125,7 +125,7 @@ def test_nbgrader_timestamps(text, expected):
 def test_the_dashboard_shows_each_late_penalty():
     """The students table's score cell says how a late score was reached; an on-time student's says nothing more."""
     pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
-    from autograder.class_results import class_results
+    from autograder.course.class_results import class_results
     from autograder.render.dashboard import dashboard
     from autograder.report import stamp
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autograder.config import load_settings
-from autograder.diff import diff
+from autograder.course.diff import diff
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 
 # a class of 12: the reference, two other correct ways, and nine single classic mistakes (each the reference with
@@ -286,8 +286,8 @@ def test_a_late_penalty_that_moved_is_on_the_students_line(tmp_path):
 def test_a_hashed_file_name_is_shown_as_the_students_name(tmp_path):
     """A student whose result file needed a hash ('=1+1' in _1_1-<hash>.json) is named as the batch names them,
     in the line and (neutralised) in the CSV, as the plain CSV does; a file with no name recorded keeps its stem."""
+    from autograder.course.roster import result_names
     from autograder.render.diff import line, write_csv
-    from autograder.roster import result_names
 
     file = result_names(["=1+1"])["=1+1"].removesuffix(".json")
     named = {**_result({"scale_values": 2.0}), "extra_data": {"student": "=1+1"}}
@@ -303,7 +303,7 @@ def test_a_hashed_file_name_is_shown_as_the_students_name(tmp_path):
 def test_the_settings_keys_that_differ_keep_their_underscores_on_the_dashboard(tmp_path):
     """The dashboard's Changes section names a setting as the command does: 'setting points.scale_values'."""
     pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
-    from autograder.class_results import class_results
+    from autograder.course.class_results import class_results
     from autograder.render.dashboard import dashboard
     from autograder.render.diff import lines
 

@@ -64,7 +64,7 @@ def test_html_page_of_an_nbgrader_submission_is_titled_with_the_student(tmp_path
 def test_dashboard_names_each_students_mistakes_in_sentences():
     """The students table's named-mistake column reads as the mistake's short sentence, not its identifier."""
     pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
-    from autograder.class_results import class_results, describe
+    from autograder.course.class_results import class_results, describe
     from autograder.render.dashboard import dashboard
     from tests.test_render import check_result, result
 
@@ -113,7 +113,7 @@ def gated_on_a_broken_function(tmp_path):
 def test_a_gated_check_says_not_awarded_yet_in_neutral_words(tmp_path, check):
     """A gated check of a function that fails its own checks is withheld (a field of its own), worded at the edge as
     not awarded until those checks pass: no 'failed', no 'no points', no flag, in every place a person reads it."""
-    from autograder.cell_feedback import verdict_outputs
+    from autograder.nbgrader_path.cell_feedback import verdict_outputs
     from autograder.render.text import output_text
     from autograder.report import results_json
 

@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from autograder.gradebook import RosterError, write_canvas, write_moodle
+from autograder.course.gradebook import RosterError, write_canvas, write_moodle
 
 # a Canvas gradebook export as Canvas writes it: identity columns, assignment columns "Title (id)", totals, and
 # the indented "Points Possible" row second

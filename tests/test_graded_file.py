@@ -14,8 +14,8 @@ import shutil
 
 import pytest
 
-from autograder.batch import students
-from autograder.class_results import class_results
+from autograder.course.batch import students
+from autograder.course.class_results import class_results
 from autograder.release.paths import NOTEBOOK, TEMPLATE
 from autograder.submission import Ungradable, read_submission
 from tests.helpers import BIN, REFERENCE, ROOT, run
@@ -195,7 +195,7 @@ def test_sdpa_grade_on_too_deep_or_too_full_a_folder_is_ungradable_with_the_boun
 @pytest.mark.timeout(30)
 def test_the_flag_reaches_the_summary_and_the_dashboards_flags():
     """extra_data.candidates becomes the student's flag, naming every candidate; graded_file names the graded one."""
-    from autograder.batch import summary
+    from autograder.course.batch import summary
 
     extra = {"graded_file": OWN_NOTEBOOK, "candidates": [OWN_NOTEBOOK, "Untitled.ipynb"]}
     result = {"score": 1, "max_score": 1, "execution_time": 1, "tests": [], "extra_data": extra}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
-from autograder.batch import _write_csv
-from autograder.class_results import class_results
+from autograder.course.batch import _write_csv
+from autograder.course.class_results import class_results
 from autograder.render.html import student_page
 from autograder.render.inert import inert
 from autograder.report import table

@@ -54,14 +54,20 @@ def test_code_beside_the_student_imports_only_stdlib_and_torch(name):
 @pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("check_*.py")), ids=lambda p: p.name)
 def test_checks_reach_student_code_only_through_the_proxy(path):
     """A hidden check imports neither the sandbox nor the nbgrader front end: it gets the proxy as a fixture."""
-    reaching = {name for name in ours(path) if name.startswith(("autograder.sandbox", "autograder.autograde"))}
+    reaching = {name for name in ours(path) if name.startswith(("autograder.sandbox", "autograder.nbgrader_path"))}
     assert not reaching, f"{path.name} imports {sorted(reaching)}"
 
 
 @pytest.mark.parametrize("folder", ["sandbox", "checks"])
 def test_inner_folders_do_not_import_the_front_ends(folder):
     """Neither the sandbox nor the checks import the pipeline's front ends or the release tools."""
-    front = ("autograder.cli", "autograder.batch", "autograder.grade", "autograder.release", "autograder.autograde")
+    front = (
+        "autograder.cli",
+        "autograder.course.batch",
+        "autograder.grade",
+        "autograder.release",
+        "autograder.nbgrader_path",
+    )
     for path in modules(folder):
         reaching = {name for name in ours(path) if name.startswith(front)}
         assert not reaching, f"{folder}/{path.name} imports {sorted(reaching)}"

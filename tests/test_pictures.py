@@ -183,7 +183,7 @@ def test_feedback_of_a_graded_mistake_holds_the_picture(tmp_path):
 def test_nbgrader_feedback_holds_the_block_grid():
     """A failed hidden cell's output (nbgrader's path): the message, its likely cause on a line of its own, then the
     picture's rows kept whole; its one-line text is results.json's output."""
-    from autograder.cell_feedback import WIDTH, failure_output
+    from autograder.nbgrader_path.cell_feedback import WIDTH, failure_output
     from autograder.plugin import Outcome
     from autograder.render.text import output_text
     from autograder.scoring import Scored

@@ -166,7 +166,7 @@ def test_a_merge_of_results_graded_alike_goes_ahead_and_writes_provenance_column
 
 def test_the_dashboard_shows_each_students_graded_file_and_digests(tmp_path):
     """One small line per student: the graded file, its SHA-256's first digits, the checks' and settings' digests."""
-    from autograder.class_results import class_results
+    from autograder.course.class_results import class_results
     from autograder.render.dashboard import write_report
 
     submission = tmp_path / "ada.py"

@@ -11,11 +11,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from autograder.class_results import class_results
+from autograder.course.class_results import class_results
+from autograder.course.roster import page_names
 from autograder.render.dashboard import dashboard, write_report
 from autograder.render.html import feedback_text, student_page
 from autograder.render.text import block_grid
-from autograder.roster import page_names
 
 matplotlib_image = pytest.importorskip(
     "matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)"
@@ -243,7 +243,8 @@ def test_render_draws_from_results_only():
     for path in sorted((PACKAGE / "render").glob("*.py")):
         reaching = {name for name in ours(path)
                     if name.startswith(("autograder.sandbox", "autograder.checks.student", "autograder.checks.pictures",
-                                        "autograder.grade", "autograder.plugin", "autograder.autograde"))}  # fmt: skip
+                                        "autograder.grade", "autograder.plugin",
+                                        "autograder.nbgrader_path"))}  # fmt: skip
         assert not reaching, f"render/{path.name} imports {sorted(reaching)}"
 
 

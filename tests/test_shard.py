@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from autograder.shard import parse_shard, select, shard_of
+from autograder.course.shard import parse_shard, select, shard_of
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, csv_rows, run, total
 
 CLASS = {  # student -> submission: honest, wrong, hostile and ungradable ones
@@ -55,7 +55,7 @@ def test_adding_students_moves_nobody():
 
 def test_shard_is_the_same_in_every_process():
     """The hash is not Python's salted hash(): another interpreter, another PYTHONHASHSEED, the same shards."""
-    code = "from autograder.shard import shard_of; print([shard_of(n, 7) for n in ('ada', 'bo', 'chen', 'dev')])"
+    code = "from autograder.course.shard import shard_of; print([shard_of(n, 7) for n in ('ada', 'bo', 'chen', 'dev')])"
     outputs = {run([str(BIN / "python"), "-c", code], env={"PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert outputs == {str([shard_of(n, 7) for n in ("ada", "bo", "chen", "dev")]) + "\n"}
 

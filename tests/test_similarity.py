@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import similarity
-from autograder.class_results import class_results
 from autograder.config import load_settings
+from autograder.course import similarity
+from autograder.course.class_results import class_results
 from autograder.render.dashboard import dashboard
 from autograder.render.similarity import CSV_COLUMNS
 from tests.helpers import BIN, REFERENCE, ROOT, run

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from autograder.shard import select
+from autograder.course.shard import select
 from tests.helpers import BIN, ROOT, csv_rows, run, total
 from tests.slurm_cluster import Cluster, ClusterError, missing_programs
 from tests.test_shard import outcomes, write_class

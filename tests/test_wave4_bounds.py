@@ -248,7 +248,7 @@ def test_deduplicate_ids_keeps_the_last_copy_and_refuses_a_corrupt_notebook_alon
     schema, or a cell of the wrong shape, is a plain error for that notebook (nbgrader reports it and goes on)."""
     from nbgrader.nbgraderformat.common import SchemaMismatchError
 
-    from autograder.autograde import DeduplicateIds, NotebookRefused
+    from autograder.nbgrader_path.autograde import DeduplicateIds, NotebookRefused
 
     resources = {"nbgrader": {"student": "a_pasted"}}
     step = DeduplicateIds()

@@ -5,7 +5,7 @@ helper); then for each function the handout sections that teach it, the function
 nbgrader's solution markers, its public tests (a visible test cell worth 0 points) and one
 graded cell per hidden check; finally the knowledge check. A hidden check's cell and a question's
 check cell hold only a comment: no code, no answer. ``nbgrader autograde`` writes their verdicts
-into them from a grading outside the student's reach (autograder/autograde.py). Written with
+into them from a grading outside the student's reach (autograder/nbgrader_path/autograde.py). Written with
 nbformat, so nbgrader's schema is respected.
 """
 

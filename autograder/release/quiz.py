@@ -2,7 +2,7 @@
 
 Only the grading process reads this file: the notebook's check cells hold no code, and
 ``verdict`` reads a student's answer from the source of the answer cell, as a value written
-out (``ast.literal_eval``), without running it (autograder/autograde.py).
+out (``ast.literal_eval``), without running it (autograder/nbgrader_path/autograde.py).
 """
 
 from __future__ import annotations

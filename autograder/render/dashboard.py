@@ -15,8 +15,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder import provenance
-from autograder.class_results import GRADED, ClassResults, describe
-from autograder.diff import Diff
+from autograder.course.class_results import GRADED, ClassResults, describe
+from autograder.course.diff import Diff
 from autograder.render import images
 from autograder.render.html import templates, write_student_page
 

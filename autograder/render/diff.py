@@ -7,10 +7,10 @@ import io
 from pathlib import Path
 
 from autograder.atomic import write_atomically
-from autograder.class_results import MISSING, describe, reason
-from autograder.diff import Diff, StudentChange
+from autograder.course.class_results import MISSING, describe, reason
+from autograder.course.diff import Diff, StudentChange
+from autograder.course.roster import shown
 from autograder.render.inert import csv_cell, inert
-from autograder.roster import shown
 
 CSV_COLUMNS = ["student", "check", "old_points", "new_points", "old_score", "new_score", "what"]
 

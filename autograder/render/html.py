@@ -13,10 +13,10 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder.course.roster import shown
 from autograder.render import images
 from autograder.render.inert import inert
 from autograder.render.text import block_grid, late_sentence, with_late
-from autograder.roster import shown
 
 if TYPE_CHECKING:
     import jinja2

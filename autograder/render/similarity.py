@@ -8,9 +8,9 @@ import io
 from pathlib import Path
 
 from autograder.atomic import write_atomically
-from autograder.class_results import describe
+from autograder.course.class_results import describe
+from autograder.course.similarity import Pair, Similarity
 from autograder.render.inert import csv_cell, inert
-from autograder.similarity import Pair, Similarity
 
 CSV_COLUMNS = ["student_a", "student_b", "code", "behaviour", "flagged", "why"]
 MAX_SHOWN_LINES = 400  # a file longer than this is shown cut, in the side-by-side (it was compared whole)

@@ -408,7 +408,7 @@ KEPT_PROVENANCE = ("graded_file", "sha256", "checks_sha256", "settings_sha256", 
 
 
 def trimmed(result: dict) -> dict:
-    from autograder.similarity import FEEDBACK_CHARS
+    from autograder.course.similarity import FEEDBACK_CHARS
 
     extra = result.get("extra_data", {})
     provenance = {k: v for k, v in extra.get("provenance", {}).items() if k in KEPT_PROVENANCE}

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.class_results import MISSING, flags_of, status_of
+from autograder.course.class_results import MISSING, flags_of, status_of
 
 # provenance fields that describe a run as a whole (the same for every student of one run): the diff says
 # which of them differ between the two folders, i.e. what changed between the runs

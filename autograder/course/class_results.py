@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from autograder.course.roster import page_names, result_names, shown
 from autograder.render.html import feedback_text
 from autograder.render.text import graded_file_text
-from autograder.roster import page_names, result_names, shown
 
 NO_TIME = "no submission time"  # a flag: the [deadline] policy needed a time this submission does not have
 

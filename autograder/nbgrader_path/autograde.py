@@ -26,9 +26,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
 from autograder.bounded import cell_problem
-from autograder.cell_feedback import note_output, verdict_outputs
 from autograder.checks.catalogue import catalogue
 from autograder.config import REQUIRE_SANDBOX, ConfigError, Settings, load_settings
+from autograder.nbgrader_path.cell_feedback import note_output, verdict_outputs
 from autograder.release.quiz import BY_NAME, verdict
 
 NOT_RUN_HERE = (
@@ -136,7 +136,7 @@ class GradeNotebook(NbGraderPreprocessor):
         settings = self.settings()
         nbgrader = resources.get("nbgrader") or {}
         if settings.deadline.due is not None and nbgrader.get("db_url") and nbgrader.get("assignment"):
-            from autograder.late_plugin import due_date_problem
+            from autograder.nbgrader_path.late_plugin import due_date_problem
 
             problem = due_date_problem(nbgrader["db_url"], nbgrader["assignment"], settings.deadline)
             if problem:

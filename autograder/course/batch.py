@@ -22,17 +22,17 @@ from pathlib import Path
 
 from autograder import provenance
 from autograder.atomic import write_atomically
-from autograder.class_results import FILE_CHOICE, MISSING, NO_TIME, ClassResults, class_results, describe, reason
 from autograder.config import Settings
-from autograder.deadline import DeadlineError, apply, raw_score, read_times, submission_time
+from autograder.course.class_results import FILE_CHOICE, MISSING, NO_TIME, ClassResults, class_results, describe, reason
+from autograder.course.deadline import DeadlineError, apply, raw_score, read_times, submission_time
+from autograder.course.roster import result_names, shown
+from autograder.course.shard import select
 from autograder.interrupts import Interrupts
 from autograder.render.inert import csv_cell, inert
 from autograder.report import grader_failure, stamp, unstamp
-from autograder.roster import result_names, shown
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
 from autograder.sandbox.runner import Zygote
-from autograder.shard import select
 
 # Left in every folder a batch writes (results, feedback pages): a later batch over the folder above
 # takes it for the grader's output, not for a student.
@@ -155,7 +155,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         return 2
     # before any grading: a roster that cannot be used is a bad option, not a failure once the class is graded
     if args.csv_format != "plain" and args.roster is not None:
-        from autograder.gradebook import RosterError, check_roster
+        from autograder.course.gradebook import RosterError, check_roster
 
         try:
             check_roster(args.roster, args.csv_format)
@@ -173,7 +173,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         return 2
     out = args.json_dir or folder.parent / f"{folder.name}-grades"
     if args.diff is not None:  # before any grading: an OLD folder that cannot be compared is a bad option
-        from autograder.diff import Unusable, read_folder
+        from autograder.course.diff import Unusable, read_folder
 
         try:
             read_folder(args.diff)
@@ -414,7 +414,7 @@ def _similarity(args: BatchOptions, roster: dict, results: dict, out: Path, sett
     folder and its one line printed; the Similarity (for the dashboard), or None when not asked."""
     if not args.similarity:
         return None
-    from autograder import similarity
+    from autograder.course import similarity
     from autograder.render.similarity import summary_line, write_csv
 
     sources, skipped = {}, {}
@@ -434,7 +434,7 @@ def _changes_since(args: BatchOptions, targets: dict, stats: ClassResults):
     """--diff OLD: print what changed from OLD to this batch's results (its students only); the Diff, or None."""
     if args.diff is None:
         return None
-    from autograder.diff import diff
+    from autograder.course.diff import diff
     from autograder.render.diff import lines
 
     out = next(iter(targets.values())).parent if targets else args.diff
@@ -561,7 +561,7 @@ def _write_grades(args: BatchOptions, stats: ClassResults) -> list[str]:
     if args.csv_format == "plain":
         _write_csv(args.csv, stats)
         return []
-    from autograder.gradebook import RosterError, write_canvas, write_moodle
+    from autograder.course.gradebook import RosterError, write_canvas, write_moodle
 
     scores = {s.name: float(s.result.get("score", 0)) for s in stats.present}
     top = max((s.max_score for s in stats.present), default=0.0)

@@ -19,7 +19,7 @@ from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Unicode
 
 from autograder.config import ConfigError, load_settings
-from autograder.deadline import Deadline, apply
+from autograder.course.deadline import Deadline, apply
 
 
 def due_date_problem(db_url: str, assignment: str, deadline: Deadline) -> str:
