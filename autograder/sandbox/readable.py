@@ -62,14 +62,14 @@ def _tops(dist: importlib.metadata.Distribution) -> set[str]:
     if record is None:  # an egg-info installation: dist.files reads its other lists
         return {file.parts[0] for file in dist.files or () if file.parts}
     tops = set()
-    for row in csv.reader(record.splitlines()):
-        if row and row[0]:
-            first = row[0].split("/", 1)[0]
-            if first in ("", "."):
-                parts = PurePosixPath(row[0]).parts
-                first = parts[0] if parts else ""
-            if first:
-                tops.add(first)
+    for line in record.splitlines():  # a line's path is before its first comma, unless it is quoted (csv's rule)
+        path = next(csv.reader([line]), [""])[0] if line.startswith('"') else line.split(",", 1)[0]
+        first = path.split("/", 1)[0]
+        if first in ("", "."):
+            parts = PurePosixPath(path).parts
+            first = parts[0] if parts else ""
+        if first:
+            tops.add(first)
     return tops
 
 

@@ -234,6 +234,7 @@ class _Forked:
 
 def _fork_zygote(worker: Path, lib: Path, control: socket.socket, user: list[str]) -> _Forked:
     """Fork the zygote from this process (Zygote(fork=True)); the child never returns here."""
+    _first_gradient()
     errors, into = os.pipe()
     for stream in (sys.stdout, sys.stderr):  # nothing of ours is left in a buffer the child could write out
         stream.flush()
@@ -246,6 +247,16 @@ def _fork_zygote(worker: Path, lib: Path, control: socket.socket, user: list[str
             os._exit(1)  # main returned (the grader has gone) or failed: its stderr says why
     os.close(into)
     return _Forked(pid, os.fdopen(errors, "rb"))
+
+
+def _first_gradient() -> None:
+    """Load, before forking, what torch loads for its first gradient given one (sympy, through torch.fx's symbolic
+    shapes; about 0.9 CPU-s): the zygote's warm-up and this process's first check then both find it loaded, paid once.
+    A library's modules only: nothing of the grading is loaded yet."""
+    import torch
+
+    x = torch.ones(2, requires_grad=True)
+    torch.autograd.grad(x * 2, x, torch.ones_like(x))
 
 
 def _become_zygote(worker: Path, lib: Path, control: int, errors: int, user: list[str]) -> None:
