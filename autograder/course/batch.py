@@ -29,7 +29,7 @@ from autograder.course.roster import result_names, shown
 from autograder.course.shard import select
 from autograder.interrupts import Interrupts
 from autograder.render.inert import csv_cell, inert
-from autograder.report import grader_failure, stamp, unstamp
+from autograder.report import Result, grader_failure, load, stamp, unstamp
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
 from autograder.sandbox.runner import Zygote
@@ -133,7 +133,7 @@ def _grade_in_child(
     try:
         # the student's name as the batch names them: a result file named with a hash (roster.result_names) is
         # still shown by name where only the folder is read (sdpa-grade --diff OLD NEW)
-        result["extra_data"] = {**(result.get("extra_data") or {}), "student": name}
+        result["extra_data"] = {**Result.of(result).extra_data, "student": name}
         if not interrupts.seen:
             write_atomically(target, json.dumps(result, indent=2))
     finally:
@@ -210,7 +210,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     started = time.time()
     try:
         failures = _grade_all(todo, roster, targets, settings, args)
-        again = [name for name in todo if _read(targets[name]).get("grader_error")]
+        again = [name for name in todo if Result.of(_read(targets[name])).grader_error]
         if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
             print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
             failures = _grade_all(again, roster, targets, settings, args)
@@ -219,7 +219,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         return 130
     _apply_deadline(roster, targets, settings, times)
     results = {name: _read(targets[name]) for name in roster}
-    for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
+    for mode in sorted({Result.of(r).sandbox for r in results.values()} - {""}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
     stats = class_results(results)
     written = _write_grades(args, stats)
@@ -277,7 +277,8 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
         if not targets[name].is_file():
             continue
         result = _read(targets[name])
-        if result.get("grader_error") or (deadline.due is None and "late" not in result.get("extra_data", {})):
+        record = Result.of(result)
+        if record.grader_error or (deadline.due is None and "late" not in record.extra_data):
             continue
         submitted = times.get(name) or submission_time(path)
         late = apply(deadline, name, raw_score(result), submitted)
@@ -305,7 +306,7 @@ def _why(submission: Path, target: Path, today: provenance.Now) -> str:
     if not target.is_file():
         return NEW
     result = _read(target)
-    if result.get("grader_error"):
+    if Result.of(result).grader_error:
         return GRADER_FAILED
     return provenance.stale(result, submission, today)
 
@@ -448,7 +449,7 @@ def _mixed(results: dict[str, dict]) -> str:
     were all graded with the same checks and settings. A grader's own failure graded nothing and is left out."""
     groups: dict[tuple[str, str], list[str]] = {}
     for name, result in results.items():
-        if not result.get("grader_error"):
+        if not Result.of(result).grader_error:
             groups.setdefault(provenance.grouping(result), []).append(name)
     if len(groups) < 2:
         return ""
@@ -457,7 +458,7 @@ def _mixed(results: dict[str, dict]) -> str:
         checks, settings = key
         if not checks:
             return f"{', '.join(shown(n) for n in names)} (no provenance: graded by an older grader)"
-        source = provenance.of(results[names[0]]).get("settings_from", "?")
+        source = Result.of(results[names[0]]).provenance.get("settings_from", "?")
         return (
             f"{', '.join(shown(n) for n in names)} (settings from {inert(str(source), keep_newlines=False)},"
             f" settings {settings[:12]}, checks {checks[:12]})"
@@ -535,20 +536,17 @@ def _stop(running: dict[int, str], owners: dict[int, str]) -> None:
 
 
 def _read(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return grader_failure(f"no readable result in {path}")
+    return load(path)  # one that cannot be read, or is no results record: the grader's failure on it
 
 
 def _progress(done: int, total: int, name: str, target: Path, started: float) -> None:
-    result = _read(target)
+    result = Result.of(_read(target))
     width = 30
     filled = int(width * done / max(total, 1))
     bar = "#" * filled + "-" * (width - filled)
     print(
         f"[{bar}] {done}/{total} {time.perf_counter() - started:5.0f}s  {shown(name)}: "
-        f"{result.get('score', 0):g}/{result.get('max_score', 0):g}",
+        f"{result.score:g}/{result.max_score:g}",
         file=sys.stderr,
     )
 
@@ -563,7 +561,7 @@ def _write_grades(args: BatchOptions, stats: ClassResults) -> list[str]:
         return []
     from autograder.course.gradebook import RosterError, write_canvas, write_moodle
 
-    scores = {s.name: float(s.result.get("score", 0)) for s in stats.present}
+    scores = {s.name: float(Result.of(s.result).score) for s in stats.present}
     top = max((s.max_score for s in stats.present), default=0.0)
     try:
         if args.csv_format == "canvas":
@@ -617,13 +615,13 @@ def _write_csv(path: Path, stats: ClassResults) -> None:
                 [csv_cell(student.shown), "", "", MISSING, *("" for _ in (*LATE_COLUMNS, *PROVENANCE_COLUMNS))]
             )
             continue
-        late = (student.result.get("extra_data") or {}).get("late") or {}
-        record = provenance.of(student.result)
+        result = Result.of(student.result)
+        late, record = result.late or {}, result.provenance
         writer.writerow(
             [
                 csv_cell(student.shown),
-                student.result.get("score", 0),
-                student.result.get("max_score", 0),
+                result.score,
+                result.max_score,
                 student.status,
                 *(csv_cell(str(late.get(column, ""))) for column in LATE_COLUMNS),
                 *(csv_cell(str(record.get(column) or "")) for column in PROVENANCE_COLUMNS),

@@ -174,6 +174,12 @@ def sentences(item: Scored) -> list[str]:
     return [found, f"{CAUSE}{item.outcome.cause}."] if item.outcome.cause else [found]
 
 
+def says_passed(output: str) -> bool:
+    """Whether a results record's ``output`` is the whole feedback of a check that passed with nothing more to say
+    (scoring's feedback Status.PASSED, worded as itself): the terminal and the pages show it as "ok"."""
+    return output == Status.PASSED
+
+
 def output_text(item: Scored) -> str:
     """results.json's ``output``: the sentences on one line, then the picture's block grid."""
     return with_picture(" ".join(sentences(item)), item.outcome.picture)
