@@ -295,7 +295,8 @@ def _main(args: argparse.Namespace) -> int:
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
     from autograder.render.inert import inert
-    from autograder.report import Result, table
+    from autograder.render.terminal import table
+    from autograder.report import Result
 
     with Interrupts() as interrupts:
         try:

@@ -1,4 +1,5 @@
-"""Results in Gradescope's results.json format, and as a table for the terminal.
+"""Results in Gradescope's results.json format (worded at the edge: render/text.py; the terminal's table:
+render/terminal.py).
 
 The record is declared here once (``Result``, ``CheckResult``: docs/architecture.md, "The results record"): the
 writers build results.json's dict, every reader reads it through ``Result.of`` (a file from disk through ``load``),
@@ -15,16 +16,7 @@ from pathlib import Path
 
 from autograder import provenance
 from autograder.course.deadline import Late, raw_score
-from autograder.render.inert import inert
-from autograder.render.text import (
-    FLAGGED,
-    GRADER_FAILED_NEXT,
-    graded_file_text,
-    late_sentence,
-    output_text,
-    says_passed,
-    with_late,
-)
+from autograder.render.text import GRADER_FAILED, graded_file_text, output_text, result_output, with_late
 from autograder.status import Status, passed
 
 # --- the record: what results.json holds, as its readers read it ------------------------------------------------
@@ -166,14 +158,7 @@ def results_json(grading) -> dict:
         for item in grading.scored
     ]
     extra = _graded_file(getattr(grading, "choice", None))
-    if grading.ungradable:
-        output = f"Your submission could not be graded: {grading.ungradable}. Score: 0."
-    elif grading.grader_error:
-        output = f"The grader itself failed on some checks (your code is not to blame). {GRADER_FAILED_NEXT}"
-    else:
-        output = "Graded by the hidden checks. Each check names what it tested; failed checks say what went wrong."
-    if graded_file_text(extra):
-        output = f"{output} {graded_file_text(extra)} {FLAGGED}"
+    output = result_output(grading.ungradable, bool(grading.grader_error), graded_file_text(extra))
     result = {
         "score": round(sum(test["score"] for test in tests), 6),
         "max_score": round(sum(test["max_score"] for test in tests), 6),
@@ -249,36 +234,13 @@ def grader_failure(detail: str, record: dict | None = None) -> dict:
         "score": 0,
         "max_score": 0,
         "execution_time": 0,
-        "output": f"The grader failed on this submission (your code is not to blame). {GRADER_FAILED_NEXT}",
+        "output": GRADER_FAILED,
         "tests": [],
         "grader_error": detail,
     }
     if record is not None:
         result["extra_data"] = {"provenance": record}
     return result
-
-
-def table(result: dict, width: int = 100) -> str:
-    """One line per check (points and feedback), then the total. Text from the result is made inert (render/inert.py):
-    a student's escape sequences are shown, never run by the terminal; its lines stay indented under their check."""
-    record = Result.of(result)
-    lines = [f"{'check':<56} {'points':>9}  feedback", "-" * width]
-    for test in record.tests:
-        points = f"{test.score:g}/{test.max_score:g}"
-        feedback = "ok" if says_passed(test.output) else inert(test.output)
-        first, *more = feedback.split("\n")
-        lines.append(f"{inert(test.name, keep_newlines=False):<56} {points:>9}  {first}")
-        lines += [f"    {line}" for line in more]  # a picture's block grid, under the feedback
-    lines.append("-" * width)
-    lines.append(f"{'total':<56} {record.score:g}/{record.max_score:g}")
-    if record.late and late_sentence(record.late, float(record.max_score)):
-        lines.append(late_sentence(record.late, float(record.max_score)))
-    if record.ungradable:
-        lines.append(f"not graded: {inert(record.ungradable)}")
-    note = graded_file_text(record.extra_data)
-    if note:
-        lines.append(f"flagged: {inert(note)}")
-    return "\n".join(lines)
 
 
 def stamp(result: dict, late: Late) -> dict:

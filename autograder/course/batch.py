@@ -23,12 +23,13 @@ from pathlib import Path
 from autograder import provenance
 from autograder.atomic import write_atomically
 from autograder.config import Settings
-from autograder.course.class_results import FILE_CHOICE, MISSING, NO_TIME, ClassResults, class_results, describe, reason
+from autograder.course.class_results import MISSING, ClassResults, class_results
 from autograder.course.deadline import DeadlineError, apply, raw_score, read_times, submission_time
 from autograder.course.roster import result_names, shown
 from autograder.course.shard import select
 from autograder.interrupts import Interrupts
 from autograder.render.inert import csv_cell, inert
+from autograder.render.terminal import summary
 from autograder.report import Result, grader_failure, load, stamp, unstamp
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
@@ -224,7 +225,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     stats = class_results(results)
     written = _write_grades(args, stats)
     if args.show is not None:
-        from autograder.report import table
+        from autograder.render.terminal import table
 
         print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
     print(inert(summary(stats)))
@@ -628,34 +629,3 @@ def _write_csv(path: Path, stats: ClassResults) -> None:
             ]
         )
     write_atomically(path, text.getvalue())
-
-
-# the summary's words for a student's own flags (the dashboard writes the flags' kinds)
-OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error", NO_TIME: "no submission time"}
-
-
-def summary(stats: ClassResults) -> str:
-    """Per check, how many passed; per named mistake, how many submissions showed it; what to review; grading times."""
-    lines = [f"Class summary: {len(stats.present)} submissions", "", f"{'check':<62} passed"]
-    lines += [f"{name:<62} {stats.passed[name]}/{count}" for name, count in stats.seen.items()]
-    lines += ["", "Named mistakes (submissions showing each):"]
-    lines += [f"{count:4d}  {describe(key)}" for key, count in stats.mistakes.most_common()] or ["   none"]
-    lines += ["", *_review_and_times(stats)]
-    return "\n".join(lines)
-
-
-def _review_and_times(stats: ClassResults) -> list[str]:
-    """Submissions to look at (integrity flags with their reasons, ungradable, grader errors) and grading times."""
-    review = []
-    for student in stats.present:
-        reasons = [
-            f"{flag.check}: {reason(flag.kind)}" for flag in student.flags if flag.kind not in (*OWN_FLAGS, FILE_CHOICE)
-        ]
-        reasons += [word for kind, word in OWN_FLAGS.items() if any(flag.kind == kind for flag in student.flags)]
-        reasons += [flag.detail for flag in student.flags if flag.kind == FILE_CHOICE]
-        if reasons:
-            review.append(f"   {student.name}: {'; '.join(reasons)}")
-    seconds = sorted(student.seconds for student in stats.present)
-    times = f"median {seconds[len(seconds) // 2]:.1f} s, slowest {seconds[-1]:.1f} s" if seconds else "none"
-    header = "Flagged for review (integrity flags, ungradable, grader errors; see each student's feedback):"
-    return [header, *(review or ["   none"]), "", f"Grading time per submission: {times}"]
