@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import provenance
-from autograder.course.deadline import Late, raw_score
+from autograder.course.deadline import Late
 from autograder.render.text import GRADER_FAILED, graded_file_text, output_text, result_output, with_late
 from autograder.status import Status, passed
 
@@ -117,6 +117,12 @@ class Result:
             provenance.of(given), _text(extra.get("sandbox")),
             extra.get("late") if isinstance(extra.get("late"), dict) else None, _text(extra.get("student")),
         )  # fmt: skip
+
+    @property
+    def raw_score(self) -> float:
+        """The score before any late penalty (a result stamped earlier keeps its raw score under extra_data.late)."""
+        raw = (self.late or {}).get("raw_score")
+        return float(raw) if isinstance(raw, (int, float)) else float(self.score)
 
 
 def problem(result: object) -> str:
@@ -258,4 +264,4 @@ def unstamp(result: dict) -> dict:
     record = Result.of(result)
     extra = {key: value for key, value in record.extra_data.items() if key != "late"}
     output = with_late(record.output, record.late, None, float(record.max_score))
-    return {**result, "score": raw_score(result), "output": output, "extra_data": extra}
+    return {**result, "score": record.raw_score, "output": output, "extra_data": extra}

@@ -24,7 +24,7 @@ from autograder import provenance
 from autograder.atomic import write_atomically
 from autograder.config import Settings
 from autograder.course.class_results import MISSING, ClassResults, class_results
-from autograder.course.deadline import DeadlineError, apply, raw_score, read_times, submission_time
+from autograder.course.deadline import DeadlineError, apply, read_times, submission_time
 from autograder.course.roster import result_names, shown
 from autograder.course.shard import select
 from autograder.interrupts import Interrupts
@@ -282,7 +282,7 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
         if record.grader_error or (deadline.due is None and "late" not in record.extra_data):
             continue
         submitted = times.get(name) or submission_time(path)
-        late = apply(deadline, name, raw_score(result), submitted)
+        late = apply(deadline, name, record.raw_score, submitted)
         stamped = stamp(result, late) if deadline.due is not None else unstamp(result)
         if stamped != result:
             write_atomically(targets[name], json.dumps(stamped, indent=2))
