@@ -82,9 +82,8 @@ class CheckResult:
 class Result:
     """results.json as its readers read it: Gradescope's fields, then ours (``ungradable``, ``grader_error`` and
     ``extra_data``'s), each of its type whatever the file held (a field missing or of another type: its empty
-    value). ``raw`` is the dict as it was read or written, for the writers that stamp and write it back."""
+    value). The writers (``results_json``, ``stamp``) build and stamp the dict itself."""
 
-    raw: dict
     score: float
     max_score: float
     execution_time: float
@@ -108,7 +107,7 @@ class Result:
         extra = _table(given.get("extra_data"))
         tests = given.get("tests")
         return cls(
-            given, _number(given.get("score")), _number(given.get("max_score")),
+            _number(given.get("score")), _number(given.get("max_score")),
             _number(given.get("execution_time")), _text(given.get("output")),
             tuple(CheckResult.of(test) for test in tests if isinstance(test, dict)) if isinstance(tests, list) else (),
             _text(given.get("ungradable")), _text(given.get("grader_error")), extra, _text(extra.get("graded_file")),
