@@ -295,7 +295,8 @@ def _main(args: argparse.Namespace) -> int:
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
     from autograder.render.inert import inert
-    from autograder.report import table
+    from autograder.render.terminal import table
+    from autograder.report import Result
 
     with Interrupts() as interrupts:
         try:
@@ -310,11 +311,11 @@ def _main(args: argparse.Namespace) -> int:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(args.json, json.dumps(result, indent=2))
             args.written = True
-    if not result.get("ungradable"):  # nothing was graded: the one line below says why, not a table of zeros
+    record = Result.of(result)
+    if not record.ungradable:  # nothing was graded: the one line below says why, not a table of zeros
         print(table(result))
-    sandbox = result.get("extra_data", {}).get("sandbox")
-    if sandbox:
-        print(f"sdpa-grade: {sandbox}", file=sys.stderr)
+    if record.sandbox:
+        print(f"sdpa-grade: {record.sandbox}", file=sys.stderr)
     if args.html:
         from autograder.course.roster import student_of
         from autograder.render.html import write_student_page
@@ -323,10 +324,8 @@ def _main(args: argparse.Namespace) -> int:
     if error:
         print(f"sdpa-grade: the grader failed:\n{inert(error)}", file=sys.stderr)
         return 3
-    if result.get(
-        "ungradable"
-    ):  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
-        print(f"sdpa-grade: nothing to grade: {inert(result['ungradable'], keep_newlines=False)}", file=sys.stderr)
+    if record.ungradable:  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
+        print(f"sdpa-grade: nothing to grade: {inert(record.ungradable, keep_newlines=False)}", file=sys.stderr)
         return 2
     return 0
 
@@ -350,7 +349,7 @@ def compare(old: Path, new: Path, csv_path: Path | None) -> int:
 def _late(result: dict, args: argparse.Namespace, settings) -> dict:
     """One submission's result with the [deadline] policy applied, where a deadline (or Gradescope's) applies."""
     from autograder.course.deadline import apply, gradescope_time
-    from autograder.report import stamp
+    from autograder.report import Result, stamp
 
     deadline, student, submitted = settings.deadline, args.submission.stem, None
     if args.metadata is not None:
@@ -359,7 +358,7 @@ def _late(result: dict, args: argparse.Namespace, settings) -> dict:
         submitted = args.submitted_at
     if deadline.due is None:
         return result
-    return stamp(result, apply(deadline, student, float(result.get("score", 0)), submitted))
+    return stamp(result, apply(deadline, student, float(Result.of(result).score), submitted))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from autograder.plugin import GradingPlugin, Outcome
 from autograder.sandbox.protocol import Failure, Reply, Runner
 from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Sandbox, Zygote
+from autograder.status import Status
 from autograder.submission import Choice, Ungradable, choose, read_submission, shown_name
 from reference import attention as _reference_module
 
@@ -189,7 +190,7 @@ def run_checks(grading: Grading) -> Grading:
     grading.outcomes = list(plugin.outcomes.values())
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not grading.outcomes:
         grading.grader_error = f"the hidden checks could not run (pytest exit {int(code)}):\n{grading.log[-3000:]}"
-    errors = [o for o in grading.outcomes if o.status == "grader-error"]
+    errors = [o for o in grading.outcomes if o.status == Status.GRADER_ERROR]
     if errors:
         others = (
             f"\n(and {len(errors) - 1} more checks: {', '.join(o.check for o in errors[1:])})" if errors[1:] else ""

@@ -1,14 +1,149 @@
-"""Results in Gradescope's results.json format, and as a table for the terminal."""
+"""Results in Gradescope's results.json format (worded at the edge: render/text.py; the terminal's table:
+render/terminal.py).
+
+The record is declared here once (``Result``, ``CheckResult``: docs/architecture.md, "The results record"): the
+writers build results.json's dict, every reader reads it through ``Result.of`` (a file from disk through ``load``),
+and whether a check passed is decided by ``passed`` alone.
+"""
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from autograder import provenance
-from autograder.course.deadline import Late, raw_score
-from autograder.render.inert import inert
-from autograder.render.text import FLAGGED, GRADER_FAILED_NEXT, graded_file_text, late_sentence, output_text, with_late
-from autograder.status import Status
+from autograder.course.deadline import Late
+from autograder.render.text import GRADER_FAILED, graded_file_text, output_text, result_output, with_late
+from autograder.status import Status, passed
+
+# --- the record: what results.json holds, as its readers read it ------------------------------------------------
+
+
+def _number(value: object) -> float:
+    """A number as written (an int stays an int: the CSV writes it as it was), anything else 0."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _table(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(str(item) for item in value) if isinstance(value, list) else ()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One of results.json's ``tests``: Gradescope's fields, then ours from its ``extra_data``."""
+
+    name: str
+    score: float
+    max_score: float
+    output: str  # the feedback, worded (render/text.py)
+    visibility: str  # Gradescope's: "hidden" for a check not run that counts nothing, else [gradescope] visibility
+    tags: tuple[str, ...]  # the check's function and its category (a Category)
+    status: str  # Gradescope's: Status.PASSED, Status.FAILED, or "" for a check that gave no verdict
+    check: str  # extra_data.check (the test's name, in a result written before it was recorded)
+    outcome: str  # extra_data.outcome: a Status, before points ("" where none was recorded)
+    mistake: str  # extra_data.mistake: the named mistake (checks/mistakes.py), "" for none
+    seconds: float
+    flag: str  # extra_data.flag: an integrity flag (checks/flags.py), "" for none
+    evidence: dict | None  # extra_data.evidence: where a failed result first differs
+    withheld: bool  # extra_data.withheld: gated, not awarded until its function passes its own checks
+    picture: dict | None  # extra_data.picture: the tiny example's weights (checks/pictures.py)
+
+    @classmethod
+    def of(cls, test: object) -> CheckResult:
+        given = _table(test)
+        extra = _table(given.get("extra_data"))
+        name = _text(given.get("name"))
+        return cls(
+            name, _number(given.get("score")), _number(given.get("max_score")), _text(given.get("output")),
+            _text(given.get("visibility")), _texts(given.get("tags")),
+            _text(given.get("status")), _text(extra.get("check")) or name, _text(extra.get("outcome")),
+            _text(extra.get("mistake")), _number(extra.get("seconds")), _text(extra.get("flag")),
+            _table(extra.get("evidence")) or None, extra.get("withheld") is True, _table(extra.get("picture")) or None,
+        )  # fmt: skip
+
+    @property
+    def scored(self) -> bool:
+        """Worth something: a check of 0 points (not run and excluded, or set to 0) is no verdict either way."""
+        return bool(self.max_score)
+
+
+@dataclass(frozen=True)
+class Result:
+    """results.json as its readers read it: Gradescope's fields, then ours (``ungradable``, ``grader_error`` and
+    ``extra_data``'s), each of its type whatever the file held (a field missing or of another type: its empty
+    value). The writers (``results_json``, ``stamp``) build and stamp the dict itself."""
+
+    score: float
+    max_score: float
+    execution_time: float
+    output: str
+    tests: tuple[CheckResult, ...]
+    ungradable: str  # why nothing was graded (submission.Ungradable), "" when it was
+    grader_error: str  # the grader's own failure, for the instructor's log, "" for none
+    extra_data: dict  # the submission's fields below, as written (render/text.graded_file_text reads them)
+    graded_file: str  # the file graded, relative to the submission (submission.choose)
+    candidates: tuple[str, ...]  # every file that could be the submission, the graded first, where there were others
+    search_stopped: dict | None  # the bound that stopped the search for the file: {limit, value}
+    provenance: dict  # what was graded, with what, when (provenance.record); {} where none was recorded
+    sandbox: str  # a weaker sandbox than the full one, in words; "" for the full one
+    late: dict | None  # the [deadline] policy's fields (deadline.Late.fields), where one was applied
+    student: str  # the student's name, as a batch recorded it
+
+    @classmethod
+    def of(cls, result: Mapping | None) -> Result:
+        """The record of ``result`` (a dict as written or read; None: an empty one). Never raises."""
+        given = dict(result) if isinstance(result, Mapping) else {}
+        extra = _table(given.get("extra_data"))
+        tests = given.get("tests")
+        return cls(
+            _number(given.get("score")), _number(given.get("max_score")),
+            _number(given.get("execution_time")), _text(given.get("output")),
+            tuple(CheckResult.of(test) for test in tests if isinstance(test, dict)) if isinstance(tests, list) else (),
+            _text(given.get("ungradable")), _text(given.get("grader_error")), extra, _text(extra.get("graded_file")),
+            _texts(extra.get("candidates")),
+            extra.get("search_stopped") if isinstance(extra.get("search_stopped"), dict) else None,
+            provenance.of(given), _text(extra.get("sandbox")),
+            extra.get("late") if isinstance(extra.get("late"), dict) else None, _text(extra.get("student")),
+        )  # fmt: skip
+
+    @property
+    def raw_score(self) -> float:
+        """The score before any late penalty (a result stamped earlier keeps its raw score under extra_data.late)."""
+        raw = (self.late or {}).get("raw_score")
+        return float(raw) if isinstance(raw, (int, float)) else float(self.score)
+
+
+def problem(result: object) -> str:
+    """What makes ``result`` (a file's JSON) no results record, "" when it is one: an object whose ``tests``, where
+    present, is a list of objects."""
+    if not isinstance(result, dict):
+        return f"not a results record (a JSON {type(result).__name__}, not an object)"
+    tests = result.get("tests", [])
+    if not isinstance(tests, list) or not all(isinstance(test, dict) for test in tests):
+        return "not a results record (its tests are not a list of objects)"
+    return ""
+
+
+def load(path: Path) -> dict:
+    """A results.json from disk, as it was written; one that cannot be read, or is no results record (old, partial,
+    another file), is the grader's failure on it (``grader_failure``), with the problem: loading never raises."""
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return grader_failure(f"no readable result in {path}")
+    wrong = problem(result)
+    return grader_failure(f"{path}: {wrong}") if wrong else result
 
 
 def results_json(grading) -> dict:
@@ -28,14 +163,7 @@ def results_json(grading) -> dict:
         for item in grading.scored
     ]
     extra = _graded_file(getattr(grading, "choice", None))
-    if grading.ungradable:
-        output = f"Your submission could not be graded: {grading.ungradable}. Score: 0."
-    elif grading.grader_error:
-        output = f"The grader itself failed on some checks (your code is not to blame). {GRADER_FAILED_NEXT}"
-    else:
-        output = "Graded by the hidden checks. Each check names what it tested; failed checks say what went wrong."
-    if graded_file_text(extra):
-        output = f"{output} {graded_file_text(extra)} {FLAGGED}"
+    output = result_output(grading.ungradable, bool(grading.grader_error), graded_file_text(extra))
     result = {
         "score": round(sum(test["score"] for test in tests), 6),
         "max_score": round(sum(test["max_score"] for test in tests), 6),
@@ -80,7 +208,7 @@ def _status(item) -> dict:
         return {}
     if item.withheld:
         return {"status": Status.PASSED} if item.outcome.status == Status.PASSED else {}
-    return {"status": Status.PASSED if item.score == item.max_score else Status.FAILED}
+    return {"status": Status.PASSED if passed(item) else Status.FAILED}
 
 
 def _visibility(item, chosen: str) -> str:
@@ -111,7 +239,7 @@ def grader_failure(detail: str, record: dict | None = None) -> dict:
         "score": 0,
         "max_score": 0,
         "execution_time": 0,
-        "output": f"The grader failed on this submission (your code is not to blame). {GRADER_FAILED_NEXT}",
+        "output": GRADER_FAILED,
         "tests": [],
         "grader_error": detail,
     }
@@ -120,42 +248,19 @@ def grader_failure(detail: str, record: dict | None = None) -> dict:
     return result
 
 
-def table(result: dict, width: int = 100) -> str:
-    """One line per check (points and feedback), then the total. Text from the result is made inert (render/inert.py):
-    a student's escape sequences are shown, never run by the terminal; its lines stay indented under their check."""
-    lines = [f"{'check':<56} {'points':>9}  feedback", "-" * width]
-    for test in result["tests"]:
-        points = f"{test['score']:g}/{test['max_score']:g}"
-        feedback = "ok" if test["output"] == "passed" else inert(test["output"])
-        first, *more = feedback.split("\n")
-        lines.append(f"{inert(test['name'], keep_newlines=False):<56} {points:>9}  {first}")
-        lines += [f"    {line}" for line in more]  # a picture's block grid, under the feedback
-    lines.append("-" * width)
-    lines.append(f"{'total':<56} {result['score']:g}/{result['max_score']:g}")
-    late = (result.get("extra_data") or {}).get("late")
-    if isinstance(late, dict) and late_sentence(late, float(result.get("max_score", 0))):
-        lines.append(late_sentence(late, float(result.get("max_score", 0))))
-    if result.get("ungradable"):
-        lines.append(f"not graded: {inert(result['ungradable'])}")
-    note = graded_file_text(result.get("extra_data") or {})
-    if note:
-        lines.append(f"flagged: {inert(note)}")
-    return "\n".join(lines)
-
-
 def stamp(result: dict, late: Late) -> dict:
     """``result`` with the policy applied: its ``score`` the final one, the late fields under extra_data.late
     (the tests keep the points they earned: their sum is the raw score); its ``output`` ends with the late line
     (render/text.py), an earlier policy's line replaced."""
-    extra = dict(result.get("extra_data") or {})
-    old, extra["late"] = extra.get("late"), late.fields()
-    output = with_late(str(result.get("output", "")), old, extra["late"], float(result.get("max_score", 0)))
+    record = Result.of(result)
+    extra = {**record.extra_data, "late": late.fields()}
+    output = with_late(record.output, record.late, extra["late"], float(record.max_score))
     return {**result, "score": late.score, "output": output, "extra_data": extra}
 
 
 def unstamp(result: dict) -> dict:
     """A result stamped by an earlier policy, now that the settings have no deadline: its raw score back."""
-    extra = {key: value for key, value in result.get("extra_data", {}).items() if key != "late"}
-    late = result.get("extra_data", {}).get("late")
-    output = with_late(str(result.get("output", "")), late, None, float(result.get("max_score", 0)))
-    return {**result, "score": raw_score(result), "output": output, "extra_data": extra}
+    record = Result.of(result)
+    extra = {key: value for key, value in record.extra_data.items() if key != "late"}
+    output = with_late(record.output, record.late, None, float(record.max_score))
+    return {**result, "score": record.raw_score, "output": output, "extra_data": extra}

@@ -28,9 +28,9 @@ FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}
 
 @dataclass
 class Scored:
-    """A check's points, and its feedback as fields: ``feedback`` is what was found; the outcome's cause and
-    flag, and ``borrowed`` (the check whose cause this failure borrows, and that cause), are worded at the
-    edge (autograder/render/text.py)."""
+    """A check's points, and its feedback as fields: ``feedback`` is what was found (``Status.PASSED`` where it
+    passed with nothing to say: render/text.says_passed); the outcome's cause and flag, and ``borrowed`` (the
+    check whose cause this failure borrows, and that cause), are worded at the edge (autograder/render/text.py)."""
 
     outcome: Outcome
     score: float
@@ -77,7 +77,7 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
         if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY and outcome.function in explained:
             # its timed answers are wrong for the carried reason only, and the flag is raised only within the
             # budget (checks/check_5_integrity_timing.py): timed on the code as it is, the check is passed
-            scored.append(Scored(replace(outcome, flag="", message=""), worth, worth, "passed"))
+            scored.append(Scored(replace(outcome, flag="", message=""), worth, worth, Status.PASSED))
             continue
         if outcome.check in carried:
             scored.append(Scored(outcome, worth, worth, outcome.message, carried=carried[outcome.check]))
@@ -88,7 +88,7 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
         ):  # passed, or a trick shown only by a correct function: no points yet, and no accusation
             scored.append(Scored(replace(outcome, flag=""), 0.0, worth, "", withheld=True))
         elif outcome.status == Status.PASSED:
-            scored.append(Scored(outcome, worth, worth, "passed"))
+            scored.append(Scored(outcome, worth, worth, Status.PASSED))
         elif outcome.status == Status.NOT_RUN and outcome.category == Category.TIMING:
             earned = {"exclude": 0.0, "award": worth, "fail": 0.0}[when_no_gpu]
             ceiling = 0.0 if when_no_gpu == "exclude" else worth

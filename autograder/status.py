@@ -3,7 +3,8 @@
 Each member is its word (``Status.PASSED == "passed"``, the same hash, the same text in an f-string,
 the same JSON), so results.json and every comparison read as before, while a misspelt status or
 category is an AttributeError instead of a comparison that is silently never true. Plain data:
-the edge imports it without torch or pytest.
+the edge imports it without torch or pytest. With them, the one rule for whether a check passed (``passed``),
+which results.json's ``status``, the feedback pages, the class results and the similarity report all follow.
 """
 
 from __future__ import annotations
@@ -50,3 +51,10 @@ class Category(_Word):
     TIMING = "timing"
     INTEGRITY = "integrity"
     LOAD = "load"
+
+
+def passed(check) -> bool:
+    """The one rule for a check's verdict, on its points (a scored check, a results record's ``CheckResult``): it
+    passed when it earned all it is worth. A check carried forward passed (it kept its points); a withheld one has
+    not yet. Which checks count at all (worth more than 0, run) is the reader's to say."""
+    return check.score == check.max_score

@@ -19,6 +19,7 @@ from pathlib import Path
 from autograder.config import load_settings
 from autograder.grade import grade
 from autograder.sandbox.runner import Zygote
+from autograder.scoring import GATED
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOW_OR_HOSTILE = ("hang", "memory", "flood", "background", "segfault", "os_exit", "sys_exit", "read_stdin", "kill")
@@ -58,7 +59,7 @@ def main() -> None:
             gates = [
                 t.outcome.check
                 for t, before in zip(scores["carry_forward"].scored, scores["deduct"].scored)
-                if t.outcome.category in ("integrity", "timing") and t.score > before.score
+                if t.outcome.category in GATED and t.score > before.score
             ]
             total = {policy: sum(t.score for t in g.scored) for policy, g in scores.items()}
             maximum = sum(t.max_score for t in scores["deduct"].scored)

@@ -24,7 +24,6 @@ the medians and the issue's targets (0 false timing fails, every loop caught, pe
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import shutil
@@ -43,7 +42,9 @@ if str(ROOT) not in sys.path:  # run as a script: the bench folder is importable
     sys.path.insert(0, str(ROOT))
 
 from autograder.release.gradescope import RUN  # noqa: E402
+from autograder.report import Result, load  # noqa: E402
 from autograder.sandbox.cgroups import Cgroups, remove  # noqa: E402
+from autograder.status import Category, Status, passed  # noqa: E402
 from bench.timing_reliability import LOOPS, submission  # noqa: E402
 
 CPU_MAX = (50_000, 100_000)  # microseconds of CPU per period: half a CPU, Gradescope's default 0.5 vCPU
@@ -270,14 +271,13 @@ def grade(source: Path, name: str, folder: Path, *, limited: bool = True, timeou
     if not results.is_file():
         found.error = found.error or f"no results.json; stderr: {ran.stderr[-500:] if ran else ''}"
         return found
-    data = json.loads(results.read_text())
-    found.score, found.max_score = float(data.get("score", 0)), float(data.get("max_score", 0))
-    for test in data.get("tests", []):
-        check = test.get("extra_data", {}).get("check", test["name"])
-        if "timing" in test.get("tags", []):
-            found.verdicts[check] = (test["extra_data"]["outcome"], test.get("output", ""))
-        if test["score"] < test["max_score"]:
-            found.lost.append(check)
+    record = Result.of(load(results))
+    found.score, found.max_score = float(record.score), float(record.max_score)
+    for test in record.tests:
+        if Category.TIMING in test.tags:
+            found.verdicts[test.check] = (test.outcome, test.output)
+        if not passed(test):
+            found.lost.append(test.check)
     if found.exit != 0 and not found.error:
         found.error = f"run_autograder exited {found.exit}: {ran.stderr[-300:]}"
     return found
@@ -290,7 +290,7 @@ def line(run: Grading) -> str:
     peak = "-" if run.peak_mib is None else f"{run.peak_mib:6.0f}"
     parts = "-" if run.anon_mib is None else f"{run.anon_mib:4.0f}+{run.cache_mib:<4.0f}"
     verdicts = " ".join(f"{check}={outcome}" for check, (outcome, _) in sorted(run.verdicts.items()))
-    why = next((output for outcome, output in run.verdicts.values() if outcome == "failed"), "")
+    why = next((output for outcome, output in run.verdicts.values() if outcome == Status.FAILED), "")
     return (
         f"{run.name:32s} {'0.5 CPU' if run.limited else 'no limit':8s} {run.score:4g}/{run.max_score:<4g}"
         f" {verdicts:42s} {run.wall:6.1f} {cpu} {share} {throttled} {peak} {parts:9s} {run.nested:3d}"
@@ -341,9 +341,9 @@ def summary(runs: list[Grading]) -> None:
     honest = [r for r in runs if r.name == "reference" and r.limited]
     free = [r for r in runs if r.name == "reference" and not r.limited]
     loops = [r for r in runs if r.name != "reference"]
-    false_fails = [r for r in honest if r.verdicts.get("timing_cpu", ("",))[0] != "passed"]
+    false_fails = [r for r in honest if r.verdicts.get("timing_cpu", ("",))[0] != Status.PASSED]
     full = [r for r in honest if r.score == r.max_score and not r.error]
-    caught = [r for r in loops if r.verdicts.get("timing_cpu", ("",))[0] == "failed" and not r.error]
+    caught = [r for r in loops if r.verdicts.get("timing_cpu", ("",))[0] == Status.FAILED and not r.error]
     peak = max((r.peak_mib for r in runs if r.limited and r.peak_mib is not None), default=float("nan"))
     print(
         f"reference under 0.5 CPU / 768 MiB: {len(full)} of {len(honest)} full marks,"

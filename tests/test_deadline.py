@@ -215,8 +215,9 @@ def test_an_unusable_roster_is_refused_before_any_grading(tmp_path, roster_text,
 def test_a_late_student_is_told_the_penalty_in_one_sentence():
     """The late line (hours late, the share of the raw score taken off, the final score) in results.json's output, the
     terminal's table and the HTML page; applied again, it replaces itself; with no deadline, it is gone."""
+    from autograder.render.terminal import table
     from autograder.render.text import late_sentence
-    from autograder.report import stamp, table
+    from autograder.report import stamp
 
     result = {"score": 47.0, "max_score": 55.0, "output": "Graded by the hidden checks.", "tests": []}
     late = apply(_policy(policy="per_day", percent=10), "hours2", 47.0, TIMES["hours2"])

@@ -195,7 +195,7 @@ def test_sdpa_grade_on_too_deep_or_too_full_a_folder_is_ungradable_with_the_boun
 @pytest.mark.timeout(30)
 def test_the_flag_reaches_the_summary_and_the_dashboards_flags():
     """extra_data.candidates becomes the student's flag, naming every candidate; graded_file names the graded one."""
-    from autograder.course.batch import summary
+    from autograder.render.terminal import summary
 
     extra = {"graded_file": OWN_NOTEBOOK, "candidates": [OWN_NOTEBOOK, "Untitled.ipynb"]}
     result = {"score": 1, "max_score": 1, "execution_time": 1, "tests": [], "extra_data": extra}

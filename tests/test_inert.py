@@ -9,7 +9,7 @@ from autograder.course.batch import _write_csv
 from autograder.course.class_results import class_results
 from autograder.render.html import student_page
 from autograder.render.inert import inert
-from autograder.report import table
+from autograder.render.terminal import table
 
 HOSTILE = "scale_scores failed: ValueError: \x1b[2J\x1b]0;graded\x07\x1b]52;c;cm0=\x07\x1b[5A\rtotal 55/55\n\u202eevil"
 RESULT = {

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course.batch import summary
 from autograder.course.class_results import class_results
 from autograder.course.roster import page_names
+from autograder.render.terminal import summary
 from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
 from tests.test_render import a_class, decoded, parsed
 

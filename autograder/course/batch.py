@@ -23,13 +23,14 @@ from pathlib import Path
 from autograder import provenance
 from autograder.atomic import write_atomically
 from autograder.config import Settings
-from autograder.course.class_results import FILE_CHOICE, MISSING, NO_TIME, ClassResults, class_results, describe, reason
-from autograder.course.deadline import DeadlineError, apply, raw_score, read_times, submission_time
+from autograder.course.class_results import MISSING, ClassResults, class_results
+from autograder.course.deadline import DeadlineError, apply, read_times, submission_time
 from autograder.course.roster import result_names, shown
 from autograder.course.shard import select
 from autograder.interrupts import Interrupts
 from autograder.render.inert import csv_cell, inert
-from autograder.report import grader_failure, stamp, unstamp
+from autograder.render.terminal import summary
+from autograder.report import Result, grader_failure, load, stamp, unstamp
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
 from autograder.sandbox.runner import Zygote
@@ -133,7 +134,7 @@ def _grade_in_child(
     try:
         # the student's name as the batch names them: a result file named with a hash (roster.result_names) is
         # still shown by name where only the folder is read (sdpa-grade --diff OLD NEW)
-        result["extra_data"] = {**(result.get("extra_data") or {}), "student": name}
+        result["extra_data"] = {**Result.of(result).extra_data, "student": name}
         if not interrupts.seen:
             write_atomically(target, json.dumps(result, indent=2))
     finally:
@@ -210,7 +211,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     started = time.time()
     try:
         failures = _grade_all(todo, roster, targets, settings, args)
-        again = [name for name in todo if _read(targets[name]).get("grader_error")]
+        again = [name for name in todo if Result.of(_read(targets[name])).grader_error]
         if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
             print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
             failures = _grade_all(again, roster, targets, settings, args)
@@ -219,12 +220,12 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         return 130
     _apply_deadline(roster, targets, settings, times)
     results = {name: _read(targets[name]) for name in roster}
-    for mode in sorted({str(r.get("extra_data", {}).get("sandbox")) for r in results.values()} - {"None"}):
+    for mode in sorted({Result.of(r).sandbox for r in results.values()} - {""}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
     stats = class_results(results)
     written = _write_grades(args, stats)
     if args.show is not None:
-        from autograder.report import table
+        from autograder.render.terminal import table
 
         print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
     print(inert(summary(stats)))
@@ -277,10 +278,11 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
         if not targets[name].is_file():
             continue
         result = _read(targets[name])
-        if result.get("grader_error") or (deadline.due is None and "late" not in result.get("extra_data", {})):
+        record = Result.of(result)
+        if record.grader_error or (deadline.due is None and "late" not in record.extra_data):
             continue
         submitted = times.get(name) or submission_time(path)
-        late = apply(deadline, name, raw_score(result), submitted)
+        late = apply(deadline, name, record.raw_score, submitted)
         stamped = stamp(result, late) if deadline.due is not None else unstamp(result)
         if stamped != result:
             write_atomically(targets[name], json.dumps(stamped, indent=2))
@@ -305,7 +307,7 @@ def _why(submission: Path, target: Path, today: provenance.Now) -> str:
     if not target.is_file():
         return NEW
     result = _read(target)
-    if result.get("grader_error"):
+    if Result.of(result).grader_error:
         return GRADER_FAILED
     return provenance.stale(result, submission, today)
 
@@ -448,7 +450,7 @@ def _mixed(results: dict[str, dict]) -> str:
     were all graded with the same checks and settings. A grader's own failure graded nothing and is left out."""
     groups: dict[tuple[str, str], list[str]] = {}
     for name, result in results.items():
-        if not result.get("grader_error"):
+        if not Result.of(result).grader_error:
             groups.setdefault(provenance.grouping(result), []).append(name)
     if len(groups) < 2:
         return ""
@@ -457,7 +459,7 @@ def _mixed(results: dict[str, dict]) -> str:
         checks, settings = key
         if not checks:
             return f"{', '.join(shown(n) for n in names)} (no provenance: graded by an older grader)"
-        source = provenance.of(results[names[0]]).get("settings_from", "?")
+        source = Result.of(results[names[0]]).provenance.get("settings_from", "?")
         return (
             f"{', '.join(shown(n) for n in names)} (settings from {inert(str(source), keep_newlines=False)},"
             f" settings {settings[:12]}, checks {checks[:12]})"
@@ -535,20 +537,17 @@ def _stop(running: dict[int, str], owners: dict[int, str]) -> None:
 
 
 def _read(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return grader_failure(f"no readable result in {path}")
+    return load(path)  # one that cannot be read, or is no results record: the grader's failure on it
 
 
 def _progress(done: int, total: int, name: str, target: Path, started: float) -> None:
-    result = _read(target)
+    result = Result.of(_read(target))
     width = 30
     filled = int(width * done / max(total, 1))
     bar = "#" * filled + "-" * (width - filled)
     print(
         f"[{bar}] {done}/{total} {time.perf_counter() - started:5.0f}s  {shown(name)}: "
-        f"{result.get('score', 0):g}/{result.get('max_score', 0):g}",
+        f"{result.score:g}/{result.max_score:g}",
         file=sys.stderr,
     )
 
@@ -563,7 +562,7 @@ def _write_grades(args: BatchOptions, stats: ClassResults) -> list[str]:
         return []
     from autograder.course.gradebook import RosterError, write_canvas, write_moodle
 
-    scores = {s.name: float(s.result.get("score", 0)) for s in stats.present}
+    scores = {s.name: float(Result.of(s.result).score) for s in stats.present}
     top = max((s.max_score for s in stats.present), default=0.0)
     try:
         if args.csv_format == "canvas":
@@ -617,47 +616,16 @@ def _write_csv(path: Path, stats: ClassResults) -> None:
                 [csv_cell(student.shown), "", "", MISSING, *("" for _ in (*LATE_COLUMNS, *PROVENANCE_COLUMNS))]
             )
             continue
-        late = (student.result.get("extra_data") or {}).get("late") or {}
-        record = provenance.of(student.result)
+        result = Result.of(student.result)
+        late, record = result.late or {}, result.provenance
         writer.writerow(
             [
                 csv_cell(student.shown),
-                student.result.get("score", 0),
-                student.result.get("max_score", 0),
+                result.score,
+                result.max_score,
                 student.status,
                 *(csv_cell(str(late.get(column, ""))) for column in LATE_COLUMNS),
                 *(csv_cell(str(record.get(column) or "")) for column in PROVENANCE_COLUMNS),
             ]
         )
     write_atomically(path, text.getvalue())
-
-
-# the summary's words for a student's own flags (the dashboard writes the flags' kinds)
-OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error", NO_TIME: "no submission time"}
-
-
-def summary(stats: ClassResults) -> str:
-    """Per check, how many passed; per named mistake, how many submissions showed it; what to review; grading times."""
-    lines = [f"Class summary: {len(stats.present)} submissions", "", f"{'check':<62} passed"]
-    lines += [f"{name:<62} {stats.passed[name]}/{count}" for name, count in stats.seen.items()]
-    lines += ["", "Named mistakes (submissions showing each):"]
-    lines += [f"{count:4d}  {describe(key)}" for key, count in stats.mistakes.most_common()] or ["   none"]
-    lines += ["", *_review_and_times(stats)]
-    return "\n".join(lines)
-
-
-def _review_and_times(stats: ClassResults) -> list[str]:
-    """Submissions to look at (integrity flags with their reasons, ungradable, grader errors) and grading times."""
-    review = []
-    for student in stats.present:
-        reasons = [
-            f"{flag.check}: {reason(flag.kind)}" for flag in student.flags if flag.kind not in (*OWN_FLAGS, FILE_CHOICE)
-        ]
-        reasons += [word for kind, word in OWN_FLAGS.items() if any(flag.kind == kind for flag in student.flags)]
-        reasons += [flag.detail for flag in student.flags if flag.kind == FILE_CHOICE]
-        if reasons:
-            review.append(f"   {student.name}: {'; '.join(reasons)}")
-    seconds = sorted(student.seconds for student in stats.present)
-    times = f"median {seconds[len(seconds) // 2]:.1f} s, slowest {seconds[-1]:.1f} s" if seconds else "none"
-    header = "Flagged for review (integrity flags, ungradable, grader errors; see each student's feedback):"
-    return [header, *(review or ["   none"]), "", f"Grading time per submission: {times}"]

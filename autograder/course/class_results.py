@@ -2,8 +2,9 @@
 
 The text summary and the CSV (batch.py), the dashboard and the feedback pages (render/dashboard.py) all
 read one ``ClassResults``, built once from the results' structured fields (scores, ``tests[].extra_data``,
-``execution_time``, ``ungradable``, ``grader_error``), never from their wording. Nothing is counted twice,
-so the summary and the dashboard cannot drift apart, and each student's file names come from roster.py.
+``execution_time``, ``ungradable``, ``grader_error``: the record, report.Result), never from their wording.
+Nothing is counted twice, so the summary and the dashboard cannot drift apart, and each student's file names
+come from roster.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 from autograder.course.roster import page_names, result_names, shown
 from autograder.render.html import feedback_text
 from autograder.render.text import graded_file_text
+from autograder.report import Result
+from autograder.status import passed
 
 NO_TIME = "no submission time"  # a flag: the [deadline] policy needed a time this submission does not have
 
@@ -27,7 +30,8 @@ def status_of(result: dict | None) -> str:
     """graded, ungradable, grader-error, or missing (no result yet: a merge of shards that is not whole)."""
     if result is None:
         return MISSING
-    return GRADER_ERROR if result.get("grader_error") else UNGRADABLE if result.get("ungradable") else GRADED
+    record = Result.of(result)
+    return GRADER_ERROR if record.grader_error else UNGRADABLE if record.ungradable else GRADED
 
 
 @dataclass(frozen=True)
@@ -99,52 +103,47 @@ def reason(flag: str) -> str:
 def flags_of(name: str, result: dict) -> list[Flag]:
     """A result's flags, from its fields: a grader error, ungradable, the file's choice (``extra_data.candidates``,
     ``search_stopped``), and each test's ``extra_data.flag``."""
+    record = Result.of(result)
     found = []
-    if result.get("grader_error"):
-        found.append(Flag(name, "grader error", result["grader_error"].strip().splitlines()[-1][:300]))
-    if result.get("ungradable"):
-        found.append(Flag(name, "ungradable", result["ungradable"]))
-    late = (result.get("extra_data") or {}).get("late") or {}
-    if isinstance(late, dict) and late.get("missing_time"):
+    if record.grader_error:
+        last = (record.grader_error.strip().splitlines() or [""])[-1]
+        found.append(Flag(name, "grader error", last[:300]))
+    if record.ungradable:
+        found.append(Flag(name, "ungradable", record.ungradable))
+    if record.late and record.late.get("missing_time"):
         found.append(Flag(name, NO_TIME, "a deadline is set and this submission has no time: no late penalty applied"))
-    choice = graded_file_text(result.get("extra_data") or {})
+    choice = graded_file_text(record.extra_data)
     if choice:
         found.append(Flag(name, FILE_CHOICE, choice))
-    for test in result.get("tests", []):
-        extra = test.get("extra_data") or {}
-        if extra.get("flag"):
-            found.append(
-                Flag(
-                    name, extra["flag"], f"{test['name']}: {feedback_text(test)}", extra.get("check", test.get("name"))
-                )
-            )
+    found += [
+        Flag(name, test.flag, f"{test.name}: {feedback_text(test)}", test.check) for test in record.tests if test.flag
+    ]
     return found
 
 
 def class_results(results: dict[str, dict | None]) -> ClassResults:
     """Student name -> their result (``None``: none yet) -> the class, each number counted here and only here."""
-    passed: Counter = Counter()
+    passed_here: Counter = Counter()
     seen: Counter = Counter()
     mistakes: Counter = Counter()
     check_seconds: dict[str, list[float]] = {}
     files, pages = result_names(list(results)), page_names(list(results))
     students = []
     for name, result in results.items():
+        record = Result.of(result)
         shown_here: dict[str, None] = {}  # a set in order of appearance: ties in mistakes keep the results' order
-        for test in (result or {}).get("tests", []):
-            extra = test.get("extra_data") or {}
-            check_seconds.setdefault(test["name"], []).append(float(extra.get("seconds", 0)))
-            if extra.get("mistake"):
-                shown_here[extra["mistake"]] = None
-            if test.get("max_score", 0) == 0:
+        for test in record.tests:
+            check_seconds.setdefault(test.name, []).append(float(test.seconds))
+            if test.mistake:
+                shown_here[test.mistake] = None
+            if not test.scored:
                 continue
-            seen[test["name"]] += 1
-            passed[test["name"]] += test["score"] == test["max_score"]
+            seen[test.name] += 1
+            passed_here[test.name] += passed(test)
         mistakes.update(list(shown_here))
-        given = result or {}
         students.append(Student(
-            name, result, files[name], pages[name], float(given.get("score", 0)), float(given.get("max_score", 0)),
-            float(given.get("execution_time", 0)), status_of(result), sorted(shown_here),
+            name, result, files[name], pages[name], float(record.score), float(record.max_score),
+            float(record.execution_time), status_of(result), sorted(shown_here),
             flags_of(name, result) if result is not None else [],
         ))  # fmt: skip
-    return ClassResults(students, passed, seen, mistakes, list(check_seconds), check_seconds)
+    return ClassResults(students, passed_here, seen, mistakes, list(check_seconds), check_seconds)

@@ -253,11 +253,3 @@ def gradescope_time(path: Path, deadline: Deadline) -> tuple[str, datetime | Non
         deadline = Deadline(due, deadline.grace_minutes, deadline.policy, deadline.percent, deadline.max_late,
                             MappingProxyType({**deadline.extensions, **moved}))  # fmt: skip
     return student, submitted, deadline
-
-
-def raw_score(result: dict) -> float:
-    """The score before any late penalty (a result stamped earlier keeps its raw score under extra_data.late)."""
-    late = (result.get("extra_data") or {}).get("late")
-    if isinstance(late, dict) and isinstance(late.get("raw_score"), (int, float)):
-        return float(late["raw_score"])
-    return float(result.get("score", 0))

@@ -3,8 +3,9 @@
 OLD and NEW are two results folders as ``--json-dir`` writes them (one results.json per student, named by
 roster.py): the released grades, and a regrade into a folder of its own. A student is the same student on
 both sides when their result file has the same name. Everything is read from the results' fields
-(scores, ``tests[].extra_data``, ``ungradable``, ``grader_error``), through class_results.py, the one
-place a result's status, flags and named mistakes are decided; the words are written by render/diff.py.
+(scores, ``tests[].extra_data``, ``ungradable``, ``grader_error``: the record, report.Result), through
+class_results.py, the one place a result's status, flags and named mistakes are decided; the words are written
+by render/diff.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course.class_results import MISSING, flags_of, status_of
+from autograder.report import Result, load
 
 # provenance fields that describe a run as a whole (the same for every student of one run): the diff says
 # which of them differ between the two folders, i.e. what changed between the runs
@@ -86,43 +88,27 @@ class Diff:
 
 
 def read_folder(folder: Path) -> dict[str, dict]:
-    """Result file stem -> its result, for every results file in ``folder``; Unusable when there is none."""
+    """Result file stem -> its result (report.load: one unreadable is the grader's failure on it), for every results
+    file in ``folder``; Unusable when there is none."""
     if not folder.is_dir():
         raise Unusable(f"{folder} is not a folder")
-    results = {}
-    for path in sorted(folder.glob("*.json")):
-        if path.name.startswith("."):
-            continue  # a batch's temporary files
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
-            result = {"grader_error": f"no readable result in {path}", "tests": []}
-        if isinstance(result, dict) and isinstance(result.get("tests", []), list):
-            results[path.stem] = result
-    if not results:
+    results = {path.stem: load(path) for path in sorted(folder.glob("*.json")) if not path.name.startswith(".")}
+    if not results:  # (a name starting with a dot: a batch's temporary file)
         raise Unusable(f"{folder} holds no results files (*.json, as --json-dir writes them)")
     return results
 
 
 def _points(result: dict) -> dict[str, float]:
-    points = {}
-    for test in result.get("tests", []):
-        if isinstance(test, dict):
-            extra = test.get("extra_data") or {}
-            points[str(extra.get("check") or test.get("name"))] = float(test.get("score", 0))
-    return points
+    return {test.check: float(test.score) for test in Result.of(result).tests}
 
 
 def _mistakes(result: dict) -> set[str]:
-    return {str((t.get("extra_data") or {}).get("mistake")) for t in result.get("tests", []) if isinstance(t, dict)} - {
-        "",
-        "None",
-    }
+    return {test.mistake for test in Result.of(result).tests} - {""}
 
 
 def _late_penalty(result: dict | None) -> float:
-    late = ((result or {}).get("extra_data") or {}).get("late")
-    penalty = late.get("late_penalty") if isinstance(late, dict) else None
+    late = Result.of(result).late or {}
+    penalty = late.get("late_penalty")
     return float(penalty) if isinstance(penalty, (int, float)) and not isinstance(penalty, bool) else 0.0
 
 
@@ -130,8 +116,8 @@ def name_of(stem: str, *results: dict | None) -> str:
     """The student's name a batch recorded in their result (``extra_data.student``), else the file's stem: a name
     that needed a hash for its file (``=1+1`` in ``_1_1-<hash>.json``) is shown as the student's."""
     for result in results:
-        name = ((result or {}).get("extra_data") or {}).get("student")
-        if isinstance(name, str) and name and len(name) <= 1000:
+        name = Result.of(result).student
+        if name and len(name) <= 1000:
             return name
     return stem
 
@@ -152,7 +138,7 @@ def _compare(name: str, old: dict | None, new: dict | None) -> StudentChange | N
     flags_old, flags_new = _flags(name, old or empty), _flags(name, new or empty)
 
     def total(result: dict | None, key: str) -> float | None:
-        return None if result is None else float(result.get(key, 0))
+        return None if result is None else float(getattr(Result.of(result), key))
 
     change = StudentChange(
         name_of(name, new, old),
@@ -181,8 +167,8 @@ def _runs(old: dict[str, dict], new: dict[str, dict]) -> list[tuple[str, list[st
     def values(results: dict[str, dict], key: str) -> list[str]:
         found = set()
         for result in results.values():
-            provenance = (result.get("extra_data") or {}).get("provenance") or {}
-            if isinstance(provenance, dict) and provenance.get(key) is not None:
+            provenance = Result.of(result).provenance
+            if provenance.get(key) is not None:
                 found.add(str(provenance[key]))
         return sorted(found)
 
@@ -202,7 +188,7 @@ def _settings_moved(old: dict[str, dict], new: dict[str, dict]) -> list[tuple[st
         found = {
             json.dumps(record, sort_keys=True)
             for result in results.values()
-            if isinstance(record := ((result.get("extra_data") or {}).get("provenance") or {}).get("settings"), dict)
+            if isinstance(record := Result.of(result).provenance.get("settings"), dict)
         }
         return json.loads(found.pop()) if len(found) == 1 else None
 
@@ -226,5 +212,5 @@ def diff(old_folder: Path, new_folder: Path) -> Diff:
     names = sorted(set(old) | set(new))
     changes = [c for name in names if (c := _compare(name, old.get(name), new.get(name))) is not None]
     changes.sort(key=lambda change: change.student)
-    shifts = [float(new[n].get("score", 0)) - float(old[n].get("score", 0)) for n in names if n in old and n in new]
+    shifts = [float(Result.of(new[n]).score) - float(Result.of(old[n]).score) for n in names if n in old and n in new]
     return Diff(old_folder, new_folder, len(shifts), len(names), shifts, changes, _runs(old, new))

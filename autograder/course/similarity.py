@@ -38,6 +38,8 @@ from autograder.config import Limits
 from autograder.release.build import find_root
 from autograder.release.paths import NOTEBOOK, TEMPLATE
 from autograder.release.template import solution_regions, stub_source
+from autograder.report import Result
+from autograder.status import Status, passed
 
 K = 12  # tokens per k-gram: shorter than the shortest body worth comparing, longer than an idiom (`Q @ K.mT`)
 WINDOW = 4  # winnowing window: any match of K + WINDOW - 1 tokens is certain to leave a shared fingerprint
@@ -295,32 +297,30 @@ def answers(result: dict | None) -> dict[str, tuple[str, str, bool]]:
     the outcome, the mistake and the feedback's first line (what was found, the likely cause) with its numbers
     masked (each grading draws its own inputs, so the numbers differ between two gradings of one file). A result
     that graded nothing gives no answers."""
-    if not result or result.get("ungradable") or result.get("grader_error"):
+    record = Result.of(result)
+    if not result or record.ungradable or record.grader_error:
         return {}
     found = {}
-    for test in result.get("tests", []):
-        extra = test.get("extra_data") or {}
-        outcome = str(extra.get("outcome", ""))
-        if not test.get("max_score") or outcome == "not-run":
+    for test in record.tests:
+        if not test.scored or test.outcome == Status.NOT_RUN:
             continue
-        passed = test.get("score") == test.get("max_score")  # points kept by carry-forward: the cause is elsewhere
-        mistake = str(extra.get("mistake") or "")
-        first_line = str(test.get("output", ""))[: 4 * FEEDBACK_CHARS].split("\n", 1)[0]
+        verdict = passed(test)  # points kept by carry-forward: the cause is elsewhere
+        first_line = test.output[: 4 * FEEDBACK_CHARS].split("\n", 1)[0]
         feedback = _NUMBER.sub("#", first_line)[:FEEDBACK_CHARS]  # masked first, then cut: the same for a copy
-        key = "passed" if passed else f"{outcome}|{mistake}|{feedback}"
-        found[str(test.get("name"))] = (key, mistake, passed)
+        key = Status.PASSED.value if verdict else f"{test.outcome}|{test.mistake}|{feedback}"
+        found[test.name] = (key, test.mistake, verdict)
     return found
 
 
 def agreements(a: dict, b: dict, counts: dict[str, Counter], size: int) -> tuple[Agreement, ...]:
     """The checks a and b answered alike, each weighed by how rare that answer is in the class, heaviest first."""
     found = []
-    for check, (key, mistake, passed) in a.items():
+    for check, (key, mistake, verdict) in a.items():
         if check in b and b[check][0] == key:
             shared_by = counts[check][key]
             weight = -math.log(shared_by / size)
             if weight > 0:
-                found.append(Agreement(check, mistake, passed, shared_by, weight))
+                found.append(Agreement(check, mistake, verdict, shared_by, weight))
     return tuple(sorted(found, key=lambda g: (-g.weight, g.check)))
 
 
@@ -388,7 +388,7 @@ def read_source(submission: Path | tuple[Path, ...], result: dict | None, limits
         data = bounded.read_bytes(path, bound, "too large to compare")
     except (Ungradable, bounded.Refused, OSError) as error:
         return None, f"not compared: {error}"
-    graded = ((result or {}).get("extra_data") or {}).get("provenance", {}).get("sha256")
+    graded = Result.of(result).provenance.get("sha256")
     if graded and graded != hashlib.sha256(data).hexdigest():
         return None, "not compared: the file changed since it was graded"
     try:

@@ -30,6 +30,7 @@ from autograder.checks.catalogue import catalogue
 from autograder.config import REQUIRE_SANDBOX, ConfigError, Settings, load_settings
 from autograder.nbgrader_path.cell_feedback import note_output, verdict_outputs
 from autograder.release.quiz import BY_NAME, verdict
+from autograder.status import passed
 
 NOT_RUN_HERE = (
     "Not run by the autograder: it runs the hidden checks below, on your code, in its own sandbox.\n"
@@ -191,10 +192,7 @@ class GradeNotebook(NbGraderPreprocessor):
             log("sdpa-grade: %s", grading.sandbox)
         if grading.grader_error:
             raise GraderFailed(f"the grader failed on this notebook:\n{grading.grader_error}")
-        return {
-            item.outcome.check: None if item.score == item.max_score and not item.carried else item
-            for item in grading.scored
-        }
+        return {item.outcome.check: None if passed(item) and not item.carried else item for item in grading.scored}
 
 
 def points_mismatch(tests: list[nbformat.NotebookNode], points: Mapping[str, float]) -> list[tuple[str, float, float]]:

@@ -15,6 +15,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 
 from autograder.render.text import output_text, paragraphs
+from autograder.status import passed
 
 if TYPE_CHECKING:  # scoring imports pytest and torch: the nbgrader front end imports them only to grade
     from autograder.scoring import Scored
@@ -37,7 +38,7 @@ def verdict_outputs(title: str, feedback: str | Scored) -> list[NotebookNode]:
     that keeps its points by error carried forward, its note (no error: nbgrader's full points); or, for a
     withheld check (not awarded until its function passes its own checks), its note and nbgrader's partial
     credit 0 (an ``execute_result``), so that nbgrader scores it 0 without painting it an error."""
-    if not isinstance(feedback, str) and feedback.carried and feedback.score == feedback.max_score:
+    if not isinstance(feedback, str) and feedback.carried and passed(feedback):
         return [note_output(f"{title}: {output_text(feedback)}")]  # full points, and why it still failed
     if isinstance(feedback, str) or not feedback.withheld:
         return [failure_output(title, feedback)]

@@ -14,11 +14,11 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
-from autograder import provenance
 from autograder.course.class_results import GRADED, ClassResults, describe
 from autograder.course.diff import Diff
 from autograder.render import images
 from autograder.render.html import templates, write_student_page
+from autograder.report import Result
 
 
 def _scores(stats: ClassResults) -> dict:
@@ -88,7 +88,7 @@ def _students(stats: ClassResults) -> list[dict]:
              "percent": 100 * s.score / s.max_score if s.max_score else 0.0,
              "flags": ", ".join(sorted({f.kind for f in s.flags})),
              "mistakes": "; ".join(describe(m) for m in s.mistakes),  # sentences: people read this column
-             "graded": _graded(provenance.of(s.result)), "late": _late((s.result.get("extra_data") or {}).get("late"))}
+             "graded": _graded(Result.of(s.result).provenance), "late": _late(Result.of(s.result).late)}
             for s in stats.present]  # fmt: skip
 
 

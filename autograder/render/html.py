@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from autograder.course.roster import shown
 from autograder.render import images
 from autograder.render.inert import inert
-from autograder.render.text import block_grid, late_sentence, with_late
+from autograder.render.text import block_grid, late_sentence, says_passed, with_late
+from autograder.report import CheckResult, Result
+from autograder.status import passed
 
 if TYPE_CHECKING:
     import jinja2
@@ -37,41 +39,40 @@ def templates() -> jinja2.Environment:
     return environment
 
 
-def feedback_text(test: dict) -> str:
-    """A check's feedback without its block grid: the page shows the picture as an image instead."""
-    picture = (test.get("extra_data") or {}).get("picture")
-    output = test.get("output", "")
-    return output.removesuffix(f"\n{block_grid(picture)}") if picture else output
+def feedback_text(test: CheckResult | dict) -> str:
+    """A check's feedback (one of results.json's tests, or its record) without its block grid: the page shows the
+    picture as an image instead."""
+    test = test if isinstance(test, CheckResult) else CheckResult.of(test)
+    return test.output.removesuffix(f"\n{block_grid(test.picture)}") if test.picture else test.output
 
 
 def check_rows(result: dict) -> list[dict]:
     """Each check as the page shows it: passed, failed, withheld or unscored; its points; its feedback; its picture
     as a PNG."""
     rows = []
-    for test in result.get("tests", []):
-        state = "passed" if test.get("score") == test.get("max_score") and test.get("max_score") else "failed"
-        if not test.get("max_score"):
+    for test in Result.of(result).tests:
+        state = "passed" if passed(test) else "failed"
+        if not test.scored:
             state = "unscored"
-        elif (test.get("extra_data") or {}).get("withheld"):
+        elif test.withheld:
             state = "withheld"  # not awarded until its function passes its own checks: neutral, never red
-        picture = (test.get("extra_data") or {}).get("picture")
         rows.append({
-            "state": state, "name": test["name"], "score": test.get("score", 0), "max_score": test.get("max_score", 0),
-            "text": "ok" if test.get("output") == "passed" else feedback_text(test),
-            "picture": images.data_uri(images.attention_png(picture)) if picture else "",
+            "state": state, "name": test.name, "score": test.score, "max_score": test.max_score,
+            "text": "ok" if says_passed(test.output) else feedback_text(test),
+            "picture": images.data_uri(images.attention_png(test.picture)) if test.picture else "",
         })  # fmt: skip
     return rows
 
 
 def student_page(name: str, result: dict, back: str | None = None) -> str:
     """One student's feedback page; ``back``: the link to the class dashboard, if any."""
-    notice = "notice" if result.get("ungradable") or result.get("grader_error") else "muted"
-    late = (result.get("extra_data") or {}).get("late")
-    max_score = float(result.get("max_score", 0))
-    sentence = late_sentence(late, max_score) if isinstance(late, dict) else ""
-    output = with_late(str(result.get("output", "")), late, None, max_score)  # the late line has its own place
+    record = Result.of(result)
+    notice = "notice" if record.ungradable or record.grader_error else "muted"
+    max_score = float(record.max_score)
+    sentence = late_sentence(record.late, max_score) if record.late else ""
+    output = with_late(record.output, record.late, None, max_score)  # the late line has its own place
     return templates().get_template("student.html").render(
-        name=name, back=back, score=result.get("score", 0), max_score=result.get("max_score", 0), notice=notice,
+        name=name, back=back, score=record.score, max_score=record.max_score, notice=notice,
         output=output, late=sentence, rows=check_rows(result),
     )  # fmt: skip
 

@@ -23,6 +23,8 @@ GRADER_FAILED_NEXT = (
     "What it could not check counts 0 until it is graded again: ask your instructor to regrade this submission."
 )
 GRADER_FAILED_CHECK = f"the grader itself failed on this check, not your code. {GRADER_FAILED_NEXT}"
+# results.json's output when the grader failed before it could grade (report.grader_failure)
+GRADER_FAILED = f"The grader failed on this submission (your code is not to blame). {GRADER_FAILED_NEXT}"
 FLAGGED = "Flagged for the instructor's review."
 # a gated check (integrity, timing) of a function that fails its own checks: no verdict on the student
 WITHHELD = "Not awarded yet: this check's points are given once {function} passes its own correctness checks."
@@ -61,6 +63,18 @@ def with_late(output: str, old: dict | None, new: dict | None, max_score: float)
         output = output.removesuffix(f"\n{before}")
     after = late_sentence(new, max_score) if isinstance(new, dict) else ""
     return f"{output}\n{after}" if after else output
+
+
+def result_output(ungradable: str, grader_error: bool, graded_file: str) -> str:
+    """results.json's top-level ``output``: why nothing was graded, that the grader failed on some checks, or what
+    the feedback holds; then what flags the graded file (``graded_file_text``), where something does."""
+    if ungradable:
+        output = f"Your submission could not be graded: {ungradable}. Score: 0."
+    elif grader_error:
+        output = f"The grader itself failed on some checks (your code is not to blame). {GRADER_FAILED_NEXT}"
+    else:
+        output = "Graded by the hidden checks. Each check names what it tested; failed checks say what went wrong."
+    return f"{output} {graded_file} {FLAGGED}" if graded_file else output
 
 
 def graded_file_text(extra: dict) -> str:
@@ -172,6 +186,12 @@ def sentences(item: Scored) -> list[str]:
         check, cause = item.borrowed
         found += f" Probably the same cause as in {check}: {cause}."
     return [found, f"{CAUSE}{item.outcome.cause}."] if item.outcome.cause else [found]
+
+
+def says_passed(output: str) -> bool:
+    """Whether a results record's ``output`` is the whole feedback of a check that passed with nothing more to say
+    (scoring's feedback Status.PASSED, worded as itself): the terminal and the pages show it as "ok"."""
+    return output == Status.PASSED
 
 
 def output_text(item: Scored) -> str:

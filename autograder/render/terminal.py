@@ -1,0 +1,64 @@
+"""What the terminal shows, worded here from fields: one result's table (``sdpa-grade FILE``, ``--batch --show``) and
+a class's summary (``sdpa-grade --batch``), each from the record alone (report.Result, class_results.ClassResults).
+Text from a result is made inert (render/inert.py): shown, never run by the terminal."""
+
+from __future__ import annotations
+
+from autograder.course.class_results import FILE_CHOICE, NO_TIME, ClassResults, describe, reason
+from autograder.render.inert import inert
+from autograder.render.text import graded_file_text, late_sentence, says_passed
+from autograder.report import Result
+
+
+def table(result: dict, width: int = 100) -> str:
+    """One line per check (points and feedback), then the total. Text from the result is made inert (render/inert.py):
+    a student's escape sequences are shown, never run by the terminal; its lines stay indented under their check."""
+    record = Result.of(result)
+    lines = [f"{'check':<56} {'points':>9}  feedback", "-" * width]
+    for test in record.tests:
+        points = f"{test.score:g}/{test.max_score:g}"
+        feedback = "ok" if says_passed(test.output) else inert(test.output)
+        first, *more = feedback.split("\n")
+        lines.append(f"{inert(test.name, keep_newlines=False):<56} {points:>9}  {first}")
+        lines += [f"    {line}" for line in more]  # a picture's block grid, under the feedback
+    lines.append("-" * width)
+    lines.append(f"{'total':<56} {record.score:g}/{record.max_score:g}")
+    if record.late and late_sentence(record.late, float(record.max_score)):
+        lines.append(late_sentence(record.late, float(record.max_score)))
+    if record.ungradable:
+        lines.append(f"not graded: {inert(record.ungradable)}")
+    note = graded_file_text(record.extra_data)
+    if note:
+        lines.append(f"flagged: {inert(note)}")
+    return "\n".join(lines)
+
+
+# the summary's words for a student's own flags (the dashboard writes the flags' kinds)
+OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error", NO_TIME: "no submission time"}
+
+
+def summary(stats: ClassResults) -> str:
+    """Per check, how many passed; per named mistake, how many submissions showed it; what to review; grading times."""
+    lines = [f"Class summary: {len(stats.present)} submissions", "", f"{'check':<62} passed"]
+    lines += [f"{name:<62} {stats.passed[name]}/{count}" for name, count in stats.seen.items()]
+    lines += ["", "Named mistakes (submissions showing each):"]
+    lines += [f"{count:4d}  {describe(key)}" for key, count in stats.mistakes.most_common()] or ["   none"]
+    lines += ["", *_review_and_times(stats)]
+    return "\n".join(lines)
+
+
+def _review_and_times(stats: ClassResults) -> list[str]:
+    """Submissions to look at (integrity flags with their reasons, ungradable, grader errors) and grading times."""
+    review = []
+    for student in stats.present:
+        reasons = [
+            f"{flag.check}: {reason(flag.kind)}" for flag in student.flags if flag.kind not in (*OWN_FLAGS, FILE_CHOICE)
+        ]
+        reasons += [word for kind, word in OWN_FLAGS.items() if any(flag.kind == kind for flag in student.flags)]
+        reasons += [flag.detail for flag in student.flags if flag.kind == FILE_CHOICE]
+        if reasons:
+            review.append(f"   {student.name}: {'; '.join(reasons)}")
+    seconds = sorted(student.seconds for student in stats.present)
+    times = f"median {seconds[len(seconds) // 2]:.1f} s, slowest {seconds[-1]:.1f} s" if seconds else "none"
+    header = "Flagged for review (integrity flags, ungradable, grader errors; see each student's feedback):"
+    return [header, *(review or ["   none"]), "", f"Grading time per submission: {times}"]
