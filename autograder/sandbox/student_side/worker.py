@@ -32,10 +32,12 @@ def _warm_up() -> None:
 def main() -> None:
     """The zygote: import torch once, then fork a child for every spawn request.
 
-    Requests come on the control socket (from the grader that started us) or on client
-    sockets the control socket hands over (one per grading in a batch). Each is one
-    SOCK_SEQPACKET message: b"C" with a client socket, or b"S" + JSON {"scratch", "limits"}
-    with the socket the new child serves calls on; the child's pid goes back to the asker.
+    Requests come on the control socket (from the grader that started us; b"R" goes back on it once torch is
+    imported) or on client sockets the control socket hands over (one per grading in a batch). Each is one
+    SOCK_SEQPACKET message: b"C" with a client socket, or b"S" + JSON (the child's spec: scratch, limits, read,
+    write, cgroups, seccomp, block_fused, imports, hidden, packages) with the socket the new child serves calls on;
+    the child's pid goes back to the asker, 8 bytes. A socket that closes takes its children with it; the control
+    socket, all of them and the zygote (docs/architecture.md, "The zygote's control protocol").
     """
     libdir, control_fd = sys.argv[1:3]
     grader = os.getppid()
