@@ -131,7 +131,7 @@ class Zygote:
             self.drops_privileges, become = True, [str(NOBODY)]
             self.privileges = "the worker becomes nobody after importing torch"
         if self.drops_privileges:
-            for path in (self.folder, lib, worker, *lib.glob("*.py")):
+            for path in (self.folder, lib, *lib.glob("*.py")):  # worker.py among them
                 os.chmod(path, 0o755)
         user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.drops_privileges and not become else {}
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
