@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "autograder" / "sandbox"))  # confine.py imports its neighbours as the worker does
+# confine.py imports its neighbours as top-level modules, as the worker does
+sys.path.insert(0, str(ROOT / "autograder" / "sandbox" / "student_side"))
 
 import confine  # noqa: E402
 import torch  # noqa: E402,F401 - the warm parent, as the zygote

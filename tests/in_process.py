@@ -13,8 +13,8 @@ import types
 import torch
 
 from autograder.checks.student import FUNCTIONS
-from autograder.sandbox import worker
 from autograder.sandbox.protocol import Reply, Runner, mutated, reply_from
+from autograder.sandbox.student_side import serving
 
 API = FUNCTIONS  # the reference's functions: the one list (autograder/checks/student.py)
 
@@ -36,9 +36,9 @@ class InProcess(Runner):
         request = {"target": target, "args": copies, "kwargs": kwargs or {}, **options}
         started = time.perf_counter()
         try:
-            answer = worker._call(self.module, request)
+            answer = serving._call(self.module, request)
         except BaseException as exc:  # noqa: BLE001 - a student's error becomes a failed check
-            answer = worker._error(exc)
+            answer = serving._error(exc)
         reply = reply_from(answer, time.perf_counter() - started)
         if reply.ok:  # what the call did to its arguments: our copies, compared with what was sent
             reply.mutated = mutated(args, copies)
@@ -59,9 +59,9 @@ class InProcess(Runner):
         started, cpu = time.perf_counter(), time.process_time()
         try:
             for args, slots in zip(inputs, results):
-                worker._commit(function(*args, **(kwargs or {})), slots)
+                serving._commit(function(*args, **(kwargs or {})), slots)
         except BaseException as exc:  # noqa: BLE001 - a student's error becomes a failed check
-            return reply_from(worker._error(exc), 0.0)
+            return reply_from(serving._error(exc), 0.0)
         reply = Reply(True, seconds=time.perf_counter() - started, cpu_seconds=time.process_time() - cpu)
         reply.outputs = results
         return reply

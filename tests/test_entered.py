@@ -7,8 +7,8 @@ import types
 
 import torch
 
-from autograder.sandbox import worker
 from autograder.sandbox.protocol import reply_from
+from autograder.sandbox.student_side import serving
 
 SOURCE = """
 import torch
@@ -32,9 +32,9 @@ def test_a_call_reports_the_functions_it_entered(tmp_path):
     """The reply names every function of the submission the call reached by its name, and no other."""
     path = tmp_path / "attention.py"
     path.write_text(SOURCE)
-    module = worker._load(str(path), guard=False)  # in this process: the code guard is the sandbox's (test_wave4_fused)
+    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_wave4_fused)
     x = torch.randn(2, 3, 4)
-    reply = worker._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
+    reply = serving._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
     assert reply["entered"] == ["masked_softmax"]
     assert (
         module.masked_softmax.__name__ == "masked_softmax"
@@ -50,7 +50,7 @@ def test_a_notebook_namespace_is_recorded_too():
         **{k: v for k, v in namespace.items() if k in ("masked_softmax", "scaled_dot_product_attention")}
     )
     x = torch.randn(2, 3, 4)
-    reply = worker._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
+    reply = serving._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
     assert reply["entered"] == ["masked_softmax"]
     assert namespace["masked_softmax"] is module.masked_softmax  # put back after the call
 
@@ -59,10 +59,10 @@ def test_the_record_ends_with_the_call(tmp_path):
     """The functions are the submission's own again after the call, even when the call raises."""
     path = tmp_path / "attention.py"
     path.write_text(SOURCE + "\n\ndef broken(x):\n    masked_softmax(x)\n    return 1 / 0\n")
-    module = worker._load(str(path), guard=False)  # in this process: the code guard is the sandbox's (test_wave4_fused)
+    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_wave4_fused)
     original = module.masked_softmax
     try:
-        worker._call(module, {"target": "broken", "args": [torch.randn(2, 2)]})
+        serving._call(module, {"target": "broken", "args": [torch.randn(2, 2)]})
     except ZeroDivisionError:
         pass
     assert module.masked_softmax is original
@@ -91,6 +91,6 @@ def attention_scores(Q, K):
     return [masked_softmax.__name__, attention_output.__name__, attention_output.__doc__]
 """
     )
-    module = worker._load(str(path), guard=False)  # in this process: the code guard is the sandbox's (test_wave4_fused)
-    reply = worker._call(module, {"target": "attention_scores", "args": [torch.ones(1), torch.ones(1)]})
+    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_wave4_fused)
+    reply = serving._call(module, {"target": "attention_scores", "args": [torch.ones(1), torch.ones(1)]})
     assert reply["ok"] and reply["value"] == ["masked_softmax", "attention_output", "Weights times values."], reply

@@ -33,22 +33,52 @@ def modules(folder: str) -> list[Path]:
     return sorted((PACKAGE / folder).glob("*.py"))
 
 
-@pytest.mark.parametrize("path", modules("sandbox"), ids=lambda p: p.name)
+def where(path: Path) -> str:
+    return str(path.relative_to(PACKAGE))
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "sandbox").rglob("*.py")), ids=where)
 def test_sandbox_imports_nothing_from_grading(path):
     """The sandbox imports nothing of the grader but the sandbox itself (no grading, scoring, release, reference)."""
     outside = {name for name in ours(path) if not name.startswith("autograder.sandbox")}
     assert not outside, f"{path.name} imports {sorted(outside)}"
 
 
-BESIDE_THE_STUDENT = ["worker.py", "wire.py", "confine.py", "landlock.py", "seccomp.py"]
+# what runs in the student's process: the folder the runner copies whole beside the worker
+BESIDE_THE_STUDENT = modules("sandbox/student_side")
 
 
-@pytest.mark.parametrize("name", BESIDE_THE_STUDENT)
-def test_code_beside_the_student_imports_only_stdlib_and_torch(name):
-    """worker.py and the modules copied beside it run in the student's process: the standard library and torch only."""
-    allowed = set(sys.stdlib_module_names) | {"torch", *(module.removesuffix(".py") for module in BESIDE_THE_STUDENT)}
-    found = {module.split(".")[0] for module in imports(PACKAGE / "sandbox" / name)}
-    assert found <= allowed, f"{name} imports {sorted(found - allowed)}"
+def test_the_library_folder_holds_the_folder_beside_the_student(tmp_path):
+    """The runner copies the folder whole into the worker's library folder: its modules (not its __init__.py) are the
+    files there, the rest are links to site-packages."""
+    from autograder.sandbox.runner import _library_folder
+
+    lib = _library_folder(tmp_path)
+    copied = {path.name for path in lib.iterdir() if not path.is_symlink()}
+    assert copied == {path.name for path in BESIDE_THE_STUDENT} - {"__init__.py"}
+    assert "worker.py" in copied and "runner.py" not in copied
+
+
+def relative(path: Path) -> set[str]:
+    """The modules ``path`` imports relatively (``from . import x``, ``from .x import y``), as ``.x`` / ``..x``."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            dots = "." * node.level
+            found |= {dots + node.module} if node.module else {dots + alias.name for alias in node.names}
+    return found
+
+
+@pytest.mark.parametrize("path", BESIDE_THE_STUDENT, ids=lambda p: p.name)
+def test_code_beside_the_student_imports_only_stdlib_and_torch(path):
+    """The modules copied beside the student run in the student's process: the standard library, torch and each
+    other only (top-level modules there; on the grader's side, where its tests import them, ``from . import``)."""
+    folder = {module.stem for module in BESIDE_THE_STUDENT}
+    allowed = set(sys.stdlib_module_names) | {"torch", *folder}
+    found = {module.split(".")[0] for module in imports(path)}
+    assert found <= allowed, f"{path.name} imports {sorted(found - allowed)}"
+    outside = {name for name in relative(path) if name.removeprefix(".") not in folder}
+    assert not outside, f"{path.name} imports {sorted(outside)}, outside its folder"
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("check_*.py")), ids=lambda p: p.name)
@@ -68,9 +98,9 @@ def test_inner_folders_do_not_import_the_front_ends(folder):
         "autograder.release",
         "autograder.nbgrader_path",
     )
-    for path in modules(folder):
+    for path in sorted((PACKAGE / folder).rglob("*.py")):
         reaching = {name for name in ours(path) if name.startswith(front)}
-        assert not reaching, f"{folder}/{path.name} imports {sorted(reaching)}"
+        assert not reaching, f"{where(path)} imports {sorted(reaching)}"
 
 
 def _module_graph() -> dict[str, set[str]]:

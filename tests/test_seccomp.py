@@ -222,7 +222,7 @@ def test_the_interpreter_agrees_with_the_kernel(filters, source, who):
             "-S",
             "-c",
             KERNEL_PROBE,
-            str(ROOT / "autograder" / "sandbox"),
+            str(ROOT / "autograder" / "sandbox" / "student_side"),
             json.dumps(KERNEL_CALLS),
             become,
         ],

@@ -22,7 +22,7 @@ import pytest
 from autograder.config import load_settings
 from autograder.grade import grade
 from autograder.release.quiz import verdict
-from autograder.sandbox import wire
+from autograder.sandbox.student_side import wire
 from autograder.submission import Ungradable, read_submission
 from tests.helpers import BIN, REFERENCE, ROOT, run
 

@@ -52,10 +52,18 @@ import torch.nn.functional as F
 def _q(*shape):
     return torch.randn(*(shape or (2, 1, 3, 4)))
 
+def _worker_globals():
+    # the namespaces of the worker's own modules: the copies in its library folder (worker.py, __main__, among them),
+    # where everything else is a link to site-packages
+    import os
+    lib = os.path.dirname(sys.modules["wire"].__file__)
+    return [vars(module) for module in list(sys.modules.values())
+            if os.path.dirname(getattr(module, "__file__", None) or "") == lib and not os.path.islink(module.__file__)]
+
 def _undo():
     # every way found from Python to what keeps the block: finalizers (torch's own libraries have them too: all
     # run), the collector, the worker's globals
-    undone = {"finalizers": 0, "gc": "ran", "worker_globals": 0}
+    undone = {"finalizers": 0, "gc": "ran", "worker_globals": 0, "worker_modules": len(_worker_globals())}
     for finalizer, info in list(weakref.finalize._registry.items()):
         if "_del_library" in repr(info.func):
             finalizer()
@@ -64,7 +72,7 @@ def _undo():
         gc.get_objects()
     except Exception as error:
         undone["gc"] = type(error).__name__
-    for value in list(vars(sys.modules["__main__"]).values()):
+    for value in [value for space in _worker_globals() for value in list(space.values())]:
         for item in value if isinstance(value, (list, tuple, set)) else [value]:
             if isinstance(item, (torch.library.Library, torch._C._DispatchModule)):
                 item.reset() if hasattr(item, "reset") else item._destroy()
@@ -114,6 +122,7 @@ def test_the_block_covers_functorch_and_cannot_be_undone_from_python(tmp_path):
         found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=60)
     assert found.ok, found.describe()
     undone = found.value["undone"]
+    assert undone.pop("worker_modules") >= 4, undone  # the zygote's, serving.py's, blocking.py's, recording.py's...
     assert undone["gc"] == "NotAvailable" and undone["worker_globals"] == 0, undone  # torch's finalizers may run
     assert set(found.value["calls"]) == {
         "F", "vmap", "vmap_twice", "vmap_math", "vmap_flash_cpu", "func_grad", "autocast", "meta",
@@ -161,6 +170,14 @@ ALLOWED = {
     "ctypes_libc": ALLOWED_CTYPES,
 }
 
+def _worker_globals():
+    # the namespaces of the worker's own modules: the copies in its library folder (worker.py, __main__, among them),
+    # where everything else is a link to site-packages
+    import os
+    lib = os.path.dirname(sys.modules["wire"].__file__)
+    return [vars(module) for module in list(sys.modules.values())
+            if os.path.dirname(getattr(module, "__file__", None) or "") == lib and not os.path.islink(module.__file__)]
+
 def _outcome(call):
     try:
         return "ran: " + str(call())
@@ -170,18 +187,20 @@ def _outcome(call):
 def attention_scores(Q, K):
     found = {name: _outcome(call) for name, call in {**REFUSED, **ALLOWED}.items()}
     # the guard looks nothing up when it runs: new builtins and worker globals change nothing
-    worker = vars(sys.modules["__main__"])
-    saved, saved_worker, failed = dict(vars(builtins)), dict(worker), []
+    worker = _worker_globals()
+    saved, saved_worker, failed = dict(vars(builtins)), [dict(space) for space in worker], []
     builtins.isinstance = builtins.type = builtins.bytes = builtins.open = builtins.str = lambda *a, **k: True
-    for name in [n for n in worker if n.startswith("_") and not n.startswith("__")]:
-        worker[name] = None
+    for space in worker:
+        for name in [n for n in space if n.startswith("_") and not n.startswith("__")]:
+            space[name] = None
     try:
         exec("x = " + "2")
     except Exception as error:
         failed.append(error)
     finally:
         vars(builtins).update(saved)
-        worker.update(saved_worker)
+        for space, kept in zip(worker, saved_worker):
+            space.update(kept)
     found["exec_after_patching"] = _outcome(lambda: (_ for _ in ()).throw(failed[0]) if failed else "not refused")
     return found
 """

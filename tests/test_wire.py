@@ -9,7 +9,7 @@ import struct
 import pytest
 import torch
 
-from autograder.sandbox import wire
+from autograder.sandbox.student_side import wire
 
 
 def roundtrip(value):

@@ -8,12 +8,12 @@ import types
 import torch
 import torch.nn.functional as F
 
-from autograder.sandbox import worker
+from autograder.sandbox.student_side import recording, serving
 
 
 def test_fused_attention_in_a_thread_is_recorded():
     """A fused call made in a thread the student's function starts is in that call's record of ops."""
-    worker._record_threads()
+    recording._record_threads()
 
     def sdpa(Q, K, V):
         result = []
@@ -23,5 +23,5 @@ def test_fused_attention_in_a_thread_is_recorded():
         return result[0]
 
     x = torch.randn(1, 4, 3)
-    reply = worker._call(types.SimpleNamespace(sdpa=sdpa), {"target": "sdpa", "args": [x, x, x]})
+    reply = serving._call(types.SimpleNamespace(sdpa=sdpa), {"target": "sdpa", "args": [x, x, x]})
     assert any("scaled_dot_product" in op for op in reply["ops"]), reply["ops"]

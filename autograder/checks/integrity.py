@@ -188,9 +188,10 @@ def _is_compiled_constant(node: ast.expr) -> bool:
     )
 
 
-# Modules of the grader a submission has no business importing: the reference, the package, the worker's own
+# Modules of the grader a submission has no business importing: the reference, the package, the sandbox's (the
+# worker's own among them: sandbox/student_side/, top-level modules beside the student)
 GRADER_MODULES = frozenset(
-    {"reference", "autograder"} | {p.stem for p in (Path(__file__).parents[1] / "sandbox").glob("*.py")} - {"__init__"}
+    {"reference", "autograder"} | {p.stem for p in (Path(__file__).parents[1] / "sandbox").rglob("*.py")} - {"__init__"}
 )
 # calls that write, move or delete files, by their last name (``os.remove``, ``shutil.copy``, ``torch.save``,
 # a Path's ...)
@@ -328,7 +329,7 @@ def _writes(call: ast.Call) -> bool:
     return owners is None or _call_name(call.func.value) in owners
 
 
-# Code built or run at run time, and native memory: the worker refuses them (worker._guard_code), and their names
+# Code built or run at run time, and native memory: the worker refuses them (blocking._guard_code), and their names
 # in the source are evidence for the instructor. exec, eval and compile given a name built at run time are
 # dynamic_reach's; compile of constant code (a notebook's cells) is neither.
 CODE_MODULES = frozenset({"code", "codeop", "runpy", "marshal", "ctypes"})

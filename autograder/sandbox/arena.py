@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from autograder.sandbox.wire import DTYPES
+from autograder.sandbox.student_side.wire import DTYPES
 
 _ALIGN = 64
 _NAMES = {dtype: name for name, dtype in DTYPES.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import time
 
-from autograder.sandbox import wire
+from autograder.sandbox.student_side import wire
 
 MECHANISMS = ("namespaces", "landlock", "seccomp")
 LIMITS = "cgroups"  # memory and processes of the whole submission; where missing, per-process limits only

@@ -1,6 +1,6 @@
 """Runs the student's code in worker processes, never in this one.
 
-``Sandbox`` owns a zygote (see worker.py) and one live child at a time. ``call`` sends a
+``Sandbox`` owns a zygote (see student_side/worker.py) and one live child at a time. ``call`` sends a
 request and waits for the answer within a time limit; a child that crashed, hung or exited
 is killed and replaced before the next call. A target that hung once is not waited on again.
 When the sandbox closes, every process the submission started is gone.
@@ -24,7 +24,6 @@ from pathlib import Path
 
 import torch
 
-from autograder.sandbox import wire
 from autograder.sandbox.arena import Arena, cpu_seconds, place
 from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
@@ -33,10 +32,14 @@ from autograder.sandbox.protocol import Failure, Reply, Runner, reply_from
 from autograder.sandbox.readable import exposed, module_name, readable, writable
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 from autograder.sandbox.seccomp_policy import build as build_seccomp_filter
+from autograder.sandbox.student_side import wire
 
 # seconds the zygote may take to import torch, and to fork a child: the grader's own work, never the student's time
 START_TIMEOUT = 120.0
 _OWN_PACKAGES = ("autograder", "reference", "sdpa_assignment", "__editable__", "_sdpa", "tests")
+# what runs beside the student, as a folder: every module in it is copied into the worker's library folder (its
+# __init__.py, which makes it a package on our side, is not)
+STUDENT_SIDE = Path(__file__).with_name("student_side")
 
 
 def _student_process(worker: int) -> int:
@@ -86,21 +89,26 @@ def _same_bits(now: torch.Tensor, before: torch.Tensor) -> bool:
 
 
 def _library_folder(root: Path) -> Path:
-    """A folder of links to site-packages without this project's packages, plus copies of the modules the worker
-    imports beside the student (wire.py, confine.py, landlock.py, seccomp.py)."""
+    """A folder of copies of every module of ``student_side/`` (the worker and what it imports beside the student,
+    as top-level modules), plus links to site-packages without this project's packages."""
     lib = root / "lib"
     lib.mkdir()
+    for module in STUDENT_SIDE.glob("*.py"):
+        if module.name != "__init__.py":
+            shutil.copy(module, lib / module.name)
     site = Path(sysconfig.get_paths()["purelib"])
-    for entry in site.iterdir():
-        if not entry.name.startswith(_OWN_PACKAGES) and not entry.name.endswith(".pth"):
+    for entry in site.iterdir():  # an entry named as one of our modules is left out: the name is the worker's
+        if (
+            not entry.name.startswith(_OWN_PACKAGES)
+            and not entry.name.endswith(".pth")
+            and not (lib / entry.name).exists()
+        ):
             (lib / entry.name).symlink_to(entry)
-    for module in ("wire.py", "confine.py", "landlock.py", "seccomp.py"):
-        shutil.copy(Path(__file__).with_name(module), lib / module)
     return lib
 
 
 class Zygote:
-    """The worker's zygote process (see worker.py): imports torch once, then forks a child per request.
+    """The worker's zygote process (see student_side/worker.py): imports torch once, then forks a child per request.
 
     A single grading starts its own; a batch starts one, and every grading in it asks
     ``client()`` for a connection of its own, so torch is imported once per batch.
@@ -114,8 +122,7 @@ class Zygote:
     def __init__(self, *, unprivileged_after_import: bool = False, fork: bool = False) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="sdpa-worker-"))
         lib = self.lib = _library_folder(self.folder)
-        worker = self.folder / "worker.py"
-        shutil.copy(Path(__file__).with_name("worker.py"), worker)
+        worker = lib / "worker.py"  # run from the library folder, in the zygote's folder (its cwd and HOME)
         self.drops_privileges, self.privileges = privilege_drop()
         syscalls = build_seccomp_filter()  # here, in the grader: the worker only installs it (seccomp_policy.py)
         self.seccomp = {"programs": [program.hex() for program in syscalls.programs], "built": syscalls.built}
@@ -124,14 +131,15 @@ class Zygote:
             self.drops_privileges, become = True, [str(NOBODY)]
             self.privileges = "the worker becomes nobody after importing torch"
         if self.drops_privileges:
-            for path in (self.folder, lib, worker, *lib.glob("*.py")):
+            for path in (self.folder, lib, *lib.glob("*.py")):  # worker.py among them
                 os.chmod(path, 0o755)
         user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.drops_privileges and not become else {}
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._ready = False
         self._paths: dict[tuple, dict[str, list[str]]] = {}
         if fork:  # torch is imported here already; as root, the child becomes nobody after forking
-            self.process = _fork_zygote(worker, lib, theirs, become or ([str(NOBODY)] if self.drops_privileges else []))
+            nobody = become or ([str(NOBODY)] if self.drops_privileges else [])
+            self.process = _fork_zygote(self.folder, worker, lib, theirs, nobody)
             theirs.close()
             return
         self.process = subprocess.Popen(
@@ -232,7 +240,7 @@ class _Forked:
         return self._reap(0)
 
 
-def _fork_zygote(worker: Path, lib: Path, control: socket.socket, user: list[str]) -> _Forked:
+def _fork_zygote(folder: Path, worker: Path, lib: Path, control: socket.socket, user: list[str]) -> _Forked:
     """Fork the zygote from this process (Zygote(fork=True)); the child never returns here."""
     _first_gradient()
     errors, into = os.pipe()
@@ -242,7 +250,7 @@ def _fork_zygote(worker: Path, lib: Path, control: socket.socket, user: list[str
     if pid == 0:
         try:
             os.close(errors)
-            _become_zygote(worker, lib, control.fileno(), into, user)
+            _become_zygote(folder, worker, lib, control.fileno(), into, user)
         finally:
             os._exit(1)  # main returned (the grader has gone) or failed: its stderr says why
     os.close(into)
@@ -259,7 +267,7 @@ def _first_gradient() -> None:
     torch.autograd.grad(x * 2, x, torch.ones_like(x))
 
 
-def _become_zygote(worker: Path, lib: Path, control: int, errors: int, user: list[str]) -> None:
+def _become_zygote(folder: Path, worker: Path, lib: Path, control: int, errors: int, user: list[str]) -> None:
     """In the forked child: a session of its own, only the control socket and a stderr of its own open, nothing of the
     grader's (``_forget_grader``), then worker.py's ``main``, as ``python -I -S worker.py LIB FD [USER]`` runs it."""
     import runpy
@@ -270,9 +278,9 @@ def _become_zygote(worker: Path, lib: Path, control: int, errors: int, user: lis
         os.dup2(fd, to)
     os.closerange(3, control)
     os.closerange(control + 1, os.sysconf("SC_OPEN_MAX"))
-    os.chdir(worker.parent)
+    os.chdir(folder)
     argv = [str(worker), str(lib), str(control), *user]
-    _forget_grader(worker.parent, [sys.executable, "-I", "-S", *argv])
+    _forget_grader(folder, [sys.executable, "-I", "-S", *argv])
     sys.argv = argv
     runpy.run_path(str(worker), run_name="__main__")
 
@@ -332,7 +340,7 @@ class Sandbox(Runner):
         request ends by then, and none starts after it."""
         self.submission = submission
         self.imports = None if imports is None else list(imports)
-        self.block_fused = block_fused  # fused attention unreachable in the worker (worker._block_fused)
+        self.block_fused = block_fused  # fused attention unreachable in the worker (blocking._block_fused)
         self.require_sandbox = bool(limits["require_sandbox"])
         self.confinement: dict[str, str] = {}
         self.after_hang_timeout = limits["after_hang_timeout"]

