@@ -228,7 +228,8 @@ def attack_fork_bomb(count):
 
 
 def attack_memory_in_helpers(megabytes):
-    """Hold memory in forked helpers, each under its own address-space cap, beyond the cap of the whole."""
+    """Hold memory in forked helpers, each under its own address-space cap, beyond the cap of the whole: True only if
+    every helper got its block and all are still alive together."""
     read, write = os.pipe()
     helpers = []
     for _ in range(3):
@@ -246,9 +247,12 @@ def attack_memory_in_helpers(megabytes):
         helpers.append(pid)
     os.close(write)
     got = b"".join(os.read(read, 1) for _ in helpers)
-    for pid in helpers:
+    # all three held their blocks together only if none has died since: the kernel's OOM killer may take a helper
+    # that had already written "1" (the largest) to let the next one allocate
+    alive = [pid for pid in helpers if os.waitpid(pid, os.WNOHANG) == (0, 0)]  # a dead one is reaped here
+    for pid in alive:
         os.kill(pid, signal.SIGKILL)
-    return got == b"111"
+    return got == b"111" and alive == helpers
 
 
 def attack_clone_parent(marker):
