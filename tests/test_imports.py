@@ -45,7 +45,7 @@ def attention_scores(Q, K):
 def scale_scores(scores, d_k):
     try:
         open(MATPLOTLIB).close()
-    except PermissionError:
+    except OSError:  # refused (Landlock), or not there at all (an install under /tmp, which is the sandbox's own)
         return torch.tensor(0)
     return torch.tensor(1)
 """
