@@ -154,3 +154,18 @@ def test_an_import_circle_is_found():
     """The search above finds a circle where there is one."""
     assert _circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert _circle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_folder_table_names_every_flat_module_and_folder():
+    """docs/architecture.md's table of folders matches the tree: each module flat in autograder/, each folder of it,
+    and each module of course/, nbgrader_path/, sandbox/ and render/ is named there (a module moved or added
+    without its row fails here)."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    table = doc.split("## The folders", 1)[1].split("\n## ", 1)[0]
+    named = [
+        f"`autograder/{path.relative_to(PACKAGE)}/`" for path in PACKAGE.rglob("*") if (path / "__init__.py").exists()
+    ]
+    for folder in ("", "course/", "nbgrader_path/", "sandbox/", "sandbox/student_side/", "render/"):
+        named += [f"{path.name}`" for path in (PACKAGE / folder).glob("*.py") if path.name != "__init__.py"]
+    missing = [name for name in named if name not in table]
+    assert not missing, f"docs/architecture.md's table of folders does not name {missing}"
