@@ -50,12 +50,13 @@ def _explain(
     failure, loaded, tolerance, entered, Q, K, V, mask, is_causal, result, grad_outputs=None, grads=None, steps=None
 ):
     """Raise ``failure`` again, with the student's functions it builds on (checks/builds_on.py) when the
-    recomputation shows them; a failure without a cause then gets "it builds on X" as its hint."""
+    recomputation shows them; a failure without a cause, or with one guessed from the error's size alone (precision
+    loss: a wrong function can err by a narrower dtype's rounding by chance), then gets "it builds on X" as its hint."""
     pieces = builds_on(loaded, tolerance, entered, Q, K, V, mask, is_causal, result, grad_outputs, grads, steps)
     if not pieces:
         raise failure
     cause = failure.cause
-    if not (failure.mistake or cause):
+    if not failure.mistake and (not cause or failure.guessed):  # the rerun's evidence outranks a guess from sizes
         piece = pieces[0]
         cause = (
             f"it builds on {piece}, and on this input your own {piece} gives"

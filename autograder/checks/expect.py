@@ -21,7 +21,8 @@ class CheckFailure(AssertionError):
     mistake's key, if any, ``cause`` the likely cause in words (the mistake's sentence, or a hint), if any,
     ``evidence`` where the result first differs (index, expected, got, error, allowed, shape), if known,
     ``builds_on`` the student's functions this failure is explained by, with evidence (checks/builds_on.py):
-    with them fixed, the result is right."""
+    with them fixed, the result is right. ``guessed``: the cause is a guess from the error's size (precision loss),
+    which a cause shown by evidence (a function it builds on, recomputed) replaces."""
 
     def __init__(
         self,
@@ -30,6 +31,7 @@ class CheckFailure(AssertionError):
         evidence: dict | None = None,
         cause: str | None = None,
         builds_on: tuple[str, ...] = (),
+        guessed: bool = False,
     ) -> None:
         super().__init__(f"{what}.")
         self.what = what
@@ -37,6 +39,7 @@ class CheckFailure(AssertionError):
         self.cause = cause or ""
         self.evidence = evidence or {}
         self.builds_on = tuple(builds_on)
+        self.guessed = guessed  # the cause is read from the error's size alone (precision loss), not shown by a rerun
 
     @property
     def message(self) -> str:
@@ -50,11 +53,12 @@ def fail(
     hint: str | None = None,
     evidence: dict | None = None,
     builds_on: tuple[str, ...] = (),
+    guessed: bool = False,
 ) -> None:
     """Fail the check. ``mistake`` is a key of ``mistakes.SENTENCES`` (a named mistake, kept as a field
     for the class summary); ``hint`` is a cause in free words, shown but not counted; ``builds_on`` the
     student's functions whose fix makes this result right (found with evidence: checks/builds_on.py)."""
-    raise CheckFailure(message, mistake, evidence, SENTENCES[mistake] if mistake else hint, builds_on)
+    raise CheckFailure(message, mistake, evidence, SENTENCES[mistake] if mistake else hint, builds_on, guessed)
 
 
 class Cases:
@@ -80,7 +84,7 @@ class Cases:
     def done(self) -> None:
         if self.held is not None:
             held = self.held
-            raise CheckFailure(held.what, held.mistake, held.evidence, held.cause, tuple(self.functions))
+            raise CheckFailure(held.what, held.mistake, held.evidence, held.cause, tuple(self.functions), held.guessed)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -146,6 +150,7 @@ def expect_tensor(
             mistake,
             hint=None if mistake else precision_loss(worst, wanted, actual.dtype, scale),
             evidence=evidence,
+            guessed=not mistake,
         )
 
 
