@@ -23,7 +23,7 @@ from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
 from autograder.sandbox.protocol import Failure, Reply, Runner
 from autograder.sandbox.report import describe
-from autograder.sandbox.runner import Sandbox, Zygote
+from autograder.sandbox.runner import Sandbox, Zygote, first_gradient
 from autograder.status import Status
 from autograder.submission import Choice, Ungradable, choose, read_submission, shown_name
 from reference import attention as _reference_module
@@ -88,12 +88,9 @@ def warm_up(settings: Settings) -> None:
     parts of torch that autograd loads on first use (about 0.5 s a grading). A batch calls it before forking.
 
     Nothing here is decided: checks that cannot be collected fail again, as each grading's grader error."""
-    import torch
-
     _pytest(GradingPlugin(lambda: None, settings, 0, "cpu"), "--collect-only")
     with one_thread():
-        x = torch.ones(2, dtype=torch.float64, requires_grad=True)
-        torch.autograd.grad(x * x, x, torch.ones_like(x))  # with a gradient given, as the checks give one
+        first_gradient()  # with a gradient given, as the checks give one
 
 
 def read(grading: Grading) -> Grading:

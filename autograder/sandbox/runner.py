@@ -242,7 +242,7 @@ class _Forked:
 
 def _fork_zygote(folder: Path, worker: Path, lib: Path, control: socket.socket, user: list[str]) -> _Forked:
     """Fork the zygote from this process (Zygote(fork=True)); the child never returns here."""
-    _first_gradient()
+    first_gradient()
     errors, into = os.pipe()
     for stream in (sys.stdout, sys.stderr):  # nothing of ours is left in a buffer the child could write out
         stream.flush()
@@ -257,7 +257,7 @@ def _fork_zygote(folder: Path, worker: Path, lib: Path, control: socket.socket, 
     return _Forked(pid, os.fdopen(errors, "rb"))
 
 
-def _first_gradient() -> None:
+def first_gradient() -> None:
     """Load, before forking, what torch loads for its first gradient given one (sympy, through torch.fx's symbolic
     shapes; about 0.9 CPU-s): the zygote's warm-up and this process's first check then both find it loaded, paid once.
     A library's modules only: nothing of the grading is loaded yet."""
