@@ -93,6 +93,40 @@ def test_what_the_sandbox_exposes_is_the_allowed_packages_and_what_they_need():
     assert {"matplotlib", "PIL", "mpl_toolkits"} <= exposed(SITE, ["torch", "numpy", "matplotlib"])
 
 
+def _exposed_as_importlib_has_it(allowed: list[str]) -> set[str]:
+    """``exposed`` the slow way: every distribution's files and requirements as importlib.metadata reads them."""
+    import re
+
+    def canonical(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    owners: dict[str, set[str]] = {}
+    requires: dict[str, set[str]] = {}
+    for dist in importlib.metadata.distributions(path=[str(SITE)]):
+        name = canonical(dist.metadata["Name"] or "")
+        owners.setdefault(name, set()).update(f.parts[0] for f in dist.files or () if f.parts)
+        for requirement in dist.requires or ():
+            needed, _, marker = requirement.partition(";")
+            if "extra" not in marker:
+                requires.setdefault(name, set()).add(canonical(re.match(r"[A-Za-z0-9._-]+", needed.strip()).group()))
+    wanted = {"torch", *allowed}
+    todo = [name for name, tops in owners.items() if any(top.split(".")[0] in wanted for top in tops)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [needed for needed in requires.get(name, ()) if needed in owners]
+    return {top for name in seen for top in owners[name]} & {entry.name for entry in SITE.iterdir()}
+
+
+@pytest.mark.parametrize("allowed", [["torch"], ["torch", "numpy"], ["torch", "numpy", "matplotlib"], ["torch", "PIL"]])
+def test_what_the_sandbox_exposes_is_what_importlib_reads_of_every_distribution(allowed):
+    """``exposed`` reads in full only the distributions whose RECORD names a wanted module, and what they require;
+    the same entries as reading every installed distribution with importlib.metadata."""
+    assert exposed(SITE, allowed) == _exposed_as_importlib_has_it(allowed) - {"..", "__pycache__"}
+
+
 def test_an_allowed_module_that_is_not_installed_is_the_graders_error():
     """Grading where a listed module is missing would score otherwise than where it is there: refused, naming it."""
     with pytest.raises(NotInstalled, match=r"\[imports\] allowed names no_such_module, which is not installed here"):
@@ -178,12 +212,15 @@ def _as_importlib_has_it(dist) -> tuple:
 def test_the_quick_reading_of_distributions_is_importlibs(tmp_path):
     """Each distribution's top-level entries, name and requirements, read quickly (RECORD's lines, the metadata's
     headers alone: 0.35 against 1.4 CPU-s a cold grading), are what importlib.metadata makes of them, for every
-    distribution installed here and for one with odd lines (absolute, ``./``, quoted, CRLF)."""
-    from autograder.sandbox.readable import _headers, _tops
+    distribution installed here and for one with odd lines (absolute, ``./``, quoted, CRLF, ``.``, empty, without a
+    comma)."""
+    from autograder.sandbox.readable import _headers, _name, _tops
 
     info = tmp_path / "odd-1.0.dist-info"
     info.mkdir()
-    (info / "RECORD").write_text('odd/__init__.py,,\n./dot/x.py,,\n/abs/y.py,,\n"com,ma/z.py",,\n../../bin/odd,,\n')
+    (info / "RECORD").write_text(
+        'odd/__init__.py,,\r\n./dot/x.py,,\n/abs/y.py,,\n"com,ma/z.py",,\n../../bin/odd,,\n.,,\n,,\nno-comma\n'
+    )
     (info / "METADATA").write_bytes(
         b"Metadata-Version: 2.1\r\nName: odd\r\nRequires-Dist: numpy\r\n\r\nRequires-Dist: in-the-body\r\n"
     )
@@ -194,3 +231,4 @@ def test_the_quick_reading_of_distributions_is_importlibs(tmp_path):
         headers = _headers(dist)
         quick = (_tops(dist), headers["Name"], headers.get_all("Requires-Dist") or dist.requires)
         assert quick == _as_importlib_has_it(dist), dist.metadata["Name"]
+        assert _name(dist) == (dist.metadata["Name"] or ""), dist.metadata["Name"]
