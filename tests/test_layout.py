@@ -88,6 +88,14 @@ def test_checks_reach_student_code_only_through_the_proxy(path):
     assert not reaching, f"{path.name} imports {sorted(reaching)}"
 
 
+@pytest.mark.parametrize("path", sorted((PACKAGE / "checks").glob("*.py")), ids=lambda p: p.name)
+def test_checks_fail_through_check_failure_not_assert(path):
+    """pytest runs the checks with ``--assert=plain`` (grade._pytest): an assert statement there would fail as the
+    grader's error, without the values it compared."""
+    asserts = [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Assert)]
+    assert not asserts, f"{path.name} has assert statements at lines {asserts}: raise CheckFailure (expect.fail)"
+
+
 @pytest.mark.parametrize("folder", ["sandbox", "checks"])
 def test_inner_folders_do_not_import_the_front_ends(folder):
     """Neither the sandbox nor the checks import the pipeline's front ends or the release tools."""
