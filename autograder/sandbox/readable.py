@@ -80,7 +80,11 @@ def _tops(dist: importlib.metadata.Distribution) -> set[str]:
     requirements' 54,000 files, in every cold grading), the plain lines by one regular expression; the rare path
     that is quoted or does not start with a plain name (absolute, ``./``) goes through ``csv`` and
     ``PurePosixPath`` as there."""
-    record = dist.read_text("RECORD")
+    return _tops_of(dist, dist.read_text("RECORD"))
+
+
+def _tops_of(dist: importlib.metadata.Distribution, record: str | None) -> set[str]:
+    """``_tops`` of a distribution whose RECORD (None: it has none) is read already."""
     if record is None:  # an egg-info installation: dist.files reads its other lists
         return {file.parts[0] for file in dist.files or () if file.parts}
     record = "\n" + record  # every line starts after a newline: the expressions look for one, not for ^ anywhere
@@ -122,18 +126,21 @@ def exposed(site: Path, allowed: Iterable[str]) -> set[str]:
             " of the list (a submission graded here would score otherwise where it is installed)"
         )
     found: dict[str, list[importlib.metadata.Distribution]] = {}  # a distribution's name -> those installed
+    records: dict[importlib.metadata.Distribution, str | None] = {}  # each one's RECORD, read once
     for dist in importlib.metadata.distributions(path=[str(site)]):
         found.setdefault(_canonical(_name(dist)), []).append(dist)
+        records[dist] = dist.read_text("RECORD")
     owners: dict[str, set[str]] = {}  # a distribution -> its entries in site-packages, once read
 
     def entries_of(name: str) -> set[str]:
         if name not in owners:
-            owners[name] = {top for dist in found[name] for top in _tops(dist) if top not in ("..", "__pycache__")}
+            tops = {top for dist in found[name] for top in _tops_of(dist, records[dist])}
+            owners[name] = tops - {"..", "__pycache__"}
         return owners[name]
 
     def may_own(name: str) -> bool:
-        records = [dist.read_text("RECORD") for dist in found[name]]
-        return any(record is None or any(module in record for module in wanted) for record in records)
+        mine = [records[dist] for dist in found[name]]
+        return any(record is None or any(module in record for module in wanted) for record in mine)
 
     todo = [name for name in found if may_own(name) and any(module_name(top) in wanted for top in entries_of(name))]
     seen: set[str] = set()
