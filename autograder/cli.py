@@ -361,5 +361,12 @@ def _late(result: dict, args: argparse.Namespace, settings) -> dict:
     return stamp(result, apply(deadline, student, float(Result.of(result).score), submitted))
 
 
+def run() -> None:
+    """The ``sdpa-grade`` command: ``main``, then the exit without the interpreter's teardown (quick_exit.py)."""
+    from autograder.quick_exit import exit_now
+
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

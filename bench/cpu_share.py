@@ -28,7 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SPINNER = ROOT / "tests" / "submissions" / "time" / "spin_helpers.py"
 # sdpa-grade run from the tree given as the first argument, whatever this environment has installed
-FROM_TREE = "import sys; sys.path.insert(0, sys.argv.pop(1)); from autograder.cli import main; sys.exit(main())"
+# (its console script's entry point: cli.run, or main in trees from before run)
+FROM_TREE = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from autograder import cli; "
+    "sys.exit(getattr(cli, 'run', cli.main)())"
+)
 # The spinning neighbour, in a sandbox of the tree's code: loaded, called once (its helpers spin from then on), held
 # until stdin closes.
 HOLD = """

@@ -26,7 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 # sdpa-grade run from the tree given as the first argument, whatever this environment has installed
-FROM_TREE = "import sys; sys.path.insert(0, sys.argv.pop(1)); from autograder.cli import main; sys.exit(main())"
+# (its console script's entry point: cli.run, or main in trees from before run)
+FROM_TREE = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from autograder import cli; "
+    "sys.exit(getattr(cli, 'run', cli.main)())"
+)
 
 
 def cpu_group() -> tuple[Path, str] | None:
