@@ -3,7 +3,8 @@
     .venv/bin/python bench/cold_start.py [--rounds 5] [--submission FILE] [--against REV[,REV...]] [--breakdown]
 
 A cold grading is ``sdpa-grade FILE --json OUT`` in a fresh process (what Gradescope runs once per
-submission). Each round runs the bare import, then the cold grading with the code of each tree
+submission). Each round runs the bare import (and the same ending in ``os._exit``, as ``sdpa-grade`` ends without the
+interpreter's teardown), then the cold grading with the code of each tree
 (``--against`` revisions first, then this tree), one after another, so that the machine's load hits
 them alike; the figures are medians over the rounds, and the ratios compare within the run.
 CPU seconds are what the kernel charged to the command and to every process it started (the zygote,
@@ -35,6 +36,9 @@ from grading_speed import FROM_TREE, counted  # this folder: the batch bench's C
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE = [sys.executable, "-c", "import torch, pytest"]
+# the same, less the interpreter's teardown at exit, which sdpa-grade skips (autograder/quick_exit.py): a second
+# baseline, printed beside the first, so that what the skip saves of the bare command's own cost shows
+BARE_QUICK = [sys.executable, "-c", "import os, torch, pytest; os._exit(0)"]
 # a worker zygote started and ready, as one grading starts it: prints the zygote's own CPU seconds (not its parent's)
 ZYGOTE = (
     "import os, sys; sys.path.insert(0, sys.argv.pop(1)); from autograder.sandbox.runner import Zygote\n"
@@ -163,12 +167,15 @@ def main() -> None:
         submission = folder / "attention.py"  # a copy: the grading reads nothing of the tree's own reference as input
         shutil.copy(args.submission, submission)
         print(f"load average before: {os.getloadavg()}")
-        rows: dict[str, list] = {"bare": [], **{name: [] for name in trees}}
+        rows: dict[str, list] = {"bare": [], "bare, os._exit": [], **{name: [] for name in trees}}
         first = None
         for index in range(args.rounds):
             wall, cpu, waited, _ = run(BARE)
             rows["bare"].append((wall, cpu, waited))
             line = [f"round {index + 1}: bare {cpu or waited:.2f}"]
+            wall, cpu, waited, _ = run(BARE_QUICK)
+            rows["bare, os._exit"].append((wall, cpu, waited))
+            line.append(f"bare ending in os._exit {cpu or waited:.2f}")
             for name, tree in trees.items():
                 *figures, got = grading(tree, submission, folder / "results.json")
                 first = got if first is None else first
@@ -180,9 +187,11 @@ def main() -> None:
             print(", ".join(line) + f" CPU-s (load average {os.getloadavg()[0]:.1f})", flush=True)
         print(f"\nevery grading: {first['total']:g} points, the same points per check on every tree and round")
         bare = show("bare import torch, pytest", rows["bare"])
+        quick = show("the same, ending in os._exit", rows["bare, os._exit"])
         medians = {name: show(f"cold sdpa-grade ({name})", rows[name]) for name in trees}
         for name in trees:
             print(ratios(f"{name} / bare", medians[name], bare))
+            print(ratios(f"{name} / bare ending in os._exit", medians[name], quick))
         for name in trees:
             if name != "this tree":
                 print(ratios(f"this tree / {name}", medians["this tree"], medians[name]))
