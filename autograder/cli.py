@@ -12,6 +12,7 @@ from autograder.atomic import write_atomically
 from autograder.config import REQUIRE_SANDBOX, ConfigError, load_settings
 from autograder.course.shard import parse_shard
 from autograder.interrupts import Interrupts
+from autograder.quick_exit import exit_now
 
 
 def parser() -> argparse.ArgumentParser:
@@ -363,8 +364,6 @@ def _late(result: dict, args: argparse.Namespace, settings) -> dict:
 
 def run() -> None:
     """The ``sdpa-grade`` command: ``main``, then the exit without the interpreter's teardown (quick_exit.py)."""
-    from autograder.quick_exit import exit_now
-
     exit_now(main())
 
 

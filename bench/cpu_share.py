@@ -25,14 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from grading_speed import FROM_TREE  # this folder: sdpa-grade run from a given tree
+
 ROOT = Path(__file__).resolve().parent.parent
 SPINNER = ROOT / "tests" / "submissions" / "time" / "spin_helpers.py"
-# sdpa-grade run from the tree given as the first argument, whatever this environment has installed
-# (its console script's entry point: cli.run, or main in trees from before run)
-FROM_TREE = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); from autograder import cli; "
-    "sys.exit(getattr(cli, 'run', cli.main)())"
-)
 # The spinning neighbour, in a sandbox of the tree's code: loaded, called once (its helpers spin from then on), held
 # until stdin closes.
 HOLD = """
