@@ -25,7 +25,8 @@ from autograder.sandbox.protocol import Failure, Reply, Runner
 from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Sandbox, Zygote, first_gradient
 from autograder.status import Status
-from autograder.submission import Choice, Ungradable, choose, read_submission, shown_name
+from autograder.handed_in import HandedIn, take
+from autograder.submission import Choice, Ungradable, source_of, shown_name
 from reference import attention as _reference_module
 
 CHECKS = Path(__file__).with_name("checks")
@@ -45,6 +46,7 @@ class Grading:
     device: str = "cpu"
     seed: int = field(default_factory=lambda: secrets.randbits(62))
     folder: Path | None = None
+    handed: HandedIn | None = None  # what the gate read (a batch reads it before forking); None: read it now
     choice: Choice | None = None  # the graded file, by the one rule (submission.choose); None: none was found
     source: Path | None = None
     graded: Path | None = None  # the file the read stage read (provenance.py), None where there was none
@@ -95,14 +97,16 @@ def warm_up(settings: Settings) -> None:
 
 
 def read(grading: Grading) -> Grading:
+    """The submission's record, from the gate (a batch's, read before it forked, or read now), made into source."""
+    limits = grading.settings.limits
+    handed = grading.handed if grading.handed is not None else take(grading.submission, limits)
+    grading.choice, grading.graded, grading.sha256 = handed.choice, handed.file, handed.sha256
     try:
-        grading.choice = choose(grading.submission, grading.settings.limits)
-        submitted = read_submission(grading.choice, grading.folder, grading.settings.limits)
-        grading.source, grading.graded, grading.sha256 = submitted.source, submitted.file, submitted.sha256
+        submitted = source_of(handed.data, handed.file, handed.sha256, handed.refusal(), grading.folder, limits)
+        grading.source = submitted.source
     except Ungradable as reason:
         grading.ungradable = str(reason)
         grading.missing = reason.missing
-        grading.graded, grading.sha256 = reason.file, reason.sha256
     return grading
 
 
@@ -211,16 +215,17 @@ STAGES = [read, run_checks, score, build_result]
 
 
 def grade(
-    submission: Path | tuple[Path, ...],
+    submission: Path | tuple[Path, ...] | HandedIn,
     settings: Settings,
     *,
     device: str = "cpu",
     seed: int | None = None,
     zygote: Zygote | None = None,
 ) -> Grading:
-    """Run every stage on one submission and return the filled-in record."""
-    submission = submission if isinstance(submission, tuple) else Path(submission)
-    grading = Grading(submission, settings, device, zygote=zygote)
+    """Run every stage on one submission (a path, or the gate's record of it) and return the filled-in record."""
+    handed = submission if isinstance(submission, HandedIn) else None
+    submission = handed.submission if handed else submission if isinstance(submission, tuple) else Path(submission)
+    grading = Grading(submission, settings, device, handed=handed, zygote=zygote)
     if seed is not None:
         grading.seed = seed
     with tempfile.TemporaryDirectory(prefix="sdpa-submission-") as folder, one_thread():

@@ -209,25 +209,40 @@ def shown_name(choice: Choice | None) -> str:
 def read_submission(submission: Choice | Path, folder: Path, limits: Limits | None = None) -> Submitted:
     """Write the graded file's Python source to ``folder/attention.py``; return it with the file it came from.
 
-    ``submission`` is the rule's choice (``choose``), or a path, chosen under ``limits``.
-    Every submission that cannot be read is refused alike (``sdpa-grade`` exits 2), with a reason
-    that names what was given: a path that is not there, a folder, a notebook or a .py file. The
-    refusal carries the chosen file (and its SHA-256 when its bytes were read), for the results' provenance.
-    The bounds of ``limits`` (by default the settings' [limits]) are checked before the work: the file's size
-    before it is read, a notebook's nesting before it is decoded, the code's size before anything parses it.
-    """
+    ``submission`` is the rule's choice (``choose``), or a path, chosen under ``limits``; it is read through the
+    gate (``handed_in.take``) and its bytes made into source (``source_of``). A submission that cannot be read or
+    graded raises Ungradable, carrying the chosen file (and its SHA-256 when its bytes were read)."""
+    from autograder.handed_in import take
+
     limits = load_settings(environ={}).limits if limits is None else limits
-    if not isinstance(submission, Choice):
-        submission = choose(submission, limits)
-    path = submission.path
+    handed = take(submission, limits)
+    return source_of(handed.data, handed.file, handed.sha256, handed.refusal(), folder, limits)
+
+
+def source_of(data: bytes | None, path: Path | None, digest: str | None, refusal: Ungradable | None, folder: Path,
+              limits: Limits) -> Submitted:  # fmt: skip
+    """The graded file's bytes, as the gate read them, made into the source the worker loads (``folder/attention.py``):
+    a notebook's code cells, or the .py file's text. Raises the gate's refusal, or Ungradable for bytes that are no
+    source (not UTF-8, empty, a notebook out of its bounds or with no code), carrying the file and SHA-256."""
+    if refusal is not None:
+        raise refusal
+    notebook = path.suffix == ".ipynb"
+    what = f"the notebook {path.name}" if notebook else f"the file {path.name}"
     try:
-        return _read(submission.root, path, folder, limits)
+        return Submitted(_source(data, notebook, what, folder, limits, _code_bound(limits)), path, digest)
     except Ungradable as reason:
-        reason.file = path if path.exists() or path.is_symlink() else None
+        reason.file, reason.sha256 = path, digest
         raise
 
 
-def _read(top: Path, path: Path, folder: Path, limits: Limits) -> Submitted:
+def _code_bound(limits: Limits) -> str:
+    return f"at most {limits.source_kb} KiB of code is graded: remove the data (or anything large) from it"
+
+
+def read_bytes(top: Path, path: Path, limits: Limits) -> tuple[bytes, str]:
+    """The graded file's bytes and their SHA-256, read once, each bound checked before the work (the gate's read:
+    handed_in.take). Raises Ungradable for a link, a path that is not there, a file that is not .py or .ipynb, not a
+    regular file, or over its size bound."""
     _refuse_links(path, top)
     if not path.exists():
         raise Ungradable(f"there is no file or folder at {path}", missing=True)
@@ -235,25 +250,19 @@ def _read(top: Path, path: Path, folder: Path, limits: Limits) -> Submitted:
     what = f"the notebook {path.name}" if notebook else f"the file {path.name}"
     if not notebook and path.suffix != ".py":
         raise Ungradable(f"{what} is neither a .py file nor a notebook (.ipynb)")
-    if not path.is_file():
+    if path.is_dir():
         raise Ungradable(f"{path} is not a file", missing=True)
-    code_bound = f"at most {limits.source_kb} KiB of code is graded: remove the data (or anything large) from it"
     if notebook:
         size_bound, too_large = limits.notebook_mb << 20, f"at most {limits.notebook_mb} MiB of notebook is read"
     else:
-        size_bound, too_large = limits.source_kb << 10, code_bound
+        size_bound, too_large = limits.source_kb << 10, _code_bound(limits)
     try:
         data = bounded.read_bytes(path, size_bound, too_large)  # read once: what is graded is what is hashed
     except bounded.Refused as why:
         raise Ungradable(f"{what} {why}") from None
     except OSError as error:
         raise Ungradable(f"{what} cannot be read ({error.strerror or error})", missing=True) from None
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        return Submitted(_source(data, notebook, what, folder, limits, code_bound), path, digest)
-    except Ungradable as reason:
-        reason.sha256 = digest
-        raise
+    return data, hashlib.sha256(data).hexdigest()
 
 
 def _source(data: bytes, notebook: bool, what: str, folder: Path, limits: Limits, code_bound: str) -> Path:

@@ -27,8 +27,8 @@ MAX_MESSAGE = 1 << 30
 MAX_HEADER = 64 << 10  # bytes of JSON
 MAX_DEPTH = 8  # nesting of lists and objects; the deepest real message nests 6
 MAX_DIMS = 16
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(rb"[\[\]{}]")
+# the bytes that decide a header's nesting, one a match (no pattern that can backtrack): brackets, quotes, backslashes
+_SIGNIFICANT = re.compile(rb'[\[\]{}"\\]')
 
 
 class WireError(ValueError):
@@ -70,10 +70,21 @@ def encode(value) -> tuple[bytes, list[bytes]]:
 
 
 def nesting(header: bytes) -> int:
-    """How deep lists and objects nest in a JSON text, counted without decoding it."""
+    """How deep lists and objects nest in a JSON text, counted without decoding it, in one pass in linear time (a
+    backslash in a string escapes the byte after it; brackets in strings do not count)."""
     depth = deepest = 0
-    for bracket in _BRACKET.findall(_STRING.sub(b'""', header)):
-        if bracket in b"[{":
+    in_string = False
+    escaped_at = -1
+    for found in _SIGNIFICANT.finditer(header):
+        at, byte = found.start(), header[found.start()]
+        if at == escaped_at:
+            continue
+        if in_string:
+            escaped_at = at + 1 if byte == 0x5C else escaped_at  # a backslash
+            in_string = byte != 0x22  # a quote ends the string
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"[{":
             depth += 1
             deepest = max(deepest, depth)
         else:
