@@ -14,12 +14,14 @@ student handed in: a refusal is the record's ``refused``, that student's alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from autograder import bounded
 from autograder.config import Limits
-from autograder.submission import Choice, Ungradable, choose, read_bytes
+from autograder.course.deadline import TIMESTAMP, parse_nbgrader_timestamp
+from autograder.submission import Choice, Ungradable, _walk, choose, folded, read_bytes
 
 
 @dataclass(frozen=True)
@@ -69,3 +71,122 @@ def take(submission: Path | tuple[Path, ...] | Choice, limits: Limits) -> Handed
         exists = choice.path.exists() or choice.path.is_symlink()
         return HandedIn(given, choice if exists else None, refused=str(reason), missing=reason.missing)
     return HandedIn(given, choice, data, digest)
+
+
+# Left in every folder a batch writes (results, feedback pages): a later batch over the folder above takes such a
+# folder for the grader's output, not for a student, but only where it holds nothing the one rule could grade (a
+# student's upload with a file of this name is a student's, graded like any other).
+MARKER = ".sdpa-grade-output"
+SUFFIXES = (".py", ".ipynb")
+
+
+@dataclass(frozen=True)
+class ClassFolder:
+    """A class folder's entries, every one accounted for: the students (name -> submission, as ``take`` reads it)
+    and the entries that are not one, each with why (``skipped``: entry name -> reason)."""
+
+    students: dict[str, Path | tuple[Path, ...]]
+    skipped: dict[str, str]
+
+
+def listing(folder: Path, limits: Limits) -> ClassFolder:
+    """Every subfolder and every .py and .ipynb file at the top of ``folder``, by student name.
+
+    Files at the top that share a name (``alice.py`` + ``alice.ipynb``) are one student, a tuple of them: which is
+    graded is the one rule's choice. A file whose stem is also a folder's name (``x.py`` beside ``x/``) keeps its
+    whole name, so that neither is dropped. Symbolic links are kept here and refused when read (``take``). Hidden
+    entries, other files, and folders that an earlier batch wrote are skipped, each with its reason.
+    """
+    students: dict[str, Path | tuple[Path, ...]] = {}
+    skipped: dict[str, str] = {}
+    entries = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            skipped[entry.name] = "a hidden entry (its name starts with '.')"
+        elif entry.is_dir() and _is_output(entry, limits):
+            skipped[entry.name] = "written by sdpa-grade (results or feedback pages; it holds no submission)"
+        elif not entry.is_dir() and folded(entry.suffix) not in SUFFIXES:
+            skipped[entry.name] = "neither a folder, a .py file nor a notebook (.ipynb)"
+        else:
+            entries.append(entry)
+    folders = {entry.name for entry in entries if entry.is_dir()}
+    named: dict[str, list[Path]] = {}
+    for entry in entries:
+        if not entry.is_dir():
+            named.setdefault(entry.stem, []).append(entry)
+    grouped = set()  # the stems whose files are a student already
+    for entry in entries:
+        if entry.is_dir():
+            students[entry.name] = entry
+        elif entry.stem in grouped:
+            continue
+        elif entry.stem in folders or entry.stem in students:
+            students[entry.name] = entry
+        else:
+            group = named[entry.stem]
+            students[entry.stem] = group[0] if len(group) == 1 else tuple(group)
+            grouped.add(entry.stem)
+    return ClassFolder(students, skipped)
+
+
+def _is_output(entry: Path, limits: Limits) -> bool:
+    """A folder an earlier batch wrote: it holds the marker and nothing the one rule could grade."""
+    if entry.is_symlink() or not (entry / MARKER).is_file():
+        return False
+    return not _walk(entry, limits.folder_depth, limits.folder_files)[0]
+
+
+# Where a submission time may come from: only what the student cannot write
+TIMES_FILE, NBGRADER = "--times", "nbgrader's timestamp.txt"
+UNTRUSTED = (
+    "no trusted submission time: --times has no row for this student, and the class folder is not an nbgrader"
+    " course's submitted/ folder (a time file inside a student's own upload is never believed)"
+)
+
+
+def collected_by_nbgrader(folder: Path) -> bool:
+    """``folder`` is an nbgrader course's ``submitted/`` folder, which only ``nbgrader collect`` writes: its
+    ``<student>/<assignment>/timestamp.txt`` is nbgrader's own record of the submission's time."""
+    course = folder.resolve().parent
+    return folder.name == "submitted" and any((course / name).is_file() for name in ("nbgrader_config.py",
+                                                                                      "gradebook.db"))  # fmt: skip
+
+
+def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected: bool, limits: Limits) -> HandedIn:
+    """The record with its submission time from a source the student cannot write: ``--times``'s row for ``name``,
+    else, in nbgrader's collected layout (``collected``), the timestamp.txt that nbgrader wrote beside the graded
+    file (``<student>/<assignment>/``). Anything else gives no time, and says why (``time_problem``)."""
+    if name in times:
+        return replace(handed, submitted_at=times[name], time_from=TIMES_FILE)
+    if not collected:
+        return replace(handed, time_problem=UNTRUSTED)
+    parts = (handed.relative or "").split("/")
+    if not isinstance(handed.submission, Path) or len(parts) != 2:
+        return replace(handed, time_problem="no trusted submission time: the graded file is not in nbgrader's"
+                                            " <student>/<assignment>/ folder, where its timestamp.txt is")  # fmt: skip
+    stamp = handed.submission / parts[0] / TIMESTAMP
+    try:
+        data = read_bytes_plain(stamp, 1024)
+    except (bounded.Refused, OSError) as why:
+        return replace(handed, time_problem=f"no trusted submission time: nbgrader's {TIMESTAMP} {_why(why)}")
+    moment = parse_nbgrader_timestamp(data.decode("utf-8", errors="replace"))
+    if moment is None:
+        return replace(handed, time_problem=f"no trusted submission time: nbgrader's {TIMESTAMP} holds no time the"
+                                            " grader can use")  # fmt: skip
+    return replace(handed, submitted_at=moment, time_from=NBGRADER)
+
+
+def read_bytes_plain(path: Path, max_bytes: int) -> bytes:
+    """A small file of the grader's own layout (nbgrader's timestamp.txt), read as the gate reads every file: a
+    regular file only, not through a link, within its bound."""
+    if path.is_symlink():
+        raise bounded.Refused("is a symbolic link")
+    return bounded.read_bytes(path, max_bytes, f"at most {max_bytes} bytes are read")
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, FileNotFoundError):
+        return "is missing"
+    if isinstance(error, OSError):
+        return f"cannot be read ({error.strerror or error})"
+    return str(error)

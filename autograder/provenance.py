@@ -20,13 +20,12 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from autograder.config import SECTIONS, Settings
-from autograder.submission import Ungradable, read_submission
+from autograder.config import SECTIONS, Settings, load_settings
+from autograder.handed_in import HandedIn, take
 
 PACKAGE = Path(__file__).resolve().parent  # autograder/
 CHECKS = PACKAGE / "checks"
@@ -148,22 +147,17 @@ def now(settings: Settings, device: str) -> Now:
     return Now(checks_sha256(), settings_sha256(settings), device)
 
 
-def current_file(submission: Path) -> tuple[str | None, str | None]:
-    """The file the read stage would grade now, and its SHA-256: the read stage itself, run into a scratch folder."""
-    with tempfile.TemporaryDirectory(prefix="sdpa-provenance-") as folder:
-        try:
-            read = read_submission(submission, Path(folder))
-            return relative(submission, read.file), read.sha256
-        except Ungradable as reason:
-            return relative(submission, reason.file), reason.sha256
+def stale(result: dict, handed: HandedIn | Path | tuple[Path, ...], today: Now) -> str:
+    """Why ``result`` is not what grading the submission now would give (one of ``REASONS``), or "" when it is.
 
-
-def stale(result: dict, submission: Path, today: Now) -> str:
-    """Why ``result`` is not what grading ``submission`` now would give (one of ``REASONS``), or "" when it is."""
+    The file it would grade now, and its SHA-256, are the gate's record of it (``handed``, or read now from a path):
+    the same rule and the same bytes as a grading, with nothing of the file parsed."""
     found = of(result)
     if not found.get("checks_sha256") or not found.get("settings_sha256"):
         return NO_RECORD
-    if (found.get("graded_file"), found.get("sha256")) != current_file(submission):
+    if not isinstance(handed, HandedIn):
+        handed = take(handed, load_settings(environ={}).limits)
+    if (found.get("graded_file"), found.get("sha256")) != (handed.relative, handed.sha256):
         return FILE
     if found["checks_sha256"] != today.checks_sha256:
         return CHECKS_CHANGED

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import unicodedata
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,16 +123,32 @@ class Choice:
         return (self.relative, *self.others)
 
 
+def folded(name: str) -> str:
+    """A file name as a Mac or Windows disk compares it: Unicode-normalised (NFKC) and case-folded. ``Attention.py``
+    and ``attention.py`` are one file there: the instructor who unzips the upload sees one of them."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def is_notebook(path: Path) -> bool:
+    return folded(path.suffix) == ".ipynb"
+
+
 def _rank(relative: str) -> tuple:
-    """The rule's order: the assignment's own names first, the shallowest first, a .py before a notebook, by path."""
+    """The rule's order: the assignment's own names first (the exact name before one that differs only in case or
+    Unicode form), the shallowest first, a .py before a notebook, by path."""
     parts = relative.split("/")
     name = parts[-1]
-    own = OWN_NAMES.index(name) if name in OWN_NAMES else len(OWN_NAMES)
-    return (own == len(OWN_NAMES), len(parts), own, not name.endswith(".py"), relative)
+    if name in OWN_NAMES:
+        own = OWN_NAMES.index(name)
+    else:
+        own = next((i + 0.5 for i, own_name in enumerate(OWN_NAMES) if folded(name) == own_name), len(OWN_NAMES))
+    return (own == len(OWN_NAMES), len(parts), own, not folded(name).endswith(".py"), relative)
 
 
 def _candidate(name: str) -> bool:
-    """A file the rule could grade: a notebook, or a .py named like the assignment's (attention.py, a copy of it)."""
+    """A file the rule could grade: a notebook, or a .py named like the assignment's (attention.py, a copy of it),
+    its name compared as file systems compare it (``folded``)."""
+    name = folded(name)
     return name.endswith(".ipynb") or (name.endswith(".py") and name.startswith(TEMPLATE.stem))
 
 
@@ -203,7 +220,7 @@ def choose(submission: Path | tuple[Path, ...], limits) -> Choice:
 def shown_name(choice: Choice | None) -> str:
     """What the student's feedback calls the submission: "your notebook", or attention.py
     (whatever the file is called here)."""
-    return "your notebook" if choice is not None and choice.path.suffix == ".ipynb" else "attention.py"
+    return "your notebook" if choice is not None and is_notebook(choice.path) else "attention.py"
 
 
 def read_submission(submission: Choice | Path, folder: Path, limits: Limits | None = None) -> Submitted:
@@ -226,7 +243,7 @@ def source_of(data: bytes | None, path: Path | None, digest: str | None, refusal
     source (not UTF-8, empty, a notebook out of its bounds or with no code), carrying the file and SHA-256."""
     if refusal is not None:
         raise refusal
-    notebook = path.suffix == ".ipynb"
+    notebook = is_notebook(path)
     what = f"the notebook {path.name}" if notebook else f"the file {path.name}"
     try:
         return Submitted(_source(data, notebook, what, folder, limits, _code_bound(limits)), path, digest)
@@ -246,9 +263,9 @@ def read_bytes(top: Path, path: Path, limits: Limits) -> tuple[bytes, str]:
     _refuse_links(path, top)
     if not path.exists():
         raise Ungradable(f"there is no file or folder at {path}", missing=True)
-    notebook = path.suffix == ".ipynb"
+    notebook = is_notebook(path)
     what = f"the notebook {path.name}" if notebook else f"the file {path.name}"
-    if not notebook and path.suffix != ".py":
+    if not notebook and folded(path.suffix) != ".py":
         raise Ungradable(f"{what} is neither a .py file nor a notebook (.ipynb)")
     if path.is_dir():
         raise Ungradable(f"{path} is not a file", missing=True)

@@ -58,7 +58,7 @@ def test_the_fields_a_result_carries():
     late = apply(_policy(policy="per_day", percent=10), "hours2", 40.0, TIMES["hours2"])
     assert late.fields() == {"raw_score": 40.0, "late_penalty": 4.0, "score": 36.0,
                              "submitted_at": "2026-12-02T01:59:00-05:00", "hours_late": 2.0, "extension": "",
-                             "missing_time": False}  # fmt: skip
+                             "missing_time": False, "time_problem": ""}  # fmt: skip
     extended = apply(_policy(extensions=EXTENSIONS), "extended", 40.0, TIMES["extended"])
     assert extended.extension == "2026-12-05T23:59:00-05:00" and extended.hours_late == 0
 

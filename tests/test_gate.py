@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
 from autograder import bounded
 from autograder.config import load_settings
 from autograder.course.deadline import parse_nbgrader_timestamp
-from autograder.handed_in import take
+from autograder.handed_in import MARKER, UNTRUSTED, collected_by_nbgrader, listing, take, with_time
 from autograder.sandbox.student_side import wire
 
 LIMITS = load_settings(environ={}).limits
@@ -77,3 +79,102 @@ def test_a_named_pipe_where_the_graded_file_would_be_is_refused_without_waiting(
     assert handed.data is None and not handed.missing
     assert handed.refused == "the file attention.py is not a regular file (a named pipe); submit the file itself"
     assert handed.relative == "attention.py"
+
+
+def _put(folder: Path, files: dict[str, str]) -> Path:
+    """``folder`` holding ``files`` (path -> text)."""
+    for relative, text in files.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return folder
+
+
+def _class(tmp_path, files: dict[str, str]) -> Path:
+    """A class folder holding ``files``."""
+    return _put(tmp_path / "class", files)
+
+
+def test_every_entry_of_a_class_folder_is_accounted_for(tmp_path):
+    """Each entry is a student or skipped with its reason; nothing vanishes without a word."""
+    folder = _class(tmp_path, {
+        "alice/attention.py": "x = 1\n", "bob.py": "x = 1\n", "notes.txt": "hi\n", ".DS_Store": "",
+        "old-grades/alice.json": "{}", f"old-grades/{MARKER}": "",
+    })  # fmt: skip
+    found = listing(folder, LIMITS)
+    assert sorted(found.students) == ["alice", "bob"]
+    assert found.skipped == {
+        ".DS_Store": "a hidden entry (its name starts with '.')",
+        "notes.txt": "neither a folder, a .py file nor a notebook (.ipynb)",
+        "old-grades": "written by sdpa-grade (results or feedback pages; it holds no submission)",
+    }
+    entries = [path.name for given in found.students.values() for path in (given if isinstance(given, tuple) else
+                                                                            (given,))]  # fmt: skip
+    assert sorted([*entries, *found.skipped]) == sorted(path.name for path in folder.iterdir())
+
+
+def test_a_file_named_like_the_batchs_marker_does_not_hide_a_student(tmp_path):
+    """A student whose upload holds the batch's output marker is still a student (their folder holds a submission)."""
+    folder = _class(tmp_path, {"mallory/attention.py": "x = 1\n", f"mallory/{MARKER}": "", "alice.py": "x = 1\n"})
+    found = listing(folder, LIMITS)
+    assert sorted(found.students) == ["alice", "mallory"] and found.skipped == {}
+
+
+def test_a_name_that_differs_only_in_case_is_a_candidate_and_flags_the_student(tmp_path):
+    """Attention.py beside attention.py (one file on a Mac or Windows disk): both candidates, the exact name graded;
+    a fullwidth-letter copy of the name is one too (NFKC)."""
+    folder = _class(tmp_path, {"bob/attention.py": "x = 1\n", "bob/Attention.py": "x = 2\n", "bob/ａttention.py": "3"})
+    handed = take(folder / "bob", LIMITS)
+    assert handed.relative == "attention.py" and handed.data == b"x = 1\n"
+    assert set(handed.choice.others) == {"Attention.py", "ａttention.py"}
+    alone = _class(tmp_path / "b", {"carol/ATTENTION.PY": "x = 4\n"})
+    assert take(alone / "carol", LIMITS).data == b"x = 4\n"
+
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def test_a_time_file_in_the_students_own_upload_is_not_believed(tmp_path):
+    """In a plain class folder (an LMS download) a student's own timestamp.txt gives no time: flagged, with why."""
+    folder = _class(tmp_path, {"late/attention.py": "x = 1\n", "late/timestamp.txt": "2026-11-01 00:00:00 UTC"})
+    handed = with_time(take(folder / "late", LIMITS), "late", {}, collected_by_nbgrader(folder), LIMITS)
+    assert handed.submitted_at is None and handed.time_problem == UNTRUSTED
+    timed = with_time(take(folder / "late", LIMITS), "late", {"late": NOW}, False, LIMITS)
+    assert (timed.submitted_at, timed.time_from) == (NOW, "--times")
+
+
+def _collected(tmp_path, stamps: dict[str, str]) -> Path:
+    course = tmp_path / "course"
+    (course / "submitted").mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text("c = get_config()\n")
+    for student, stamp in stamps.items():
+        _put(course / "submitted" / student, {"sdpa/sdpa.ipynb": "{}", "sdpa/timestamp.txt": stamp})
+    return course / "submitted"
+
+
+def test_nbgraders_collected_timestamp_is_the_time_and_a_bad_one_flags_that_student_alone(tmp_path):
+    """submitted/<student>/sdpa/timestamp.txt in an nbgrader course is nbgrader's: believed; one that cannot be
+    used (an offset out of range, a FIFO) gives that student no time, the others theirs."""
+    folder = _collected(tmp_path, {"ok": "2026-12-01 12:00:00.000000 UTC", "bad": "2026-12-01 12:00:00 +9900"})
+    _put(folder / "pipe", {"sdpa/sdpa.ipynb": "{}"})
+    os.mkfifo(folder / "pipe" / "sdpa" / "timestamp.txt")
+    assert collected_by_nbgrader(folder)
+    students = listing(folder, LIMITS).students
+
+    def timed(name):
+        return with_time(take(students[name], LIMITS), name, {}, True, LIMITS)
+
+    assert (timed("ok").submitted_at, timed("ok").time_from) == (NOW, "nbgrader's timestamp.txt")
+    assert timed("bad").submitted_at is None
+    assert timed("bad").time_problem == (
+        "no trusted submission time: nbgrader's timestamp.txt holds no time the grader can use"
+    )
+    assert "not a regular file (a named pipe)" in timed("pipe").time_problem
+
+
+def test_a_py_and_a_notebook_of_one_name_get_a_time_problem_not_a_crash(tmp_path):
+    """both.py + both.ipynb at the top of an nbgrader submitted/ folder: one student, no time, no AttributeError."""
+    folder = _put(_collected(tmp_path, {}), {"both.py": "x = 1\n", "both.ipynb": "{}"})
+    students = listing(folder, LIMITS).students
+    handed = with_time(take(students["both"], LIMITS), "both", {}, True, LIMITS)
+    assert handed.submitted_at is None and handed.time_problem.startswith("no trusted submission time")

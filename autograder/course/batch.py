@@ -24,9 +24,10 @@ from autograder import provenance
 from autograder.atomic import write_atomically
 from autograder.config import Settings
 from autograder.course.class_results import MISSING, ClassResults, class_results
-from autograder.course.deadline import DeadlineError, apply, read_times, submission_time
+from autograder.course.deadline import DeadlineError, apply, read_times
 from autograder.course.roster import result_names, shown
 from autograder.course.shard import select
+from autograder.handed_in import MARKER, HandedIn, collected_by_nbgrader, listing, take, with_time
 from autograder.interrupts import Interrupts
 from autograder.render.inert import csv_cell, inert
 from autograder.render.terminal import summary
@@ -34,10 +35,6 @@ from autograder.report import Result, grader_failure, load, stamp, unstamp
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
 from autograder.sandbox.runner import Zygote
-
-# Left in every folder a batch writes (results, feedback pages): a later batch over the folder above
-# takes it for the grader's output, not for a student.
-MARKER = ".sdpa-grade-output"
 
 
 @dataclass(frozen=True)
@@ -71,44 +68,17 @@ def mark_output(folder: Path) -> None:
         marker.write_text("Written by sdpa-grade; sdpa-grade --batch never takes this folder for a student's.\n")
 
 
-def students(folder: Path) -> dict[str, Path | tuple[Path, ...]]:
-    """Student name -> submission: every subfolder, and the .py and .ipynb files at the top, by name.
+def students(folder: Path, settings: Settings | None = None) -> dict[str, Path | tuple[Path, ...]]:
+    """Student name -> submission: the gate's listing of the class folder (handed_in.listing), under ``settings``'
+    [limits] (the defaults' without)."""
+    from autograder.config import load_settings
 
-    Files at the top that share a name (``alice.py`` + ``alice.ipynb``) are one student, a tuple of them: which is
-    graded is the one rule's choice (submission.choose), and the student is flagged. A file whose stem is also a
-    folder's name (``x.py`` beside ``x/``) keeps its whole name, so that neither is dropped. Symbolic links are kept
-    here and refused when read (submission.py). Folders that an earlier batch wrote (they hold ``MARKER``) are not
-    students.
-    """
-    entries = [
-        e
-        for e in sorted(folder.iterdir())
-        if not e.name.startswith(".") and not (e.is_dir() and (e / MARKER).is_file())
-    ]
-    folders = {e.name for e in entries if e.is_dir()}
-    files = [e for e in entries if not e.is_dir() and e.suffix in (".py", ".ipynb")]
-    named: dict[str, list[Path]] = {}
-    for entry in files:
-        named.setdefault(entry.stem, []).append(entry)
-    found: dict[str, Path | tuple[Path, ...]] = {}
-    grouped = set()  # the stems whose files are a student already
-    for entry in entries:
-        if entry.is_dir():
-            found[entry.name] = entry
-        elif entry not in files or entry.stem in grouped:
-            continue
-        elif entry.stem in folders or entry.stem in found:
-            found[entry.name] = entry
-        else:
-            group = named[entry.stem]
-            found[entry.stem] = group[0] if len(group) == 1 else tuple(group)
-            grouped.add(entry.stem)
-    return found
+    return listing(folder, (settings or load_settings(environ={})).limits).students
 
 
 def _grade_in_child(
     name: str,
-    submission: Path | tuple[Path, ...],
+    submission: HandedIn,
     target: Path,
     settings: Settings,
     device: str,
@@ -163,7 +133,8 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         except RosterError as error:
             print(f"sdpa-grade: {error}; nothing graded", file=sys.stderr)
             return 2
-    everyone = students(folder)
+    entries = listing(folder, settings.limits)
+    everyone = entries.students
     roster = select(everyone, args.shard)
     if args.show is not None and args.show not in roster:
         print(
@@ -198,11 +169,12 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         return 2
     for note in _deadline_notes(settings, everyone, times, args):
         print(f"warning: {note}", file=sys.stderr)
+    handed = _handed_in(folder, roster, times, settings)
     if args.summary_only:
-        _apply_deadline(roster, targets, settings, times)
-        return _summarise_only(roster, targets, args, settings)
+        _apply_deadline(handed, targets, settings)
+        return _summarise_only(handed, targets, args, settings, entries.skipped)
     today = provenance.now(settings, args.device)
-    why = {name: FORCED if args.force else _why(roster[name], targets[name], today) for name in roster}
+    why = {name: FORCED if args.force else _why(handed[name], targets[name], today) for name in roster}
     todo = [name for name in roster if why[name]]
     shard = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
     print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade"
@@ -210,15 +182,15 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
 
     started = time.time()
     try:
-        failures = _grade_all(todo, roster, targets, settings, args)
+        failures = _grade_all(todo, handed, targets, settings, args)
         again = [name for name in todo if Result.of(_read(targets[name])).grader_error]
         if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
             print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
-            failures = _grade_all(again, roster, targets, settings, args)
+            failures = _grade_all(again, handed, targets, settings, args)
     except KeyboardInterrupt:
-        print(f"\nsdpa-grade: interrupted: {_left(roster, targets, today, out, started, args.force)}", file=sys.stderr)
+        print(f"\nsdpa-grade: interrupted: {_left(handed, targets, today, out, started, args.force)}", file=sys.stderr)
         return 130
-    _apply_deadline(roster, targets, settings, times)
+    _apply_deadline(handed, targets, settings)
     results = {name: _read(targets[name]) for name in roster}
     for mode in sorted({Result.of(r).sandbox for r in results.values()} - {""}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
@@ -228,9 +200,9 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         from autograder.render.terminal import table
 
         print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
-    print(inert(summary(stats)))
+    print(inert(summary(stats, entries.skipped)))
     found = _changes_since(args, targets, stats)
-    _dashboard(args, stats, found, _similarity(args, roster, results, out, settings))
+    _dashboard(args, stats, found, _similarity(args, handed, results, out, settings))
     unmatched = _tell(written)
     if failures:
         print(
@@ -268,21 +240,27 @@ def _deadline_notes(settings: Settings, everyone: dict, times: dict, args: Batch
     return notes
 
 
-def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict) -> None:
+def _handed_in(folder: Path, roster: dict, times: dict, settings: Settings) -> dict[str, HandedIn]:
+    """Each student's record from the gate, read once, here, before anything is graded, with its trusted time."""
+    collected = collected_by_nbgrader(folder)
+    limits = settings.limits
+    return {name: with_time(take(roster[name], limits), name, times, collected, limits) for name in roster}
+
+
+def _apply_deadline(handed: dict[str, HandedIn], targets: dict, settings: Settings) -> None:
     """The [deadline] policy, applied afresh to every graded result on every run (a changed due date, policy or
     extension re-applies without regrading): each result's score becomes the final one, the rest kept. Results
     an earlier policy penalised, now that this run has no deadline, get their raw score back, and a warning."""
     deadline = settings.deadline
     unstamped = 0
-    for name, path in roster.items():
+    for name, record_of in handed.items():
         if not targets[name].is_file():
             continue
         result = _read(targets[name])
         record = Result.of(result)
         if record.grader_error or (deadline.due is None and "late" not in record.extra_data):
             continue
-        submitted = times.get(name) or submission_time(path)
-        late = apply(deadline, name, record.raw_score, submitted)
+        late = apply(deadline, name, record.raw_score, record_of.submitted_at, record_of.time_problem)
         stamped = stamp(result, late) if deadline.due is not None else unstamp(result)
         if stamped != result:
             write_atomically(targets[name], json.dumps(stamped, indent=2))
@@ -301,7 +279,7 @@ def _apply_deadline(roster: dict, targets: dict, settings: Settings, times: dict
 NEW, GRADER_FAILED, FORCED = "new", "grader error", "--force"
 
 
-def _why(submission: Path, target: Path, today: provenance.Now) -> str:
+def _why(handed: HandedIn, target: Path, today: provenance.Now) -> str:
     """Why this student is graded now ("" to keep their result): no result yet, the grader's own failure, or
     what changed since their result was graded (provenance.stale)."""
     if not target.is_file():
@@ -309,7 +287,7 @@ def _why(submission: Path, target: Path, today: provenance.Now) -> str:
     result = _read(target)
     if Result.of(result).grader_error:
         return GRADER_FAILED
-    return provenance.stale(result, submission, today)
+    return provenance.stale(result, handed, today)
 
 
 def _counts(reasons: list[str]) -> str:
@@ -361,7 +339,7 @@ def _left(roster: dict, targets: dict, today: provenance.Now, out: Path, started
     return f"{line}: {', '.join(parts)}; run the same command again to grade the {len(rest)} left"
 
 
-def _summarise_only(roster: dict, targets: dict, args: BatchOptions, settings: Settings) -> int:
+def _summarise_only(roster: dict, targets: dict, args: BatchOptions, settings: Settings, skipped: dict) -> int:
     """--summary-only: summary and CSV of the results already written, by any machine (the merge of the shards).
 
     A merge that is not whole says so and writes nothing: a CSV with students left out would be
@@ -391,7 +369,7 @@ def _summarise_only(roster: dict, targets: dict, args: BatchOptions, settings: S
     results = {name: None if name in missing else _read(targets[name]) for name in roster}
     stats = class_results(results)
     written = _write_grades(args, stats)
-    print(inert(summary(stats)))
+    print(inert(summary(stats, skipped)))
     found = _changes_since(args, targets, stats)
     similar = _similarity(args, roster, results, next(iter(targets.values())).parent, settings) if targets else None
     _dashboard(args, stats, found, similar)
@@ -411,7 +389,7 @@ def _dashboard(args: BatchOptions, stats: ClassResults, found, similar) -> None:
     print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
 
 
-def _similarity(args: BatchOptions, roster: dict, results: dict, out: Path, settings: Settings):
+def _similarity(args: BatchOptions, handed: dict[str, HandedIn], results: dict, out: Path, settings: Settings):
     """--similarity: every pair of the class compared (similarity.py), ``similarity.csv`` written in the results
     folder and its one line printed; the Similarity (for the dashboard), or None when not asked."""
     if not args.similarity:
@@ -420,8 +398,8 @@ def _similarity(args: BatchOptions, roster: dict, results: dict, out: Path, sett
     from autograder.render.similarity import summary_line, write_csv
 
     sources, skipped = {}, {}
-    for name in roster:
-        sources[name], skipped[name] = similarity.read_source(roster[name], results.get(name), settings.limits)
+    for name, record in handed.items():
+        sources[name], skipped[name] = similarity.read_source(record, results.get(name), settings.limits)
     given = similarity.given_fingerprints(similarity.given_code())
     found = similarity.similarity(results, sources, given, skipped)
     write_csv(out / SIMILARITY_CSV, found)

@@ -111,7 +111,8 @@ def flags_of(name: str, result: dict) -> list[Flag]:
     if record.ungradable:
         found.append(Flag(name, "ungradable", record.ungradable))
     if record.late and record.late.get("missing_time"):
-        found.append(Flag(name, NO_TIME, "a deadline is set and this submission has no time: no late penalty applied"))
+        why = str(record.late.get("time_problem") or "") or "this submission has no time"
+        found.append(Flag(name, NO_TIME, f"a deadline is set and {why}: no late penalty applied"))
     choice = graded_file_text(record.extra_data)
     if choice:
         found.append(Flag(name, FILE_CHOICE, choice))

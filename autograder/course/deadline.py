@@ -14,9 +14,10 @@ The policy is the ``[deadline]`` section of the settings (config.py reads it thr
 Lateness counts from the student's due date (their extension's, where they have one), in whole days or
 hours begun: 2 hours late is 1 day late under per_day. The grace period only forgives: a submission
 inside it is on time, one after it is late by its full time since the due date. A submission's time comes
-from where it really is (nbgrader's timestamp.txt, Gradescope's submission_metadata.json, a CSV of
-times), never a file's modification time; where a time is needed and missing, nothing is taken off and
-the student is flagged for review.
+only from where the student cannot write it (nbgrader's collected timestamp.txt, Gradescope's
+submission_metadata.json outside the upload, a CSV of times: autograder/handed_in.py), never a file's
+modification time nor a time file inside the student's own upload; where a time is needed and missing, nothing
+is taken off and the student is flagged for review.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Late:
     hours_late: float  # 0 when on time (or unknown)
     extension: str  # the extended due date used, "" for none
     missing_time: bool = False  # a deadline is set and this submission's time is unknown: flagged, no penalty
+    time_problem: str = ""  # with missing_time: why there is no time (handed_in.with_time), for the flag
 
     def fields(self) -> dict:
         return {
@@ -74,6 +76,7 @@ class Late:
             "hours_late": self.hours_late,
             "extension": self.extension,
             "missing_time": self.missing_time,
+            "time_problem": self.time_problem,
         }
 
 
@@ -128,15 +131,16 @@ def parse(table: Mapping, where: str) -> Deadline:
                     MappingProxyType(moved))  # fmt: skip
 
 
-def apply(deadline: Deadline, student: str, raw_score: float, submitted_at: datetime | None) -> Late:
-    """The policy applied to one student's score."""
+def apply(deadline: Deadline, student: str, raw_score: float, submitted_at: datetime | None,
+          time_problem: str = "") -> Late:  # fmt: skip
+    """The policy applied to one student's score; ``time_problem`` says why ``submitted_at`` is None, where it is."""
     shown = submitted_at.isoformat() if submitted_at is not None else ""
     due = deadline.due_for(student)
     extension = deadline.extensions[student].isoformat() if student in deadline.extensions else ""
     if due is None:
         return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
     if submitted_at is None:
-        return Late(raw_score, 0.0, raw_score, "", 0.0, extension, missing_time=True)
+        return Late(raw_score, 0.0, raw_score, "", 0.0, extension, missing_time=True, time_problem=time_problem)
     late = submitted_at - due
     if late <= timedelta(minutes=deadline.grace_minutes) or late <= timedelta(0):
         return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
@@ -176,25 +180,13 @@ def parse_nbgrader_timestamp(text: str) -> datetime | None:
     if zone[0] in "+-":
         digits = zone[1:].replace(":", "")
         offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+        if offset >= timedelta(hours=24):  # +99:00 is no time zone: the student is flagged, not the class stopped
+            return None
         return moment.replace(tzinfo=timezone(offset if zone[0] == "+" else -offset))
     return None  # a zone name other than UTC: ambiguous without a zone database, so unknown
 
 
 TIMESTAMP = "timestamp.txt"  # nbgrader's, in each collected submission folder
-
-
-def submission_time(path: Path) -> datetime | None:
-    """The time nbgrader recorded for a student's folder (``timestamp.txt`` in it, or one level down, as in
-    ``submitted/<student>/<assignment>/``); None where there is none or it cannot be read."""
-    if not path.is_dir():
-        return None
-    for candidate in [path / TIMESTAMP, *sorted(path.glob(f"*/{TIMESTAMP}"))[:20]]:
-        try:
-            if candidate.is_file() and not candidate.is_symlink() and candidate.stat().st_size <= 1024:
-                return parse_nbgrader_timestamp(candidate.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            return None
-    return None
 
 
 def read_times(path: Path) -> dict[str, datetime]:

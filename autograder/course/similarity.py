@@ -373,27 +373,24 @@ def similarity(results: dict[str, dict | None], sources: dict[str, str | None], 
     return Similarity(pairs, code_median, behaviour_median, shown)
 
 
-def read_source(submission: Path | tuple[Path, ...], result: dict | None, limits: Limits) -> tuple[str | None, str]:
-    """The graded file's code, as the grader read it (a notebook: its code cells, not its test cells), or None and
-    why not: no such file, a symbolic link, over its size bound, not UTF-8, or changed since it was graded (its
-    SHA-256)."""
-    from autograder.submission import Ungradable, _refuse_links, choose, code_cells
+def read_source(handed, result: dict | None, limits: Limits) -> tuple[str | None, str]:
+    """The graded file's code, from the gate's record (handed_in.HandedIn: the bytes it read once; the student's
+    folder is not opened again), as the grader read it (a notebook: its code cells, not its test cells), or None and
+    why not: refused at the gate (no such file, a link, not a regular file, over its size bound), not UTF-8, or
+    changed since it was graded (its SHA-256)."""
+    from autograder.handed_in import HandedIn, take
+    from autograder.submission import code_cells, is_notebook
 
-    try:
-        choice = choose(submission, limits)
-        path = choice.path
-        _refuse_links(path, choice.root)  # a link may point anywhere on the grader's machine: never shown
-        notebook = path.suffix == ".ipynb"
-        bound = (limits.notebook_mb << 20) if notebook else (limits.source_kb << 10)
-        data = bounded.read_bytes(path, bound, "too large to compare")
-    except (Ungradable, bounded.Refused, OSError) as error:
-        return None, f"not compared: {error}"
+    if not isinstance(handed, HandedIn):  # a path: through the gate now
+        handed = take(handed, limits)
+    if handed.data is None:
+        return None, f"not compared: {handed.refused}"
     graded = Result.of(result).provenance.get("sha256")
-    if graded and graded != hashlib.sha256(data).hexdigest():
+    if graded and graded != handed.sha256:
         return None, "not compared: the file changed since it was graded"
     try:
-        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-        if notebook:
+        text = handed.data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        if is_notebook(handed.file):
             text = "\n\n".join(code for _, code in code_cells(text, limits))
     except (UnicodeDecodeError, bounded.Refused) as error:
         return None, f"not compared: {error}"

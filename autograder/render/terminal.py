@@ -37,13 +37,17 @@ def table(result: dict, width: int = 100) -> str:
 OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error", NO_TIME: "no submission time"}
 
 
-def summary(stats: ClassResults) -> str:
-    """Per check, how many passed; per named mistake, how many submissions showed it; what to review; grading times."""
+def summary(stats: ClassResults, skipped: dict[str, str] | None = None) -> str:
+    """Per check, how many passed; per named mistake, how many submissions showed it; what to review; grading times;
+    and the class folder's entries that are no student, each with why (``skipped``: handed_in.listing)."""
     lines = [f"Class summary: {len(stats.present)} submissions", "", f"{'check':<62} passed"]
     lines += [f"{name:<62} {stats.passed[name]}/{count}" for name, count in stats.seen.items()]
     lines += ["", "Named mistakes (submissions showing each):"]
     lines += [f"{count:4d}  {describe(key)}" for key, count in stats.mistakes.most_common()] or ["   none"]
     lines += ["", *_review_and_times(stats)]
+    if skipped:
+        lines += ["", f"Not graded as students ({len(skipped)} entries of the class folder):"]
+        lines += [f"   {name}: {why}" for name, why in skipped.items()]
     return "\n".join(lines)
 
 
