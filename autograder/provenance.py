@@ -8,6 +8,9 @@ across results before it adds them up. Digests are SHA-256, in hex:
 - ``checks_sha256``: of one line ``<path> <sha256 of the file>`` per file that decides a check, sorted by path:
   ``autograder/checks/*.py``, ``autograder/checks/pytest.ini`` and ``reference/attention.py`` (the checks
   compare with it); each file's own digest is kept in ``check_files``;
+- ``grader_sha256``: the same, of every file of the installed grader that decides a grade: every ``*.py``,
+  ``*.toml`` and ``*.ini`` of ``autograder/`` (the reader, the sandbox and its worker, the checks, scoring, the
+  report) and ``reference/attention.py``; a change anywhere there regrades (``GRADER``);
 - ``settings_sha256``: of the resolved settings (``settings_record``: every section, every key, numbers as
   floats) as canonical JSON (sorted keys, no spaces). Where they came from (``settings_from``) is not part of
   it: the defaults written out in a file are the defaults.
@@ -34,9 +37,11 @@ CHECKS = PACKAGE / "checks"
 NO_RECORD = "no provenance"  # graded by a grader that did not record what it graded
 FILE = "file changed"
 CHECKS_CHANGED = "checks changed"
+GRADER = "grader changed"  # the checks are the same, another file that decides a grade is not
 SETTINGS = "settings changed"
 DEVICE = "device changed"
-REASONS = (NO_RECORD, FILE, CHECKS_CHANGED, SETTINGS, DEVICE)
+REASONS = (NO_RECORD, FILE, CHECKS_CHANGED, GRADER, SETTINGS, DEVICE)
+GRADER_SUFFIXES = (".py", ".toml", ".ini")
 
 
 def _sha256(data: bytes) -> str:
@@ -53,8 +58,20 @@ def check_files() -> dict[str, str]:
 
 
 def checks_sha256(files: dict[str, str] | None = None) -> str:
-    files = check_files() if files is None else files
+    return _digest_of(check_files() if files is None else files)
+
+
+def _digest_of(files: dict[str, str]) -> str:
     return _sha256("".join(f"{name} {digest}\n" for name, digest in sorted(files.items())).encode())
+
+
+def grader_sha256() -> str:
+    """The digest of the whole installed grader: every file of ``autograder/`` that decides a grade (``*.py``,
+    ``*.toml``, ``*.ini``; not its pages' templates), and the reference, each by its path from the project's root."""
+    files = [path for path in PACKAGE.rglob("*") if path.suffix in GRADER_SUFFIXES and "__pycache__" not in path.parts]
+    named = {path.relative_to(PACKAGE.parent).as_posix(): path for path in files}
+    named["reference/attention.py"] = Path(importlib.util.find_spec("reference.attention").origin)
+    return _digest_of({name: _sha256(path.read_bytes()) for name, path in named.items()})
 
 
 def settings_record(settings: Settings) -> dict:
@@ -120,6 +137,7 @@ def _record(graded: str | None, sha256: str | None, graded_at: str, settings: Se
         "grader_version": version(),
         "device": device,
         "checks_sha256": checks_sha256(files),
+        "grader_sha256": grader_sha256(),
         "settings_sha256": settings_sha256(settings),
         "settings_from": settings.source,
         "check_files": files,
@@ -139,12 +157,13 @@ class Now:
     """What a grading started now would record, but for the file: the checks, the settings, the device."""
 
     checks_sha256: str
+    grader_sha256: str
     settings_sha256: str
     device: str
 
 
 def now(settings: Settings, device: str) -> Now:
-    return Now(checks_sha256(), settings_sha256(settings), device)
+    return Now(checks_sha256(), grader_sha256(), settings_sha256(settings), device)
 
 
 def stale(result: dict, handed: HandedIn | Path | tuple[Path, ...], today: Now) -> str:
@@ -161,6 +180,8 @@ def stale(result: dict, handed: HandedIn | Path | tuple[Path, ...], today: Now) 
         return FILE
     if found["checks_sha256"] != today.checks_sha256:
         return CHECKS_CHANGED
+    if found.get("grader_sha256") != today.grader_sha256:  # a result from before it was recorded: graded again
+        return GRADER
     if found["settings_sha256"] != today.settings_sha256:
         return SETTINGS
     if found.get("device") != today.device:

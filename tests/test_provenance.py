@@ -109,6 +109,31 @@ def test_stale_names_the_first_thing_that_changed(tmp_path):
     assert provenance.stale(result, submission, now) == provenance.FILE
 
 
+def test_a_change_anywhere_in_the_grader_regrades_and_says_so(tmp_path, monkeypatch):
+    """A fix in the worker, the reader or scoring (not the checks) makes every result stale as "grader changed";
+    a result recorded before the grader's digest was is stale the same way."""
+    import shutil
+
+    settings = load_settings(environ={})
+    submission = tmp_path / "bo.py"
+    submission.write_text(REFERENCE.read_text())
+    grading = read(Grading(submission, settings, folder=tmp_path))
+    result = {"extra_data": {"provenance": provenance.record(grading)}}
+    installed = tmp_path / "site" / "autograder"
+    shutil.copytree(ROOT / "autograder", installed, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(provenance, "PACKAGE", installed)
+    monkeypatch.setattr(provenance, "CHECKS", installed / "checks")
+    assert provenance.stale(result, submission, provenance.now(settings, "cpu")) == ""
+    for fixed in ("sandbox/student_side/serving.py", "scoring.py", "submission.py", "bounded.py"):
+        path = installed / fixed
+        original = path.read_text()
+        path.write_text(original + "\n# a fix\n")
+        assert provenance.stale(result, submission, provenance.now(settings, "cpu")) == provenance.GRADER, fixed
+        path.write_text(original)
+    older = {"extra_data": {"provenance": {**provenance.of(result), "grader_sha256": None}}}
+    assert provenance.stale(older, submission, provenance.now(settings, "cpu")) == provenance.GRADER
+
+
 def _results(folder: Path, by_settings: dict[str, list[str]]) -> None:
     """Results as shards write them (a merge only reads them), each with the provenance of its settings file."""
     folder.mkdir()
