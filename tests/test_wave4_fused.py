@@ -3,7 +3,10 @@
 Three attacks of the fourth wave scored full marks with the integrity check passed (55/55 each on 9d06009): the
 block undone from inside the process (its torch.library.Library's finalizer, listed in weakref.finalize's registry),
 ``torch.vmap`` over the fused function (functorch's batched kernels were not blocked), and torch's own multi-head
-attention source run through ``code.InteractiveInterpreter().runsource``. Each is an overlay under
+attention source run through ``code.InteractiveInterpreter().runsource``; issue 44 added torch's own attention
+written in Python (torch.onnx.ops' eager Attention-23), called directly (its import builds code: it did not load) and
+with the texts that import compiles carried as string constants (55/55, integrity passed, on 139c778: the guard took
+any string constant of the file as code). Each is an overlay under
 tests/submissions/overlays, graded here with the worker as root and as an unprivileged user (its exact grade in
 tests/grading_cases.py). The probes below check the mechanisms in one sandbox each: the dispatcher block, which no
 route from Python undoes, and the worker's code guard (an audit hook), which refuses code built at run time while
@@ -17,13 +20,13 @@ import json
 import pytest
 import torch
 
-from autograder.checks.integrity import tampering
+from autograder.checks.integrity import fused_uses, tampering
 from autograder.submission import notebook_source
 from tests.attacks import MODES, assert_costs_only_its_points, grade_all, overlaid
-from tests.helpers import SUBMISSIONS
+from tests.helpers import REFERENCE, SUBMISSIONS
 from tests.test_sandbox import sandbox
 
-WAVE = ("fused_undo_block", "fused_vmap", "fused_interpreter_mha")
+WAVE = ("fused_undo_block", "fused_vmap", "fused_interpreter_mha", "fused_onnx_attention", "fused_onnx_smuggled")
 NOT_AVAILABLE = "not available in this assignment"
 BUILT_AT_RUN_TIME = "NotAvailable: building code at run time"
 
@@ -136,7 +139,10 @@ GUARD_PROBE = """
 import builtins, code, collections, gc, importlib, importlib.util, marshal, sys, types
 import torch.nn.functional as F
 
-exec("CONSTANT = 1")  # code given as a constant: the static scan reads it, the guard lets it run
+try:  # a notebook cell's wrapper, as the read stage writes it (submission._as_cell): the guard lets its cell run
+    exec(compile('CONSTANT = 1', 'cell1/attention.py', 'exec'), globals())
+except Exception as error:
+    print('cell 1 raised', type(error).__name__, error)
 
 def _respec():
     spec = importlib.util.spec_from_file_location("functional_again", F.__file__)
@@ -150,6 +156,9 @@ REFUSED = {
     "runsource": lambda: code.InteractiveInterpreter({}).runsource("x = " + "1"),
     "exec": lambda: exec("x = " + "1"),
     "eval": lambda: eval("1 + " + "1"),
+    # a string constant of the file is not code the guard runs (issue 44), nor a cell's source compiled elsewhere
+    "exec_constant": lambda: exec("x = 1"),
+    "cell_elsewhere": lambda: exec(compile('CONSTANT = 1', 'cell1/attention.py', 'exec'), {}),
     "compile_tree": lambda: compile(__import__("ast").Module([], []), "x", "exec"),
     "FunctionType": lambda: types.FunctionType((lambda: 0).__code__, {}),
     "code_replace": lambda: (lambda: 0).__code__.replace(co_name="again"),
@@ -209,14 +218,15 @@ def attention_scores(Q, K):
 @pytest.mark.timeout(300)
 def test_code_built_at_run_time_is_refused_and_honest_code_runs(tmp_path):
     """Every way tried to build or run code at run time is refused in the student's sandbox, also after the
-    builtins and the worker's globals are replaced; imports, namedtuple and code given as a constant run."""
+    builtins and the worker's globals are replaced, and so is code given as a string constant; imports, namedtuple
+    and a notebook cell run by its wrapper run."""
     with sandbox(tmp_path, GUARD_PROBE) as box:
         assert box.load().ok, box.load_reply
         found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=60)
     assert found.ok, found.describe()
     found = found.value
-    refused = {"runsource", "exec", "eval", "compile_tree", "reload", "respec", "compile_torch_file", "timeit",
-               "pickle", "marshal", "exec_after_patching"}  # fmt: skip
+    refused = {"runsource", "exec", "eval", "exec_constant", "cell_elsewhere", "compile_tree", "reload", "respec",
+               "compile_torch_file", "timeit", "pickle", "marshal", "exec_after_patching"}  # fmt: skip
     for name in refused:
         assert found.pop(name).startswith(BUILT_AT_RUN_TIME), name
     assert found.pop("FunctionType") == (
@@ -235,9 +245,11 @@ def test_code_built_at_run_time_is_refused_and_honest_code_runs(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_a_notebooks_cells_still_load_under_the_guard(tmp_path):
-    """The grader runs a notebook's cells as compile() of constants: they load, exec of a constant in a cell too."""
+    """The grader runs a notebook's cells as compile() of their sources: they load; exec of a constant in a cell is
+    refused, which stops that cell alone."""
     cells = [
-        {"cell_type": "code", "metadata": {}, "source": "import torch\nexec('DOUBLE = 2')"},
+        {"cell_type": "code", "metadata": {}, "source": "import torch\nDOUBLE = 2"},
+        {"cell_type": "code", "metadata": {}, "source": "exec('DOUBLE = 3')"},
         {
             "cell_type": "code",
             "metadata": {},
@@ -276,3 +288,12 @@ def test_the_wave_leaves_evidence_only_where_code_is_built():
     sources = {name: (SUBMISSIONS / "overlays" / f"{name}.py").read_text() for name in WAVE}
     assert "builds_code" in tampering(sources["fused_interpreter_mha"])
     assert tampering(sources["fused_undo_block"]) == tampering(sources["fused_vmap"]) == {}
+
+
+def test_torchs_attention_in_python_is_found_in_the_source():
+    """Both issue-44 attacks name torch.onnx.ops in the source, where integrity finds it even when the file does not
+    load; the reference names no attention of torch's."""
+    for name in ("fused_onnx_attention", "fused_onnx_smuggled"):
+        found = fused_uses((SUBMISSIONS / "overlays" / f"{name}.py").read_text())
+        assert any(place.endswith("import of torch.onnx.ops") for place in found), (name, found)
+    assert fused_uses(REFERENCE.read_text()) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import types
 
@@ -9,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.sandbox.student_side import recording, serving
+from tests.helpers import REFERENCE
 
 
 def test_fused_attention_in_a_thread_is_recorded():
@@ -25,3 +27,28 @@ def test_fused_attention_in_a_thread_is_recorded():
     x = torch.randn(1, 4, 3)
     reply = serving._call(types.SimpleNamespace(sdpa=sdpa), {"target": "sdpa", "args": [x, x, x]})
     assert any("scaled_dot_product" in op for op in reply["ops"]), reply["ops"]
+
+
+def test_torchs_attention_written_in_python_is_recorded_by_name():
+    """torch.onnx.ops' eager Attention-23 (Q K^T, softmax, @ V in torch's own Python) is in the call's record, named
+    by its module and function (issue 44)."""
+    import torch.onnx.ops
+
+    attention = torch.onnx.ops.aten_decompositions()[torch.ops.onnx.Attention.opset23]
+
+    def attend(Q, K, V):
+        return attention(Q, K, V, softmax_precision=1)[0]
+
+    x = torch.randn(1, 1, 4, 3)
+    reply = serving._call(types.SimpleNamespace(attend=attend), {"target": "attend", "args": [x, x, x]})
+    assert reply["ops"] == ["torch.onnx.ops._impl.attention_23"], reply["ops"]
+
+
+def test_the_references_own_attention_records_nothing():
+    """The submission's own functions (in attention.py) are its work, whatever their names: nothing is recorded."""
+    spec = importlib.util.spec_from_file_location("attention", REFERENCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.randn(2, 4, 3)
+    request = {"target": "scaled_dot_product_attention", "args": [x, x, x], "kwargs": {"is_causal": True}}
+    assert serving._call(module, request)["ops"] == []

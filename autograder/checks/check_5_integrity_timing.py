@@ -16,21 +16,18 @@ def _integrity(request, source, function):
         student = request.getfixturevalue("loaded")
     except StudentFault:
         _tampering(tamper)  # what an attack leaves in the source is flagged even when the submission does not load
+        _fused_source(fused_uses(source))  # and so is torch's attention it reaches for
         raise
     static = fused_uses(source)
     ran = sorted(student.ops.get(function, ()))
     reach = dynamic_reach(source)
     if ran:
         flag(
-            f"{function} ran PyTorch's fused attention ({', '.join(ran[:3])}); the assignment is to write it yourself",
+            f"{function} ran PyTorch's fused attention or its attention written in Python ({', '.join(ran[:3])});"
+            " the assignment is to write it yourself",
             "fused_ran",
         )
-    if static:
-        flag(
-            f"attention.py uses PyTorch's fused attention ({'; '.join(static[:3])}); the assignment is to write it"
-            " yourself",
-            "fused_source",
-        )
+    _fused_source(static)
     if reach:
         flag(
             f"attention.py reaches into torch's internals or the grader's worker, or builds names at run time"
@@ -38,6 +35,16 @@ def _integrity(request, source, function):
             "dynamic_reach",
         )
     _tampering(tamper)
+
+
+def _fused_source(static: list[str]) -> None:
+    """Flag the submission for the places where its source reaches for torch's attention, fused or in Python."""
+    if static:
+        flag(
+            f"attention.py uses PyTorch's fused attention or its attention written in Python ({'; '.join(static[:3])});"
+            " the assignment is to write it yourself",
+            "fused_source",
+        )
 
 
 def _tampering(found: dict[str, list[str]]) -> None:

@@ -44,10 +44,14 @@ def _tree(source: str, deadline: float) -> ast.AST | None:
 
 
 FUSED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")
+# torch's own attention written in Python (issue 44): the functions, and the modules that hold them
+PYTHON_ATTENTION = ("attention_23", "math_attention", "sdpa_dense", "flex_attention")
+ATTENTION_MODULES = ("torch.onnx", "torch.nn.attention.flex_attention", "torch._higher_order_ops.flex_attention")
 
 
 def fused_uses(source: str, depth: int = 3) -> list[str]:
-    """Places where the source reaches for PyTorch's fused attention (``F.scaled_dot_product_attention``, ...).
+    """Places where the source reaches for PyTorch's fused attention (``F.scaled_dot_product_attention``, ...) or its
+    attention written in Python (``torch.onnx.ops.attention``, flex attention's ``math_attention``, ...).
 
     String literals that are themselves Python (a notebook's cells, code given to exec) are
     searched too, ``depth`` levels deep. A source too deep to scan is ``dynamic_reach``'s finding.
@@ -65,10 +69,16 @@ def _fused_uses(source: str, depth: int, deadline: float) -> list[str]:
         return []
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _is_fused(node.attr):
+        if isinstance(node, ast.Attribute) and (
+            _is_fused(node.attr) or (node.attr == "attention" and _call_name(node.value) == "ops")
+        ):
             owner = node.value
             if not (isinstance(owner, ast.Name) and owner.id == "self"):
                 found.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and (
+            modules := [m for m in _imported(node) if m.startswith(ATTENTION_MODULES)]
+        ):
+            found.append(f"line {node.lineno}: import of {modules[0]}")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
             found += [f"line {node.lineno}: import of {alias.name}" for alias in node.names if _is_fused(alias.name)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
@@ -79,7 +89,21 @@ def _fused_uses(source: str, depth: int, deadline: float) -> list[str]:
 
 
 def _is_fused(name: str) -> bool:
-    return name in FUSED_NAMES or name.startswith("_scaled_dot_product") or "flash_attention" in name
+    return (
+        name in FUSED_NAMES
+        or name in PYTHON_ATTENTION
+        or name.startswith("_scaled_dot_product")
+        or "flash_attention" in name
+    )
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules an import statement names: ``import a.b`` -> a.b; ``from a import b`` -> a and a.b."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level or not node.module:
+        return []
+    return [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
 
 
 # Names that reach around the assignment or the grader: torch's dispatch internals (which can switch

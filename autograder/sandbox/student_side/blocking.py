@@ -100,39 +100,64 @@ _CODE_EVENTS = frozenset({"compile", "exec", "marshal.loads"})
 _LIBRARIES = frozenset({"libnvidia-ml.so.1"})
 
 
-def _code_constants(source: bytes, depth: int = 3) -> frozenset[bytes]:
-    """The string constants of ``source``, and of the strings in it that are Python (``depth`` deep), as UTF-8:
-    the code a submission gives as constants (a notebook's cells, ``exec("...")``), which the static scan reads."""
+_CELL_NAME = re.compile(r"cell[1-9][0-9]{0,5}/attention\.py")
+
+
+def _cell_sources(source: bytes) -> frozenset[tuple[bytes, str]]:
+    """The notebook cells the read stage wrote into ``source`` (submission._as_cell), as (UTF-8 source, file name):
+    each a statement at the file's top level of exactly the shape ``try: exec(compile(<cell's source>,
+    'cellN/attention.py', 'exec'), globals()) except ...``. No other string of the file is code the guard runs."""
     import ast
 
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
-    found: set[bytes] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+    found = set()
+    for node in tree.body:
+        if not (isinstance(node, ast.Try) and len(node.body) == 1 and isinstance(node.body[0], ast.Expr)):
+            continue
+        run = node.body[0].value
+        if not (_called(run, "exec", 2) and _called(run.args[0], "compile", 3) and _called(run.args[1], "globals", 0)):
+            continue
+        code, name, mode = (
+            argument.value if isinstance(argument, ast.Constant) else None for argument in run.args[0].args
+        )
+        if isinstance(code, str) and isinstance(name, str) and _CELL_NAME.fullmatch(name) and mode == "exec":
             try:
-                text = node.value.encode()
+                found.add((code.encode(), name))
             except UnicodeEncodeError:
                 continue
-            found.add(text)
-            if depth > 0 and node.value.strip():
-                found |= _code_constants(text, depth - 1)
     return frozenset(found)
+
+
+def _called(node, name: str, arguments: int) -> bool:
+    """Whether ``node`` is ``name(...)`` with ``arguments`` positional arguments and no keywords."""
+    import ast
+
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == name
+        and len(node.args) == arguments
+        and not node.keywords
+    )
 
 
 def _guard_code(path: str) -> None:
     """Before the submission runs: an audit hook (PEP 578, which nothing in Python can remove) refuses code built at
     run time and the ways around the fused-kernel block.
 
-    Refused (``NotAvailable``): compiling source that is neither the submission's own (its file, and the strings
-    in it: a notebook's cells) nor the bytes of a file on a read-only mount (an import of torch's or Python's
-    modules); code or functions made from parts (``types.CodeType``, ``code.replace``, ``types.FunctionType``),
-    ``marshal`` of anything but an import's cached bytecode, running a module that was already imported a second
-    time (``importlib.reload``, a module loaded again from torch's file, which would bring back what
-    ``_block_fused`` replaced), ``gc.get_objects`` / ``get_referrers`` / ``get_referents``, and ctypes loading a
-    library by name (``CDLL(None)``, the program's own symbols, stays: libtorch's are not among them).
+    Refused (``NotAvailable``): compiling source that is neither the submission's own file, nor a notebook cell's
+    source compiled by the cell's own wrapper (``_cell_sources``: from the file's top-level code, under the cell's
+    name), nor the bytes of a file on a read-only mount (an import of torch's or Python's modules). Any other string
+    of the file is not accepted as code: carried as a constant, a text that a library compiles (the dataclasses of
+    ``torch.onnx``, whose eager attention is torch's own, issue 44) would otherwise pass as the student's. Code
+    or functions made from parts (``types.CodeType``, ``code.replace``, ``types.FunctionType``), ``marshal`` of
+    anything but an import's cached bytecode, running a module that was already imported a second time
+    (``importlib.reload``, a module loaded again from torch's file, which would bring back what ``_block_fused``
+    replaced), ``gc.get_objects`` / ``get_referrers`` / ``get_referents``, and ctypes loading a library by name
+    (``CDLL(None)``, the program's own symbols, stays: libtorch's are not among them).
     ``collections.namedtuple`` keeps compiling its one line (its names are checked identifiers).
     The hook's state is immutable and bound at definition (no global or builtin is looked up when it runs), so
     replacing the worker's globals or builtins does not change what it refuses."""
@@ -141,14 +166,16 @@ def _guard_code(path: str) -> None:
 
     with open(path, "rb") as handle:
         own = handle.read()
-    allowed = _code_constants(own) | {own}
+    cells = _cell_sources(own)
     loaded = frozenset(
         file for module in list(sys.modules.values()) if isinstance(file := getattr(module, "__file__", None), str)
     )
     # the devices the sandbox may write (its private tmpfs mounts); where there are none (a sandbox without a mount
     # namespace: the scratch folder on the same file system as Python's), files there cannot be told apart this way
     writable = _devices(os.getcwd(), "/tmp", "/dev/shm") - _devices(os.__file__, sys.modules["torch"].__file__)
-    sys.addaudithook(_code_hook(allowed, loaded, writable, collections.namedtuple.__code__,
+    # the file's name as its code has it (importlib makes the path absolute) or as it was given
+    names = frozenset({path, os.path.abspath(path)})
+    sys.addaudithook(_code_hook(own, cells, names, loaded, writable, collections.namedtuple.__code__,
                                 external._compile_bytecode.__code__))  # fmt: skip
 
 
@@ -164,7 +191,9 @@ def _devices(*paths: str) -> frozenset[int]:
 
 
 def _code_hook(
-    allowed,
+    own,
+    cells,
+    names,
     loaded,
     writable,
     namedtuple,
@@ -205,8 +234,16 @@ def _code_hook(
                 pass
         if event == "compile" and content is not None:
             name = args[1]
-            if content in allowed or frame(1).f_code == namedtuple:
+            caller = frame(1).f_code
+            if content == own or caller == namedtuple:
                 return
+            if (
+                type(name) is str
+                and (content, name) in cells
+                and caller.co_filename in names
+                and caller.co_name == "<module>"
+            ):
+                return  # a notebook cell, compiled by its wrapper at the top of the file the read stage wrote
         elif event == "marshal.loads":  # an import's cached bytecode, checked against its file below
             caller, skip = frame(1), 16
             if caller.f_code == bytecode:

@@ -1,7 +1,8 @@
 """Recording, in a worker's child, what the student's code did during a call: evidence, never a grade.
 
-The fused-attention ops it ran (``_recorder``: a torch function mode and a dispatch mode, on every thread the
-submission starts: ``_record_threads``), and which of the submission's own functions the call entered (``_entered``),
+The fused-attention ops it ran and the library functions written in Python that compute attention it reached
+(``_recorder``: a torch function mode and a dispatch mode, on every thread the submission starts: ``_record_threads``),
+and which of the submission's own functions the call entered (``_entered``),
 for the hint "it builds on X". Runs beside student code: the standard library and torch only
 (student_side/__init__.py).
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import sys
 import types
 
 if __package__:  # the grader's side: the project's tests call these in their own process
@@ -18,8 +21,32 @@ else:  # beside the student: the worker's library folder holds this folder's mod
     from blocking import FORBIDDEN
 
 
+# A library function whose name says it computes attention (torch.onnx.ops' ``attention_23``, flex attention's
+# ``math_attention``, ``multi_head_attention_forward``, ...), and how many frames below a torch call are looked at
+ATTENTION_WORDS = ("attention", "sdpa")
+_CALLER_FRAMES = 8
+
+
+def _library_attention(frame) -> str | None:
+    """The library function that computes attention among the callers of a torch function (``frame`` and up): each
+    frame until the submission's own (its file, or a notebook cell's: named attention.py), as ``module.qualname``."""
+    for _ in range(_CALLER_FRAMES):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if os.path.basename(code.co_filename) == "attention.py":
+            return None  # the submission's own functions are its own work
+        name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11
+        if any(word in name.lower() for word in ATTENTION_WORDS):
+            return f"{frame.f_globals.get('__name__', '?')}.{name}"
+        frame = frame.f_back
+    return None
+
+
 def _recorder(seen: set | None = None):
-    """Context managers that note every fused-attention op the student's code runs (in ``seen``)."""
+    """Context managers that note every fused-attention op the student's code runs (in ``seen``), and every library
+    function written in Python that computes attention which called a torch function (torch's own attention is
+    attention, fused or not: issue 44)."""
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -32,6 +59,8 @@ def _recorder(seen: set | None = None):
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             note(getattr(func, "__name__", str(func)))
+            if (library := _library_attention(sys._getframe(1))) is not None:
+                seen.add(library)
             return func(*args, **(kwargs or {}))
 
     class Ops(TorchDispatchMode):
