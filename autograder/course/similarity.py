@@ -5,10 +5,10 @@ converge on the same few lines:
 
 - **code**: the share of winnowed k-gram fingerprints (Schleimer, Wilkerson and Aiken 2003, as MOSS and
   copydetect use them) the two files have in common, after normalising what a copier changes: the tokens of
-  ``tokenize`` with every name the file binds renamed to one placeholder, comments, docstrings and layout dropped,
-  the top-level functions and classes sorted, and every fingerprint of the code the course hands out (the student
-  template, the notebook's given cells and nbgrader's stubs) removed. Each shared fingerprint keeps its lines in
-  both files, so that the dashboard can mark them.
+  ``tokenize``, each name as Python reads it (NFKC), with every name the file binds renamed to one placeholder,
+  comments, docstrings and layout dropped, the top-level functions and classes sorted, and every fingerprint of the
+  code the course hands out (the student template, the notebook's given cells and nbgrader's stubs) removed. Each
+  shared fingerprint keeps its lines in both files, so that the dashboard can mark them.
 - **behaviour**: what the two results say alike, from their structured fields: per scored check, the answer
   (passed, or the outcome, the named mistake and the feedback's wording with its numbers masked, since every
   grading draws its own inputs). Agreeing answers weigh by how rare they are in the class (``-ln(share)``), so a
@@ -22,6 +22,7 @@ Nothing here prints or words anything: render/similarity.py writes the sentences
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import io
 import keyword
@@ -29,7 +30,9 @@ import math
 import re
 import statistics
 import tokenize
+import unicodedata
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +47,7 @@ from autograder.status import Status, passed
 K = 12  # tokens per k-gram: shorter than the shortest body worth comparing, longer than an idiom (`Q @ K.mT`)
 WINDOW = 4  # winnowing window: any match of K + WINDOW - 1 tokens is certain to leave a shared fingerprint
 MAX_TOKENS = 20_000  # a file with more tokens than this is not compared (about 10x an honest submission)
-MAX_NESTING = 60  # brackets nested deeper than this: not parsed (an honest file nests about 5)
+MAX_NESTING = 60  # brackets nested deeper than this are set aside, not parsed (an honest file nests about 5)
 # A pair is flagged when it stands this many robust standard deviations above the class's typical pair on each kind
 # of evidence, and passes each floor. Code must stand out further: behaviour is the guard against convergent code,
 # and a copy of a file with one common mistake shares only that one wrong answer (about 2 nats for 1 in 8).
@@ -103,6 +106,7 @@ class Similarity:
     code_median: float
     behaviour_median: float
     sources: dict[str, str] = field(default_factory=dict)  # student -> the text compared (for the side-by-side)
+    not_compared: dict[str, str] = field(default_factory=dict)  # student -> why their file gave no code evidence
 
     @property
     def flagged(self) -> list[Pair]:
@@ -112,20 +116,84 @@ class Similarity:
 # --- code -----------------------------------------------------------------------------------------------------
 
 
-def _tokens(text: str) -> list[tokenize.TokenInfo]:
-    """The file's tokens, refused (ValueError) past MAX_TOKENS or MAX_NESTING before anything parses it."""
-    found, depth = [], 0
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        found.append(token)
+Span = tuple[tuple[int, int], tuple[int, int]]  # (row, column) of a stretch's start and of its end
+
+
+def _bounded(tokens: Iterable[tokenize.TokenInfo]) -> Iterator[tokenize.TokenInfo]:
+    for count, token in enumerate(tokens, 1):
+        if count > MAX_TOKENS:
+            raise ValueError(f"more than {MAX_TOKENS} tokens")
+        yield token
+
+
+def _names(tokens: Iterable[tokenize.TokenInfo]) -> Iterator[tokenize.TokenInfo]:
+    """Each name as Python reads it: the pieces ``tokenize`` splits one name into (``a·b``: a middle dot continues a
+    name, but is no ``\\w``) joined, and every name folded by NFKC (``ｘ`` is ``x``), in one pass."""
+    run: list[tokenize.TokenInfo] = []
+    for token in tokens:
+        piece = token.type in (tokenize.NAME, tokenize.ERRORTOKEN, tokenize.NUMBER)
+        if run and piece and token.start == run[-1].end and ("a" + token.string).isidentifier():
+            run.append(token)  # checked piece by piece: the name is joined once, when it ends
+            continue
+        if run:
+            yield _joined(run)
+            run = []
+        if token.type == tokenize.NAME or (token.type == tokenize.ERRORTOKEN and token.string.isidentifier()):
+            run = [token]
+        else:
+            yield token
+    if run:
+        yield _joined(run)
+
+
+def _joined(run: list[tokenize.TokenInfo]) -> tokenize.TokenInfo:
+    name = "".join(token.string for token in run)
+    name = name if name.isascii() else unicodedata.normalize("NFKC", name)
+    return tokenize.TokenInfo(tokenize.NAME, name, run[0].start, run[-1].end, run[0].line)
+
+
+def _tokens(text: str) -> tuple[list[tokenize.TokenInfo], list[Span]]:
+    """The file's tokens (names as Python reads them), refused (ValueError) past MAX_TOKENS before anything parses
+    it. Brackets nested past MAX_NESTING are set aside, not refused: their tokens are left out, and the inside of
+    each bracket at MAX_NESTING that holds them is returned, for the parser to be spared it too."""
+    found, deep, depth = [], [], 0
+    inside: tokenize.TokenInfo | None = None  # the bracket at MAX_NESTING now open
+    nested = False  # whether it holds a deeper one
+    for token in _names(_bounded(tokenize.generate_tokens(io.StringIO(text).readline))):
         if token.type == tokenize.OP and token.string in "([{":
             depth += 1
-            if depth > MAX_NESTING:
-                raise ValueError(f"brackets nest more than {MAX_NESTING} deep")
+            inside, nested = (token, False) if depth == MAX_NESTING else (inside, nested or depth > MAX_NESTING)
         elif token.type == tokenize.OP and token.string in ")]}":
             depth -= 1
-        if len(found) > MAX_TOKENS:
-            raise ValueError(f"more than {MAX_TOKENS} tokens")
-    return found
+            if depth == MAX_NESTING - 1 and inside is not None and nested:
+                deep.append((inside.end, token.start))
+            if depth < MAX_NESTING:
+                inside = None
+            if depth >= MAX_NESTING:
+                continue
+        if depth <= MAX_NESTING:
+            found.append(token)
+    return found, deep
+
+
+def _shallow(text: str, deep: list[Span]) -> str:
+    """The text with the inside of each bracket in ``deep`` written as ``0`` (an expression wherever an inside
+    stands: ``(0)``, ``[0]``, ``f(0)``, ``x[0]``, ``{0}``), every line kept with its number: one pass over the lines."""
+    lines = io.StringIO(text).readlines()
+    cuts: dict[int, list[tuple[int, int, str]]] = {}
+    for (row, column), (end_row, end_column) in deep:
+        for r in range(row, end_row + 1):
+            stop = end_column if r == end_row else len(lines[r - 1])
+            cuts.setdefault(r, []).append((column if r == row else 0, stop, "0" if r == row else ""))
+    for r, spans in cuts.items():
+        line, kept, at = lines[r - 1], [], 0
+        for first, stop, lead in spans:  # in order along the line, apart
+            blank = "".join("\n" if c == "\n" else " " for c in line[first:stop])
+            blank = lead + (blank[1:] if lead and blank[:1] == " " else blank)  # "0" on a space, or before the "\n"
+            kept += [line[at:first], blank]
+            at = stop
+        lines[r - 1] = "".join(kept) + line[at:]
+    return "".join(lines)
 
 
 def _names_and_docstrings(tree: ast.AST) -> tuple[set[str], set[int]]:
@@ -154,26 +222,34 @@ def _names_and_docstrings(tree: ast.AST) -> tuple[set[str], set[int]]:
 def normalised(text: str) -> list[tuple[str, int]]:
     """The file as (token, line) pairs a copier's changes leave alone: names it binds renamed, comments, docstrings
     and layout dropped, top-level functions and classes sorted by their normalised text. Raises ValueError or
-    SyntaxError for a file that cannot be read so."""
-    tokens = _tokens(text)
-    tree = ast.parse(text)
+    SyntaxError for a file that cannot be read so. A file whose tree ``ast`` refuses to build for its depth (a line of
+    3,000 unary minuses: Python's own bound) is read from its tokens alone (``_read_without_tree``)."""
+    tokens, deep = _tokens(text)
+    try:
+        tree = ast.parse(_shallow(text, deep) if deep else text)
+    except (RecursionError, MemoryError):  # the parser's own bounds on depth, reached without brackets
+        return _chunked(tokens, *_read_without_tree(tokens))
     bound, docstrings = _names_and_docstrings(tree)
     spans = [(node.lineno if not getattr(node, "decorator_list", None) else min(d.lineno for d in node.decorator_list),
               node.end_lineno, isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
              for node in tree.body]  # fmt: skip
+    renamed = {i for i, token in enumerate(tokens) if token.type == tokenize.NAME and token.string in bound}
+    return _chunked(tokens, renamed, docstrings, spans)
+
+
+def _chunked(tokens: list[tokenize.TokenInfo], renamed: set[int], docstrings: set[int],
+             spans: list[tuple[int, int, bool]]) -> list[tuple[str, int]]:  # fmt: skip
+    """The tokens normalised: those in ``renamed`` (but attributes and keywords) as the placeholder, docstrings,
+    comments and layout dropped, each top-level statement (``spans``: first line, last line, a definition) a chunk,
+    the definitions sorted after the rest."""
     chunks: list[list[tuple[str, int]]] = [[] for _ in spans]
     owners: dict[int, int] = {line: i for i, (first, last, _) in enumerate(spans) for line in range(first, last + 1)}
     previous = ""
-    for token in tokens:
+    for i, token in enumerate(tokens):
         if token.type in _SKIP or (token.type == tokenize.STRING and token.start[0] in docstrings):
             continue
         line = token.start[0]
-        if (
-            token.type == tokenize.NAME
-            and token.string in bound
-            and previous != "."
-            and not keyword.iskeyword(token.string)
-        ):
+        if i in renamed and previous != "." and not keyword.iskeyword(token.string):
             word = PLACEHOLDER
         elif token.type == tokenize.NEWLINE:
             word = ";"
@@ -186,6 +262,78 @@ def normalised(text: str) -> list[tuple[str, int]]:
     kept = [chunk for chunk, (_, _, definition) in zip(chunks, spans) if not definition]
     definitions = sorted((chunk for chunk, (_, _, d) in zip(chunks, spans) if d), key=lambda c: [w for w, _ in c])
     return [token for chunk in kept + definitions for token in chunk]
+
+
+_BUILTINS = frozenset(dir(builtins))
+_DEFINES = {"def", "class", "async", "@"}
+
+
+def _read_without_tree(tokens: list[tokenize.TokenInfo]) -> tuple[set[int], set[int], list[tuple[int, int, bool]]]:
+    """What ``normalised`` takes from the tree, read from the tokens alone, in two passes: every name renamed but
+    builtins, imported names and a call's keyword arguments (the tree renames the names the file binds: the same in an
+    honest file, but for a builtin it rebinds); a statement of strings alone as a docstring; each statement that
+    starts at the left margin a top-level span, a decorator's joined to what it decorates. Linear in the tokens."""
+    imported, parameters = set(), set()
+    statement: list[tokenize.TokenInfo] = []
+    for token, inside in zip(tokens, _in_parameters(tokens)):
+        if token.type == tokenize.NEWLINE:
+            if statement and statement[0].string in ("import", "from"):
+                imported |= {t.string for t in statement if t.type == tokenize.NAME}
+            statement = []
+        elif token.type not in _SKIP:
+            statement.append(token)
+        if inside and token.type == tokenize.NAME:
+            parameters.add(token.string)
+    renamed, docstrings, spans = set(), set(), []
+    level, depth, first, strings_only, decorator = 0, 0, None, True, False
+    significant = [i for i, token in enumerate(tokens) if token.type not in _SKIP]
+    following = dict(zip(significant, significant[1:]))
+    for i, (token, inside) in enumerate(zip(tokens, _in_parameters(tokens))):
+        if token.type == tokenize.INDENT:
+            level += 1
+        elif token.type == tokenize.DEDENT:
+            level -= 1
+        if token.type in _SKIP:
+            continue
+        if first is None:  # a statement starts
+            first, strings_only = token, True
+            if level == 0 and not (spans and decorator):  # after a decorator, what it decorates: the same span
+                spans.append((token.start[0], token.end[0], token.string in _DEFINES))
+            if level == 0:
+                decorator = token.string == "@"
+        if token.type == tokenize.NEWLINE:
+            if strings_only and first.type == tokenize.STRING:
+                docstrings.update(range(first.start[0], token.start[0] + 1))
+            first = None
+        elif token.type != tokenize.STRING:
+            strings_only = False
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+        if spans:
+            spans[-1] = (spans[-1][0], token.end[0], spans[-1][2])
+        if token.type != tokenize.NAME or token.string in _BUILTINS or token.string in imported:
+            continue
+        argument = depth > 0 and not inside and tokens[following.get(i, i)].string == "="  # f(dim=...)
+        if not argument or token.string in parameters:  # a keyword the file's own functions take: a name it binds
+            renamed.add(i)
+    return renamed, docstrings, spans
+
+
+def _in_parameters(tokens: list[tokenize.TokenInfo]) -> Iterator[bool]:
+    """For each token, whether it stands in a ``def``'s parameter list."""
+    depth, opened = 0, None  # the depth of the parameter list's own bracket, while in one
+    for i, token in enumerate(tokens):
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+            if opened is None and token.string == "(" and i >= 2 and tokens[i - 2].string == "def":
+                opened = depth
+        elif token.type == tokenize.OP and token.string in ")]}":
+            if depth == opened:
+                opened = None
+            depth -= 1
+        yield opened is not None
 
 
 def _kgrams(tokens: list[tuple[str, int]]) -> list[tuple[str, int, int]]:
@@ -256,7 +404,7 @@ def code_of(text: str | None, given: set[str], skipped: str = "") -> Code:
     """One file's fingerprints, less the handed-out code's; a file that cannot be tokenised or parsed within its
     bounds gives no code evidence, and says why (``skipped``)."""
     if text is None:
-        return Code({}, skipped or "no source")
+        return Code({}, skipped or "not compared: no source")
     try:
         prints = winnow(_kgrams(normalised(text)))
     except (SyntaxError, ValueError, tokenize.TokenError, RecursionError, MemoryError) as error:
@@ -370,7 +518,8 @@ def similarity(results: dict[str, dict | None], sources: dict[str, str | None], 
         lines_a, lines_b = matching_lines(codes[a], codes[b]) if flagged else ((), ())
         pairs.append(Pair(a, b, code, behaviour, code_z, behaviour_z, flagged, lines_a, lines_b, agreed, why_skipped))
     shown = {name: text for name, text in sources.items() if text is not None}
-    return Similarity(pairs, code_median, behaviour_median, shown)
+    not_compared = {name: codes[name].skipped for name in names if codes[name].skipped}
+    return Similarity(pairs, code_median, behaviour_median, shown, not_compared)
 
 
 def read_source(handed, result: dict | None, limits: Limits) -> tuple[str | None, str]:

@@ -17,7 +17,15 @@ MAX_SHOWN_LINES = 400  # a file longer than this is shown cut, in the side-by-si
 
 
 def summary_line(found: Similarity) -> str:
-    return f"similarity: {len(found.pairs)} pairs, {len(found.flagged)} flagged for review (not a deduction)"
+    """The pass in one line, naming every file it could not compare, with why (a copy it cannot read is one the
+    review cannot see: the instructor hears of it here, not only in the CSV's rows)."""
+    line = f"similarity: {len(found.pairs)} pairs, {len(found.flagged)} flagged for review (not a deduction)"
+    unseen = [not_compared(name, reason) for name, reason in found.not_compared.items()]
+    return inert("; ".join([line, *unseen]), keep_newlines=False)
+
+
+def not_compared(name: str, reason: str) -> str:
+    return f"{name}'s code {reason}"
 
 
 def _agreement(agreement) -> str:
@@ -33,7 +41,7 @@ def why(pair: Pair, found: Similarity) -> str:
                  f" z {pair.behaviour_z:.1f}): {len(wrong)} wrong answer(s) alike")  # fmt: skip
     if wrong:
         behaviour += ", " + "; ".join(_agreement(g) for g in wrong[:3])
-    skipped = "".join(f"; {name}'s code {reason}" for name, reason in pair.skipped)
+    skipped = "".join(f"; {not_compared(name, reason)}" for name, reason in pair.skipped)
     verdict = "far above the class on both" if pair.flagged else "not far above the class on both"
     return inert(f"{verdict}: {code}; {behaviour}{skipped}", keep_newlines=False)
 
@@ -71,7 +79,7 @@ def section(found: Similarity | None) -> dict | None:
             "wrong": [_agreement(g) for g in pair.agreements if not g.passed],
             "left": _side(found.sources.get(pair.a, ""), pair.a_lines),
             "right": _side(found.sources.get(pair.b, ""), pair.b_lines),
-            "skipped": [f"{name}'s code {reason}" for name, reason in pair.skipped],
+            "skipped": [not_compared(name, reason) for name, reason in pair.skipped],
         })  # fmt: skip
     return {"pairs": pairs, "count": len(found.pairs), "summary": summary_line(found),
             "code_median": found.code_median, "behaviour_median": found.behaviour_median}  # fmt: skip
