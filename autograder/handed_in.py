@@ -19,9 +19,9 @@ from datetime import datetime
 from pathlib import Path
 
 from autograder import bounded
-from autograder.config import Limits
+from autograder.config import Limits, load_settings
 from autograder.course.deadline import TIMESTAMP, parse_nbgrader_timestamp
-from autograder.submission import Choice, Ungradable, _walk, choose, folded, read_bytes
+from autograder.submission import Choice, Submitted, Ungradable, _walk, choose, folded, read_bytes, source_of
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,17 @@ def take(submission: Path | tuple[Path, ...] | Choice, limits: Limits) -> Handed
         exists = choice.path.exists() or choice.path.is_symlink()
         return HandedIn(given, choice if exists else None, refused=str(reason), missing=reason.missing)
     return HandedIn(given, choice, data, digest)
+
+
+def read_submission(submission: Choice | Path, folder: Path, limits: Limits | None = None) -> Submitted:
+    """Write the graded file's Python source to ``folder/attention.py``; return it with the file it came from.
+
+    ``submission`` is the rule's choice (``choose``), or a path, chosen under ``limits``; it is read through the
+    gate (``handed_in.take``) and its bytes made into source (``source_of``). A submission that cannot be read or
+    graded raises Ungradable, carrying the chosen file (and its SHA-256 when its bytes were read)."""
+    limits = load_settings(environ={}).limits if limits is None else limits
+    handed = take(submission, limits)
+    return source_of(handed.data, handed.file, handed.sha256, handed.refusal(), folder, limits)
 
 
 # Left in every folder a batch writes (results, feedback pages): a later batch over the folder above takes such a

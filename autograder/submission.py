@@ -50,7 +50,7 @@ def notebook_source(text: str, limits: Limits | None = None) -> str:
 
 
 def _notebook_code(text: str, limits: Limits) -> str:
-    # a notebook whose code cells are all empty holds no code: "" (read_submission refuses it)
+    # a notebook whose code cells are all empty holds no code: "" (the read stage refuses it)
     return "".join(_as_cell(kept, number) for number, kept in code_cells(text, limits) if kept.strip())
 
 
@@ -221,19 +221,6 @@ def shown_name(choice: Choice | None) -> str:
     """What the student's feedback calls the submission: "your notebook", or attention.py
     (whatever the file is called here)."""
     return "your notebook" if choice is not None and is_notebook(choice.path) else "attention.py"
-
-
-def read_submission(submission: Choice | Path, folder: Path, limits: Limits | None = None) -> Submitted:
-    """Write the graded file's Python source to ``folder/attention.py``; return it with the file it came from.
-
-    ``submission`` is the rule's choice (``choose``), or a path, chosen under ``limits``; it is read through the
-    gate (``handed_in.take``) and its bytes made into source (``source_of``). A submission that cannot be read or
-    graded raises Ungradable, carrying the chosen file (and its SHA-256 when its bytes were read)."""
-    from autograder.handed_in import take
-
-    limits = load_settings(environ={}).limits if limits is None else limits
-    handed = take(submission, limits)
-    return source_of(handed.data, handed.file, handed.sha256, handed.refusal(), folder, limits)
 
 
 def source_of(data: bytes | None, path: Path | None, digest: str | None, refusal: Ungradable | None, folder: Path,

@@ -16,8 +16,9 @@ import pytest
 
 from autograder.course.batch import students
 from autograder.course.class_results import class_results
+from autograder.handed_in import read_submission
 from autograder.release.paths import NOTEBOOK, TEMPLATE
-from autograder.submission import Ungradable, read_submission
+from autograder.submission import Ungradable
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
 OWN_PY, OWN_NOTEBOOK = TEMPLATE.name, NOTEBOOK.name  # attention.py, sdpa.ipynb: where the project names them

@@ -16,7 +16,7 @@ class _Unscannable(Exception):
 
 # The syntax trees of the source scanned last and of the strings in it that are Python (None: not Python; a str:
 # why it could not be parsed), shared by the three scans of both integrity checks: each source is parsed once.
-# read_submission bounds the source's size (limits.source_kb) before it gets here.
+# the gate (handed_in) bounds the source's size (limits.source_kb) before it gets here.
 _TREES: dict[str, ast.AST | str | None] = {}
 
 
