@@ -21,6 +21,7 @@ from pathlib import Path
 from autograder import bounded
 from autograder.config import Limits, load_settings
 from autograder.course.deadline import TIMESTAMP, parse_nbgrader_timestamp
+from autograder.release.paths import NOTEBOOK
 from autograder.submission import Choice, Submitted, Ungradable, _walk, choose, folded, read_bytes, source_of
 
 
@@ -144,9 +145,11 @@ def _is_output(entry: Path, limits: Limits) -> bool:
     """A folder an earlier batch wrote: it holds the marker and nothing the one rule could grade."""
     if entry.is_symlink() or not (entry / MARKER).is_file():
         return False
-    return not _walk(entry, limits.folder_depth, limits.folder_files)[0]
+    found, stopped = _walk(entry, limits.folder_depth, limits.folder_files)
+    return not found and stopped is None  # a search a bound stopped is a student's: ungradable, the bound named
 
 
+ASSIGNMENT = NOTEBOOK.parent.name  # the nbgrader assignment's id: its source folder's name (sdpa)
 # Where a submission time may come from: only what the student cannot write
 TIMES_FILE, NBGRADER = "--times", "nbgrader's timestamp.txt"
 UNTRUSTED = (
@@ -166,15 +169,16 @@ def collected_by_nbgrader(folder: Path) -> bool:
 def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected: bool, limits: Limits) -> HandedIn:
     """The record with its submission time from a source the student cannot write: ``--times``'s row for ``name``,
     else, in nbgrader's collected layout (``collected``), the timestamp.txt that nbgrader wrote beside the graded
-    file (``<student>/<assignment>/``). Anything else gives no time, and says why (``time_problem``)."""
+    file, in this assignment's own folder (``<student>/sdpa/``: a file graded from another assignment's folder has
+    another submission's time). Anything else gives no time, and says why (``time_problem``)."""
     if name in times:
         return replace(handed, submitted_at=times[name], time_from=TIMES_FILE)
     if not collected:
         return replace(handed, time_problem=UNTRUSTED)
     parts = (handed.relative or "").split("/")
-    if not isinstance(handed.submission, Path) or len(parts) != 2:
+    if not isinstance(handed.submission, Path) or len(parts) != 2 or parts[0] != ASSIGNMENT:
         return replace(handed, time_problem="no trusted submission time: the graded file is not in nbgrader's"
-                                            " <student>/<assignment>/ folder, where its timestamp.txt is")  # fmt: skip
+                                            f" <student>/{ASSIGNMENT}/ folder, where its timestamp.txt is")  # fmt: skip
     stamp = handed.submission / parts[0] / TIMESTAMP
     try:
         data = read_bytes_plain(stamp, 1024)

@@ -199,3 +199,23 @@ def test_a_py_and_a_notebook_of_one_name_get_a_time_problem_not_a_crash(tmp_path
     students = listing(folder, LIMITS).students
     handed = with_time(take(students["both"], LIMITS), "both", {}, True, LIMITS)
     assert handed.submitted_at is None and handed.time_problem.startswith("no trusted submission time")
+
+
+def test_a_marker_beside_a_submission_too_deep_to_find_does_not_hide_the_student(tmp_path):
+    """A marker and an attention.py past limits.folder_depth: the student is ungradable (the bound named), not
+    skipped as the batch's output."""
+    deep = "/".join(f"d{i}" for i in range(LIMITS.folder_depth + 2))
+    folder = _class(tmp_path, {f"mallory/{MARKER}": "", f"mallory/{deep}/attention.py": "x = 1\n"})
+    found = listing(folder, LIMITS)
+    assert list(found.students) == ["mallory"] and found.skipped == {}
+    assert "limits.folder_depth" in take(found.students["mallory"], LIMITS).refused
+
+
+def test_a_time_from_another_assignments_folder_is_not_taken(tmp_path):
+    """submitted/bob/aaa/attention.py (an earlier collected assignment) ranked before bob's late sdpa/: graded, but
+    aaa's timestamp is another submission's time: no trusted time for this assignment, flagged."""
+    folder = _collected(tmp_path, {"bob": "2026-12-03 10:00:00.000000 UTC"})
+    _put(folder / "bob", {"aaa/attention.py": "x = 1\n", "aaa/timestamp.txt": "2026-11-20 10:00:00.000000 UTC"})
+    handed = with_time(take(folder / "bob", LIMITS), "bob", {}, True, LIMITS)
+    assert handed.relative == "aaa/attention.py" and handed.submitted_at is None
+    assert "not in nbgrader's <student>/sdpa/ folder" in handed.time_problem

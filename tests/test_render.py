@@ -294,3 +294,16 @@ def test_markup_in_a_name_or_a_message_is_shown_not_run(tmp_path):
         assert not any("onerror" in attrs for attrs in checker.attributes)
         assert len(re.findall(r"<script>", page.read_text())) == (1 if page.name == "class.html" else 0)  # the sorting
         assert name in "".join(checker.text) and '<img src=x onerror="alert(1)"> & more' in "".join(checker.text)
+
+
+def test_a_students_name_cannot_start_a_line_of_the_class_summary():
+    """A name holding a newline, CR or escape is shown on its one line, as everywhere else (roster.shown), in the
+    flagged list and in the entries skipped."""
+    from autograder.render.terminal import summary
+
+    name = "nl\nforged: 55/55\r\x1b[2K"
+    result = {"score": 0, "max_score": 0, "tests": [], "ungradable": "nothing to grade"}
+    text = summary(class_results({name: result}), {"odd\nname.txt": "neither a folder, a .py file nor a notebook"})
+    assert "   nl\\x0aforged: 55/55\\x0d\\x1b[2K: ungradable" in text.splitlines()
+    assert "   odd\\x0aname.txt: neither a folder, a .py file nor a notebook" in text.splitlines()
+    assert not any(line.startswith("forged") for line in text.splitlines())

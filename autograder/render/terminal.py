@@ -5,6 +5,7 @@ Text from a result is made inert (render/inert.py): shown, never run by the term
 from __future__ import annotations
 
 from autograder.course.class_results import FILE_CHOICE, NO_TIME, ClassResults, describe, reason
+from autograder.course.roster import shown
 from autograder.render.inert import inert
 from autograder.render.text import graded_file_text, late_sentence, says_passed
 from autograder.report import Result
@@ -47,7 +48,7 @@ def summary(stats: ClassResults, skipped: dict[str, str] | None = None) -> str:
     lines += ["", *_review_and_times(stats)]
     if skipped:
         lines += ["", f"Not graded as students ({len(skipped)} entries of the class folder):"]
-        lines += [f"   {name}: {why}" for name, why in skipped.items()]
+        lines += [f"   {shown(name)}: {why}" for name, why in skipped.items()]
     return "\n".join(lines)
 
 
@@ -61,7 +62,7 @@ def _review_and_times(stats: ClassResults) -> list[str]:
         reasons += [word for kind, word in OWN_FLAGS.items() if any(flag.kind == kind for flag in student.flags)]
         reasons += [flag.detail for flag in student.flags if flag.kind == FILE_CHOICE]
         if reasons:
-            review.append(f"   {student.name}: {'; '.join(reasons)}")
+            review.append(f"   {shown(student.name)}: {'; '.join(reasons)}")
     seconds = sorted(student.seconds for student in stats.present)
     times = f"median {seconds[len(seconds) // 2]:.1f} s, slowest {seconds[-1]:.1f} s" if seconds else "none"
     header = "Flagged for review (integrity flags, ungradable, grader errors; see each student's feedback):"
