@@ -35,7 +35,7 @@ def table(result: dict, width: int = 100) -> str:
 
 
 # the summary's words for a student's own flags (the dashboard writes the flags' kinds)
-OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error", NO_TIME: "no submission time"}
+OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error"}
 
 
 def summary(stats: ClassResults, skipped: dict[str, str] | None = None) -> str:
@@ -47,7 +47,8 @@ def summary(stats: ClassResults, skipped: dict[str, str] | None = None) -> str:
     lines += [f"{count:4d}  {describe(key)}" for key, count in stats.mistakes.most_common()] or ["   none"]
     lines += ["", *_review_and_times(stats)]
     if skipped:
-        lines += ["", f"Not graded as students ({len(skipped)} entries of the class folder):"]
+        entries = "1 entry" if len(skipped) == 1 else f"{len(skipped)} entries"
+        lines += ["", f"Not graded as students ({entries} of the class folder):"]
         lines += [f"   {shown(name)}: {why}" for name, why in skipped.items()]
     return "\n".join(lines)
 
@@ -57,10 +58,12 @@ def _review_and_times(stats: ClassResults) -> list[str]:
     review = []
     for student in stats.present:
         reasons = [
-            f"{flag.check}: {reason(flag.kind)}" for flag in student.flags if flag.kind not in (*OWN_FLAGS, FILE_CHOICE)
+            f"{flag.check}: {reason(flag.kind)}"
+            for flag in student.flags
+            if flag.kind not in (*OWN_FLAGS, FILE_CHOICE, NO_TIME)
         ]
         reasons += [word for kind, word in OWN_FLAGS.items() if any(flag.kind == kind for flag in student.flags)]
-        reasons += [flag.detail for flag in student.flags if flag.kind == FILE_CHOICE]
+        reasons += [flag.detail for flag in student.flags if flag.kind in (FILE_CHOICE, NO_TIME)]
         if reasons:
             review.append(f"   {shown(student.name)}: {'; '.join(reasons)}")
     seconds = sorted(student.seconds for student in stats.present)
