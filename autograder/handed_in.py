@@ -14,6 +14,7 @@ student handed in: a refusal is the record's ``refused``, that student's alone.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -166,7 +167,7 @@ def collected_by_nbgrader(folder: Path) -> bool:
                                                                                       "gradebook.db"))  # fmt: skip
 
 
-def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected: bool, limits: Limits) -> HandedIn:
+def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected: bool) -> HandedIn:
     """The record with its submission time from a source the student cannot write: ``--times``'s row for ``name``,
     else, in nbgrader's collected layout (``collected``), the timestamp.txt that nbgrader wrote beside the graded
     file, in this assignment's own folder (``<student>/sdpa/``: a file graded from another assignment's folder has
@@ -181,7 +182,7 @@ def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected
                                             f" <student>/{ASSIGNMENT}/ folder, where its timestamp.txt is")  # fmt: skip
     stamp = handed.submission / parts[0] / TIMESTAMP
     try:
-        data = read_bytes_plain(stamp, 1024)
+        data = bounded.read_bytes(stamp, 1024, "at most 1024 bytes are read")  # a regular file, not through a link
     except (bounded.Refused, OSError) as why:
         return replace(handed, time_problem=f"no trusted submission time: nbgrader's {TIMESTAMP} {_why(why)}")
     moment = parse_nbgrader_timestamp(data.decode("utf-8", errors="replace"))
@@ -191,17 +192,11 @@ def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected
     return replace(handed, submitted_at=moment, time_from=NBGRADER)
 
 
-def read_bytes_plain(path: Path, max_bytes: int) -> bytes:
-    """A small file of the grader's own layout (nbgrader's timestamp.txt), read as the gate reads every file: a
-    regular file only, not through a link, within its bound."""
-    if path.is_symlink():
-        raise bounded.Refused("is a symbolic link")
-    return bounded.read_bytes(path, max_bytes, f"at most {max_bytes} bytes are read")
-
-
 def _why(error: Exception) -> str:
     if isinstance(error, FileNotFoundError):
         return "is missing"
+    if isinstance(error, OSError) and error.errno == errno.ELOOP:  # opened with O_NOFOLLOW
+        return "is a symbolic link"
     if isinstance(error, OSError):
         return f"cannot be read ({error.strerror or error})"
     return str(error)

@@ -158,9 +158,9 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 def test_a_time_file_in_the_students_own_upload_is_not_believed(tmp_path):
     """In a plain class folder (an LMS download) a student's own timestamp.txt gives no time: flagged, with why."""
     folder = _class(tmp_path, {"late/attention.py": "x = 1\n", "late/timestamp.txt": "2026-11-01 00:00:00 UTC"})
-    handed = with_time(take(folder / "late", LIMITS), "late", {}, collected_by_nbgrader(folder), LIMITS)
+    handed = with_time(take(folder / "late", LIMITS), "late", {}, collected_by_nbgrader(folder))
     assert handed.submitted_at is None and handed.time_problem == UNTRUSTED
-    timed = with_time(take(folder / "late", LIMITS), "late", {"late": NOW}, False, LIMITS)
+    timed = with_time(take(folder / "late", LIMITS), "late", {"late": NOW}, False)
     assert (timed.submitted_at, timed.time_from) == (NOW, "--times")
 
 
@@ -183,7 +183,7 @@ def test_nbgraders_collected_timestamp_is_the_time_and_a_bad_one_flags_that_stud
     students = listing(folder, LIMITS).students
 
     def timed(name):
-        return with_time(take(students[name], LIMITS), name, {}, True, LIMITS)
+        return with_time(take(students[name], LIMITS), name, {}, True)
 
     assert (timed("ok").submitted_at, timed("ok").time_from) == (NOW, "nbgrader's timestamp.txt")
     assert timed("bad").submitted_at is None
@@ -197,7 +197,7 @@ def test_a_py_and_a_notebook_of_one_name_get_a_time_problem_not_a_crash(tmp_path
     """both.py + both.ipynb at the top of an nbgrader submitted/ folder: one student, no time, no AttributeError."""
     folder = _put(_collected(tmp_path, {}), {"both.py": "x = 1\n", "both.ipynb": "{}"})
     students = listing(folder, LIMITS).students
-    handed = with_time(take(students["both"], LIMITS), "both", {}, True, LIMITS)
+    handed = with_time(take(students["both"], LIMITS), "both", {}, True)
     assert handed.submitted_at is None and handed.time_problem.startswith("no trusted submission time")
 
 
@@ -216,6 +216,6 @@ def test_a_time_from_another_assignments_folder_is_not_taken(tmp_path):
     aaa's timestamp is another submission's time: no trusted time for this assignment, flagged."""
     folder = _collected(tmp_path, {"bob": "2026-12-03 10:00:00.000000 UTC"})
     _put(folder / "bob", {"aaa/attention.py": "x = 1\n", "aaa/timestamp.txt": "2026-11-20 10:00:00.000000 UTC"})
-    handed = with_time(take(folder / "bob", LIMITS), "bob", {}, True, LIMITS)
+    handed = with_time(take(folder / "bob", LIMITS), "bob", {}, True)
     assert handed.relative == "aaa/attention.py" and handed.submitted_at is None
     assert "not in nbgrader's <student>/sdpa/ folder" in handed.time_problem

@@ -244,7 +244,7 @@ def _handed_in(folder: Path, roster: dict, times: dict, settings: Settings) -> d
     """Each student's record from the gate, read once, here, before anything is graded, with its trusted time."""
     collected = collected_by_nbgrader(folder)
     limits = settings.limits
-    return {name: with_time(take(roster[name], limits), name, times, collected, limits) for name in roster}
+    return {name: with_time(take(roster[name], limits), name, times, collected) for name in roster}
 
 
 def _apply_deadline(handed: dict[str, HandedIn], targets: dict, settings: Settings) -> None:
