@@ -133,7 +133,7 @@ def test_the_dashboard_shows_each_late_penalty():
     results = {name: stamp({"score": 40.0, "max_score": 55.0, "tests": []}, apply(deadline, name, 40.0, TIMES[name]))
                for name in ("ontime", "hours2")}  # fmt: skip
     page = dashboard(class_results(results), {name: f"{name}.html" for name in results})
-    assert "raw 40, late penalty 4 (2 h late)" in page
+    assert "raw 40, late penalty 4 (2.0 h late)" in page
     assert page.count('class="muted late"') == 1
 
 
@@ -248,3 +248,91 @@ def test_max_late_is_more_than_that_many_days():
     deadline = _policy(policy="per_day", percent=10, max_late=5)
     assert apply(deadline, "x", 40.0, DUE_AT + timedelta(days=5)).score == 20.0
     assert apply(deadline, "x", 40.0, DUE_AT + timedelta(days=5, minutes=1)).score == 0.0
+
+
+# ---- lateness worded at a precision that never reads 0 when a penalty is taken ----
+
+
+@pytest.mark.parametrize(
+    "late, words",
+    [
+        (timedelta(seconds=13), "13 s"),
+        (timedelta(milliseconds=100), "less than 1 s"),
+        (timedelta(minutes=4, seconds=13), "4 min 13 s"),
+        (timedelta(hours=2), "2.0 h"),
+        (timedelta(hours=1, minutes=1), "1.0 h"),
+    ],
+)
+def test_lateness_is_worded_at_a_precision_that_is_never_zero(late, words):
+    """13 seconds late under 10% a day: 4 of 40 taken off, worded '13 s', never '0.0 h', in the student's sentence,
+    the instructor's dashboard and nbgrader's log."""
+    from autograder.course.deadline import late_by
+    from autograder.render.text import late_sentence
+
+    fields = apply(_policy(policy="per_day", percent=10), "x", 40.0, DUE_AT + late).fields()
+    assert fields["late_penalty"] == 4.0 and fields["hours_late"] > 0
+    assert late_by(fields["hours_late"]) == words
+    assert late_sentence(fields, 55.0) == f"Late: {words} after the due date; 10% of 40 taken off (4): 36/55."
+    pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
+    from autograder.course.class_results import class_results
+    from autograder.render.dashboard import dashboard
+    from autograder.report import stamp
+
+    result = stamp({"score": 40.0, "max_score": 55.0, "tests": []}, apply(_policy(policy="per_day", percent=10),
+                                                                          "x", 40.0, DUE_AT + late))  # fmt: skip
+    assert f"raw 40, late penalty 4 ({words} late)" in dashboard(class_results({"x": result}), {"x": "x.html"})
+
+
+# ---- --submitted-at: ISO 8601, or nbgrader's own format (what timestamp.txt holds) ----
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2026-03-01T12:00:00-05:00", datetime(2026, 3, 1, 17, 0, tzinfo=timezone.utc)),
+        ("2026-03-01 12:00:00.123456 UTC", datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)),
+        ("2026-03-01 12:00:00.123456 +0100", datetime(2026, 3, 1, 11, 0, 0, 123456, tzinfo=timezone.utc)),
+        ("2026-03-01 12:00:00 -05:00", datetime(2026, 3, 1, 17, 0, tzinfo=timezone.utc)),
+    ],
+)
+def test_a_given_submission_time_may_be_written_as_nbgrader_writes_it(text, expected):
+    """--submitted-at takes ISO 8601 with an offset, and nbgrader's timestamp.txt format (a zone name UTC, or an
+    offset); a time without its zone is still refused, naming both forms."""
+    from autograder.course.deadline import parse_given_time
+
+    assert parse_given_time(text, "Invalid --submitted-at") == expected
+    with pytest.raises(DeadlineError, match="Invalid --submitted-at '2026-03-01 12:00:00'.*nbgrader"):
+        parse_given_time("2026-03-01 12:00:00", "Invalid --submitted-at")
+
+
+# ---- Gradescope: an extension granted there applies under the settings' own due date ----
+
+
+def _metadata(tmp_path, created, own_due=None):
+    import json
+
+    user = {"email": "student@example.com", "id": 1234, "name": "Student User"}
+    if own_due is not None:
+        user["assignment"] = {"due_date": own_due}
+    path = tmp_path / "submission_metadata.json"
+    assignment = {"due_date": "2026-12-01T23:59:00.000000-05:00", "title": "SDPA"}
+    path.write_text(json.dumps({"created_at": created, "users": [user], "assignment": assignment}))
+    return path
+
+
+def test_a_gradescope_extension_applies_under_the_settings_due_date(tmp_path):
+    """Settings due 2026-12-01, Gradescope's own due date the same, the student's 3 days later (an extension granted
+    in Gradescope): 2 days late is on time; 4 days late is 1 day late by the extension; without one, 2 days late."""
+    from autograder.course.deadline import gradescope_time
+
+    deadline = _policy(policy="per_day", percent=10)
+    two_days = (DUE_AT + timedelta(days=2)).isoformat()
+    extended = (DUE_AT + timedelta(days=3)).isoformat()
+    student, submitted, moved = gradescope_time(_metadata(tmp_path, two_days, extended), deadline)
+    late = apply(moved, student, 55.0, submitted)
+    assert (late.score, late.extension) == (55.0, (DUE_AT + timedelta(days=3)).isoformat())
+    four_days = (DUE_AT + timedelta(days=4)).isoformat()
+    student, submitted, moved = gradescope_time(_metadata(tmp_path, four_days, extended), deadline)
+    assert apply(moved, student, 55.0, submitted).score == 49.5
+    student, submitted, moved = gradescope_time(_metadata(tmp_path, two_days), deadline)
+    assert apply(moved, student, 55.0, submitted).score == 44.0

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import MappingProxyType
@@ -95,6 +95,36 @@ def parse_time(text: object, label: str, where: str = "") -> datetime:
     return moment
 
 
+def parse_given_time(text: str, label: str) -> datetime:
+    """A submission time given on the command line (``--submitted-at``): ISO 8601 with its offset, or nbgrader's own
+    format, as its timestamp.txt holds it (``2026-03-01 12:00:00.123456 UTC``, or an offset such as ``+0100``)."""
+    try:
+        return parse_time(text, label)
+    except DeadlineError:
+        zoned = isinstance(text, str) and (found := _NBGRADER.match(text[:200])) is not None and found[3] is not None
+        moment = parse_nbgrader_timestamp(text) if zoned else None
+        if moment is None:
+            raise DeadlineError(
+                f"{label} {text!r}: expected ISO 8601 with an offset, such as 2026-12-01T23:59:00-05:00, or nbgrader's"
+                " timestamp.txt format, such as 2026-12-01 23:59:00.000000 UTC (a time without its zone is refused)"
+            ) from None
+        return moment
+
+
+def late_by(hours: float) -> str:
+    """How late, worded at a precision that never reads 0 for a late submission: seconds under a minute, minutes
+    and seconds under an hour, hours (one decimal) from one hour on."""
+    seconds = math.ceil(round(hours * 3600, 2))  # whole seconds begun (hours_late is rounded to 3.6 ms)
+    if hours * 3600 < 1:
+        return "less than 1 s"
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        minutes, seconds = divmod(seconds, 60)
+        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
+    return f"{hours:.1f} h"
+
+
 def parse(table: Mapping, where: str) -> Deadline:
     """The [deadline] section as written in a settings file; errors name the key, the value and ``where``."""
 
@@ -144,7 +174,7 @@ def apply(deadline: Deadline, student: str, raw_score: float, submitted_at: date
     late = submitted_at - due
     if late <= timedelta(minutes=deadline.grace_minutes) or late <= timedelta(0):
         return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
-    hours = round(late / timedelta(hours=1), 4)
+    hours = round(late / timedelta(hours=1), 6) or late / timedelta(hours=1)  # never 0 for a late submission
     fraction = 0.0
     if deadline.policy == "zero":
         fraction = 1.0
@@ -213,8 +243,11 @@ def read_times(path: Path) -> dict[str, datetime]:
 
 def gradescope_time(path: Path, deadline: Deadline) -> tuple[str, datetime | None, Deadline]:
     """From Gradescope's ``submission_metadata.json``: the student (their e-mail), the submission's time, and the
-    deadline to apply: the settings' own, or, where they set a policy but no due date, Gradescope's due date (the
-    student's own, an extension, where Gradescope lists one for them). An unreadable file gives no time."""
+    deadline to apply. Where the settings set a policy but no due date, Gradescope's due date for the assignment is
+    the due date. An extension granted in Gradescope (the student's own due date, later than the assignment's)
+    applies either way: under Gradescope's due date, the student's own due date; under the settings' due date, the
+    settings' due date moved by the same length (2 days late with a 3 days' extension is on time), or the settings'
+    own extension for the student where that is later. An unreadable file gives no time."""
     import json
 
     try:
@@ -232,16 +265,22 @@ def gradescope_time(path: Path, deadline: Deadline) -> tuple[str, datetime | Non
         submitted = parse_time(metadata.get("created_at"), "created_at")
     except DeadlineError:
         submitted = None
-    if deadline.due is None and deadline.policy != "none":
-        assignment = metadata.get("assignment") if isinstance(metadata.get("assignment"), dict) else {}
-        own = user.get("assignment") if isinstance(user.get("assignment"), dict) else {}
-        try:
-            due = parse_time(assignment.get("due_date"), "assignment.due_date")
-            moved = {student: parse_time(own["due_date"], "due_date")} if own.get("due_date") else {}
-        except DeadlineError:
-            return student, submitted, deadline
-        if moved.get(student) == due:
-            moved = {}
-        deadline = Deadline(due, deadline.grace_minutes, deadline.policy, deadline.percent, deadline.max_late,
-                            MappingProxyType({**deadline.extensions, **moved}))  # fmt: skip
-    return student, submitted, deadline
+    if deadline.due is None and deadline.policy == "none":
+        return student, submitted, deadline
+    assignment = metadata.get("assignment") if isinstance(metadata.get("assignment"), dict) else {}
+    own = user.get("assignment") if isinstance(user.get("assignment"), dict) else {}
+    try:
+        due = parse_time(assignment.get("due_date"), "assignment.due_date")
+        own_due = parse_time(own["due_date"], "due_date") if own.get("due_date") else due
+    except DeadlineError:
+        return student, submitted, deadline
+    extended = own_due - due  # the extension granted in Gradescope, as a length (zero: none)
+    if deadline.due is None:
+        moved = {student: own_due} if extended > timedelta(0) else {}
+        return student, submitted, replace(deadline, due=due, extensions=MappingProxyType({**deadline.extensions,
+                                                                                            **moved}))  # fmt: skip
+    if extended <= timedelta(0):
+        return student, submitted, deadline
+    own_due = max(deadline.due + extended, deadline.extensions.get(student, deadline.due))
+    return student, submitted, replace(deadline, extensions=MappingProxyType({**deadline.extensions,
+                                                                              student: own_due}))  # fmt: skip

@@ -19,7 +19,7 @@ from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Unicode
 
 from autograder.config import ConfigError, load_settings
-from autograder.course.deadline import Deadline, apply
+from autograder.course.deadline import Deadline, apply, late_by
 
 
 def due_date_problem(db_url: str, assignment: str, deadline: Deadline) -> str:
@@ -76,5 +76,6 @@ class CourseDeadline(LateSubmissionPlugin):
         late = apply(deadline, student_id, float(score), submitted)
         if late.missing_time:
             self.log.warning("%s has no submission time: no late penalty applied (flag it for review)", student_id)
-        self.log.info("%s: %s hours late, late penalty %s of %s", student_id, late.hours_late, late.late_penalty, score)
+        when = f"{late_by(late.hours_late)} late" if late.hours_late else "on time"
+        self.log.info("%s: %s, late penalty %s of %s", student_id, when, late.late_penalty, score)
         return late.late_penalty

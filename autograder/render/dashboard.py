@@ -15,9 +15,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder.course.class_results import GRADED, ClassResults, describe
+from autograder.course.deadline import late_by
 from autograder.course.diff import Diff
 from autograder.render import images
 from autograder.render.html import templates, write_student_page
+from autograder.render.text import neither_count
 from autograder.report import Result
 
 
@@ -46,7 +48,9 @@ def _checks(stats: ClassResults) -> tuple[list[dict], str]:
         names, rates, xlabel="% of submissions that passed", title="Pass rate per check", limit=100, colors=colors
     )
     rate = dict(zip(names, rates))
-    rows = [{"name": n, "rate": rate.get(n), "passed": stats.passed[n], "seen": stats.seen[n]} for n in stats.checks]
+    rows = [{"name": n, "rate": rate.get(n), "passed": stats.passed[n], "seen": stats.seen[n],
+             "carried": stats.carried[n], "withheld": stats.withheld[n],
+             "neither": neither_count(stats.carried[n], stats.withheld[n])} for n in stats.checks]  # fmt: skip
     return rows, images.data_uri(figure)
 
 
@@ -102,7 +106,8 @@ def _late(late) -> str:
     extension = f", extension to {late['extension']}" if late.get("extension") else ""
     if not penalty and not extension:
         return ""
-    return f"raw {late.get('raw_score', 0):g}, late penalty {penalty:g} ({hours:g} h late){extension}"
+    when = f"{late_by(hours)} late" if hours else "on time"
+    return f"raw {late.get('raw_score', 0):g}, late penalty {penalty:g} ({when}){extension}"
 
 
 def _graded(record: dict) -> dict:

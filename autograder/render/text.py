@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from autograder.checks.examples import EXAMPLES
+from autograder.course.deadline import late_by
 from autograder.status import Status
 
 if TYPE_CHECKING:
@@ -51,9 +52,9 @@ def late_sentence(late: dict, max_score: float) -> str:
     due = f"your extended due date ({extension})" if extension else "the due date"
     score = f"{late.get('score', raw):g}/{max_score:g}"
     if not penalty:
-        return f"Late: {hours:.1f} h after {due}; nothing taken off: {score}."
+        return f"Late: {late_by(hours)} after {due}; nothing taken off: {score}."
     share = f"{round(100 * penalty / raw, 1):g}%" if raw else "all"
-    return f"Late: {hours:.1f} h after {due}; {share} of {raw:g} taken off ({penalty:g}): {score}."
+    return f"Late: {late_by(hours)} after {due}; {share} of {raw:g} taken off ({penalty:g}): {score}."
 
 
 def with_late(output: str, old: dict | None, new: dict | None, max_score: float) -> str:
