@@ -183,5 +183,20 @@ def test_the_unmatched_and_the_column_are_told_last_naming_the_file(tmp_path):
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-3:]
     assert last[0] == f"note: {canvas} holds 1 student's grade, in the roster's column 'SDPA (2024)'"
-    assert last[1].startswith(f"sdpa-grade: 3 in the roster but not graded (not in {canvas}): ")
-    assert last[2] == f"sdpa-grade: 1 graded but not in the roster (not in {canvas}): stray"
+    # each name quoted: a comma inside a name (Canvas's "Doe, Jane") never reads as two students
+    assert last[1] == (
+        f"sdpa-grade: 3 in the roster but not graded (not in {canvas}):"
+        ' "O\'Brien \\"Bob\\"", "=cmd|\' /C calc\'!A0", "Nobody Graded"'
+    )
+    assert last[2] == f'sdpa-grade: 1 graded but not in the roster (not in {canvas}): "stray"'
+
+
+def test_unmatched_names_are_listed_one_quoted_name_each():
+    """A list of unmatched students whose names hold commas (Canvas's "Doe, Jane"): each name in quotes, so the
+    list reads as the students it names, not as twice as many."""
+    from autograder.course.gradebook import unmatched_line
+
+    line = unmatched_line("in the roster but not graded", ["Doe, Jane", "Student, Test", 'say "hi"'], "c.csv")
+    assert line == (
+        'sdpa-grade: 3 in the roster but not graded (not in c.csv): "Doe, Jane", "Student, Test", "say \\"hi\\""'
+    )

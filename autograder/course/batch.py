@@ -538,7 +538,7 @@ def _write_grades(args: BatchOptions, stats: ClassResults) -> list[str]:
     if args.csv_format == "plain":
         _write_csv(args.csv, stats)
         return []
-    from autograder.course.gradebook import RosterError, write_canvas, write_moodle
+    from autograder.course.gradebook import RosterError, unmatched_line, write_canvas, write_moodle
 
     scores = {s.name: float(Result.of(s.result).score) for s in stats.present}
     top = max((s.max_score for s in stats.present), default=0.0)
@@ -562,7 +562,7 @@ def _write_grades(args: BatchOptions, stats: ClassResults) -> list[str]:
     for side, names in (("in the roster but not graded", written.roster_only),
                         ("graded but not in the roster", written.graded_only)):  # fmt: skip
         if names:
-            lines.append(f"sdpa-grade: {len(names)} {side} (not in {args.csv}): {', '.join(shown(n) for n in names)}")
+            lines.append(unmatched_line(side, names, args.csv))
     return lines
 
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.atomic import write_atomically
+from autograder.course.roster import shown
 from autograder.render.inert import csv_cell
 
 # Canvas's gradebook export: these identity columns come first, Section the last of them; then one column per
@@ -159,3 +161,10 @@ def _fill(path, out, header, rows, identity, keys, scores, *, skip) -> Written:
         out.append([row.get(name, "") for name in identity] + [f"{scores[student]:g}"])
     _write(path, out)
     return Written(len(used), roster_only, sorted(set(scores) - used))
+
+
+def unmatched_line(side: str, names: list[str], path: object) -> str:
+    """The line that names the students left unmatched on one ``side``: each name shown (roster.shown) in double
+    quotes, a quote inside escaped, so that a name holding a comma (Canvas's "Doe, Jane") reads as one student."""
+    listed = ", ".join(json.dumps(shown(name), ensure_ascii=False) for name in names)
+    return f"sdpa-grade: {len(names)} {side} (not in {path}): {listed}"
