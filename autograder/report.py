@@ -3,7 +3,7 @@ render/terminal.py).
 
 The record is declared here once (``Result``, ``CheckResult``: docs/architecture.md, "The results record"): the
 writers build results.json's dict, every reader reads it through ``Result.of`` (a file from disk through ``load``),
-and whether a check passed is decided by ``passed`` alone.
+and a check's verdict (passed, kept its points, withheld, failed) is decided by ``status.verdict`` alone.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from autograder import provenance
 from autograder.course.deadline import Late
 from autograder.render.text import GRADER_FAILED, graded_file_text, output_text, result_output, with_late
-from autograder.status import Status, passed
+from autograder.status import Status, Verdict, verdict
 
 # --- the record: what results.json holds, as its readers read it ------------------------------------------------
 
@@ -58,6 +58,7 @@ class CheckResult:
     evidence: dict | None  # extra_data.evidence: where a failed result first differs
     withheld: bool  # extra_data.withheld: gated, not awarded until its function passes its own checks
     picture: dict | None  # extra_data.picture: the tiny example's weights (checks/pictures.py)
+    carried: tuple[str, ...] = ()  # extra_data.carried: kept its points, correct once these functions are fixed
 
     @classmethod
     def of(cls, test: object) -> CheckResult:
@@ -70,6 +71,7 @@ class CheckResult:
             _text(given.get("status")), _text(extra.get("check")) or name, _text(extra.get("outcome")),
             _text(extra.get("mistake")), _number(extra.get("seconds")), _text(extra.get("flag")),
             _table(extra.get("evidence")) or None, extra.get("withheld") is True, _table(extra.get("picture")) or None,
+            _texts(extra.get("carried")),
         )  # fmt: skip
 
     @property
@@ -158,7 +160,12 @@ def results_json(grading) -> dict:
             "tags": [item.outcome.function, item.outcome.category],
             **_status(item),
             # structured fields for summaries and dashboards: never parsed back from the wording above
-            "extra_data": {**_extra_data(item.outcome), "withheld": item.withheld},
+            "extra_data": {
+                **_extra_data(item.outcome),
+                "withheld": item.withheld,
+                "carried": list(item.carried),
+                "verdict": verdict(item),
+            },  # fmt: skip
         }
         for item in grading.scored
     ]
@@ -197,18 +204,21 @@ def _graded_file(choice) -> dict:
 
 
 def _status(item) -> dict:
-    """Gradescope's ``status``, only for a check that ran: passed when it earned all it is worth.
+    """Gradescope's ``status`` (its two words, passed or failed), only for a check that ran: the verdict where
+    Gradescope has a word for it (``status.verdict``).
 
     A check that was not run (no GPU) or that the grader itself failed on is no verdict on the
-    student: it gets no status, and Gradescope judges it by its score alone. A withheld check (integrity or
-    timing of a function that fails its own checks) that passed is shown passed, its points not awarded yet:
-    painted red, it read as an accusation of an honest student.
+    student: it gets no status, and Gradescope judges it by its score alone. A check that kept its points by error
+    carried forward is neither: no status (its score is full), its output says why it kept them. A withheld check
+    (integrity or timing of a function that fails its own checks) that passed is shown passed, its points not
+    awarded yet: painted red, it read as an accusation of an honest student.
     """
     if item.outcome.status in (Status.NOT_RUN, Status.GRADER_ERROR):
         return {}
-    if item.withheld:
+    found = verdict(item)
+    if found == Verdict.WITHHELD:
         return {"status": Status.PASSED} if item.outcome.status == Status.PASSED else {}
-    return {"status": Status.PASSED if passed(item) else Status.FAILED}
+    return {} if found == Verdict.CARRIED else {"status": Status(found.value)}
 
 
 def _visibility(item, chosen: str) -> str:

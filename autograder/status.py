@@ -3,8 +3,10 @@
 Each member is its word (``Status.PASSED == "passed"``, the same hash, the same text in an f-string,
 the same JSON), so results.json and every comparison read as before, while a misspelt status or
 category is an AttributeError instead of a comparison that is silently never true. Plain data:
-the edge imports it without torch or pytest. With them, the one rule for whether a check passed (``passed``),
-which results.json's ``status``, the feedback pages, the class results and the similarity report all follow.
+the edge imports it without torch or pytest. With them, the one rule for a check's verdict after points (``verdict``:
+passed, kept its points by error carried forward, withheld, or failed), which results.json (its ``extra_data.verdict``
+and Gradescope's ``status``), the terminal, the feedback pages, the class results, the dashboard's counts and
+nbgrader's cells all follow.
 """
 
 from __future__ import annotations
@@ -53,8 +55,47 @@ class Category(_Word):
     LOAD = "load"
 
 
+class Verdict(_Word):
+    """A check's verdict after points (results.json's ``extra_data.verdict``): what every reader shows, each state in
+    its own word, never one read as another."""
+
+    PASSED = "passed"  # earned all it is worth
+    CARRIED = "carried"  # kept its points: fails only through the functions it builds on, each losing points elsewhere
+    WITHHELD = "withheld"  # gated: not awarded until its function passes its own correctness checks
+    FAILED = "failed"  # earned less than it is worth
+
+    @property
+    def shown(self) -> str:
+        """The verdict in a person's words (the terminal, the pages, the class's counts, nbgrader's cells)."""
+        return _SHOWN[self]
+
+
+_SHOWN = {
+    Verdict.PASSED: "passed",
+    Verdict.CARRIED: "kept its points",
+    Verdict.WITHHELD: "withheld",
+    Verdict.FAILED: "failed",
+}
+
+
+def verdict(check) -> Verdict:
+    """The one rule for a check's verdict, on its fields (a scored check, a results record's ``CheckResult``):
+    ``withheld`` is withheld whatever its points; a check that earned all it is worth passed, unless it failed and
+    kept its points by error carried forward (``carried``: the functions it builds on); else it failed. Which checks
+    count at all (worth more than 0, run) is the reader's to say."""
+    if check.withheld:
+        return Verdict.WITHHELD
+    if check.score != check.max_score:
+        return Verdict.FAILED
+    return Verdict.CARRIED if check.carried else Verdict.PASSED
+
+
 def passed(check) -> bool:
-    """The one rule for a check's verdict, on its points (a scored check, a results record's ``CheckResult``): it
-    passed when it earned all it is worth. A check carried forward passed (it kept its points); a withheld one has
-    not yet. Which checks count at all (worth more than 0, run) is the reader's to say."""
-    return check.score == check.max_score
+    """Whether the check passed (``verdict``): not one that kept its points by error carried forward, nor a withheld
+    one."""
+    return verdict(check) == Verdict.PASSED
+
+
+def earned(check) -> bool:
+    """Whether the check kept all it is worth: it passed, or kept its points by error carried forward."""
+    return verdict(check) in (Verdict.PASSED, Verdict.CARRIED)

@@ -11,7 +11,7 @@ from autograder.course.class_results import class_results
 from autograder.course.similarity import answers
 from autograder.render.html import check_rows
 from autograder.report import Result, load
-from autograder.status import Status, passed
+from autograder.status import Category, Status, Verdict, passed, verdict
 
 TEST = {
     "name": "masked_softmax: softmax_values",
@@ -67,18 +67,106 @@ def test_a_file_that_is_no_record_loads_as_the_graders_failure(tmp_path, text, w
     assert load(path) == {"tests": [TEST]}  # a record loads as it was written
 
 
-def test_one_rule_decides_passed_for_the_page_the_class_and_the_similarity():
-    """passed: earned all it is worth. A check carried forward (points kept, outcome failed) passed on the page, in
-    the class's counts and in the answers compared; a withheld one did not; a check worth 0 counts nowhere."""
-    carried = {**TEST, "name": "f: carried", "output": "differs. Correct once g is fixed",
-               "extra_data": {**TEST["extra_data"], "check": "carried", "outcome": "failed"}}  # fmt: skip
+def test_one_rule_decides_the_verdict_for_the_page_the_class_and_the_similarity():
+    """verdict: a check carried forward (points kept, outcome failed, ``extra_data.carried``) is "carried" on the page
+    and in the class's counts, not passed; a withheld one is "withheld", not failed; a check worth 0 counts nowhere. The
+    similarity compares a carried check as an answer that earned its points (the cause is elsewhere)."""
+    kept = {**TEST["extra_data"], "check": "carried", "outcome": "failed", "carried": ["g"]}
+    carried = {**TEST, "name": "f: carried", "output": "Correct once g is fixed.", "extra_data": kept}
     withheld = {**TEST, "name": "f: withheld", "score": 0, "extra_data": {**TEST["extra_data"], "withheld": True}}
     unscored = {**TEST, "name": "f: unscored", "score": 0, "max_score": 0}
     result = {"tests": [TEST, carried, withheld, unscored]}
-    verdicts = [passed(test) for test in Result.of(result).tests]
-    assert verdicts == [True, True, False, True]  # 0 of 0 earned all it is worth: its readers leave it out
-    assert [row["state"] for row in check_rows(result)] == ["passed", "passed", "withheld", "unscored"]
+    records = Result.of(result).tests
+    assert [verdict(test) for test in records] == [Verdict.PASSED, Verdict.CARRIED, Verdict.WITHHELD, Verdict.PASSED]
+    assert [passed(test) for test in records] == [True, False, False, True]  # 0 of 0: its readers leave it out
+    assert records[1].carried == ("g",)
+    assert [row["state"] for row in check_rows(result)] == ["passed", "carried", "withheld", "unscored"]
     stats = class_results({"ann": result})
-    assert dict(stats.passed) == {TEST["name"]: 1, "f: carried": 1, "f: withheld": 0}
+    assert dict(stats.passed) == {TEST["name"]: 1, "f: carried": 0, "f: withheld": 0}
+    assert (dict(stats.carried), dict(stats.withheld)) == ({"f: carried": 1}, {"f: withheld": 1})
     assert {name: verdict for name, (_, _, verdict) in answers(result).items()} == {
         TEST["name"]: True, "f: carried": True, "f: withheld": False}  # fmt: skip
+
+
+def scored_one_mistake(tmp_path) -> dict:
+    """results.json of a grading with scale_scores wrong (its own check fails), the attention's check failing only
+    through it (carried forward) and the module broken on its own (its integrity check withheld)."""
+    from autograder.config import load_settings
+    from autograder.grade import Grading
+    from autograder.plugin import Outcome
+    from autograder.report import results_json
+    from autograder.scoring import score
+
+    outcomes = [
+        Outcome("scale_values", "scale_scores", Category.VALUES, Status.FAILED, message="values differ.",
+                mistake="divide_by_dk", cause="you divided by d_k"),
+        Outcome("sdpa_matches_torch", "scaled_dot_product_attention", Category.MATCHES_TORCH, Status.FAILED,
+                message="the output: values differ.", builds_on=("scale_scores",)),
+        Outcome("mha_matches_torch", "MultiHeadAttention", Category.MULTI_HEAD, Status.FAILED, message="differs."),
+        Outcome("integrity_mha", "MultiHeadAttention", Category.INTEGRITY, Status.PASSED),
+    ]  # fmt: skip
+    settings = load_settings(environ={})
+    grading = Grading(tmp_path / "attention.py", settings)
+    grading.scored = score(outcomes, settings)
+    return results_json(grading)
+
+
+def test_a_check_carried_forward_reads_kept_its_points_on_every_path(tmp_path):
+    """One check that kept its points by error carried forward is neither passed nor failed anywhere: results.json
+    says "carried" (extra_data.verdict, the functions in extra_data.carried, no Gradescope "passed") and its output
+    leads with why it kept its points; the terminal, the class summary, the page, the dashboard's counts and
+    nbgrader's cell word it "kept its points". A withheld gate is "withheld" on each, never failed."""
+    from autograder.render.terminal import summary, table
+
+    result = scored_one_mistake(tmp_path)
+    tests = {test["extra_data"]["check"]: test for test in result["tests"]}
+    carried, withheld = tests["sdpa_matches_torch"], tests["integrity_mha"]
+    assert carried["score"] == carried["max_score"] > 0 and carried.get("status") != Status.PASSED
+    assert (carried["extra_data"]["verdict"], carried["extra_data"]["carried"]) == ("carried", ["scale_scores"])
+    assert carried["output"].startswith("Correct once scale_scores is fixed: this check keeps its points")
+    assert (withheld["extra_data"]["verdict"], tests["scale_values"]["extra_data"]["verdict"]) == ("withheld", "failed")
+    assert json.loads(json.dumps(carried))["extra_data"]["verdict"] == "carried"
+
+    lines = table(result).splitlines()
+    [row] = [line for line in lines if "sdpa_matches_torch" in line]
+    assert "4/4" in row and "Correct once scale_scores is fixed" in row.split("4/4", 1)[1][:60], row
+    stats = class_results({"ann": result})
+    said = {line.split()[1]: line for line in summary(stats).splitlines() if ": " in line and "/" in line}
+    assert said["sdpa_matches_torch"].endswith("0/1 (1 kept its points)"), said
+    assert said["integrity_mha"].endswith("0/1 (1 withheld)") and said["scale_values"].endswith("0/1"), said
+    states = {row["name"].split(": ")[1]: row["state"] for row in check_rows(result)}
+    assert states == {"scale_values": "failed", "sdpa_matches_torch": "carried", "mha_matches_torch": "failed",
+                      "integrity_mha": "withheld"}  # fmt: skip
+    pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
+    from autograder.render.dashboard import _checks
+
+    counted = {row["name"].split(": ")[1]: row for row in _checks(stats)[0]}
+    assert (counted["sdpa_matches_torch"]["passed"], counted["sdpa_matches_torch"]["carried"]) == (0, 1)
+    assert counted["integrity_mha"]["withheld"] == 1
+
+
+def test_nbgraders_cell_says_kept_its_points_or_withheld_and_why(tmp_path):
+    """nbgrader's cells: a check carried forward is a note headed "kept its points" (full points, no error); a withheld
+    check's note is headed "withheld" and its score (nbgrader's partial credit 0) says withheld and why, never a bare
+    0."""
+    from autograder.config import load_settings
+    from autograder.nbgrader_path.cell_feedback import verdict_outputs
+    from autograder.plugin import Outcome
+    from autograder.scoring import score
+
+    outcomes = [
+        Outcome("scale_values", "scale_scores", Category.VALUES, Status.FAILED, message="values differ."),
+        Outcome("sdpa_matches_torch", "scaled_dot_product_attention", Category.MATCHES_TORCH, Status.FAILED,
+                message="the output: values differ.", builds_on=("scale_scores",)),
+        Outcome("mha_matches_torch", "MultiHeadAttention", Category.MULTI_HEAD, Status.FAILED, message="differs."),
+        Outcome("integrity_mha", "MultiHeadAttention", Category.INTEGRITY, Status.PASSED),
+    ]  # fmt: skip
+    scored = {item.outcome.check: item for item in score(outcomes, load_settings(environ={}))}
+    [note] = verdict_outputs("sdpa_matches_torch", scored["sdpa_matches_torch"])
+    assert note.output_type == "stream" and note.text.startswith("sdpa_matches_torch: kept its points\n"), note
+    assert "Correct once scale_scores is fixed" in note.text
+    note, points = verdict_outputs("integrity_mha", scored["integrity_mha"])
+    assert note.text.startswith("integrity_mha: withheld (not awarded yet)\n") and "Not awarded yet:" in note.text
+    assert points.output_type == "execute_result" and points.data["text/plain"] == "0"  # nbgrader's partial credit
+    shown = points.data["text/html"]
+    assert "withheld" in shown and "once MultiHeadAttention passes its own correctness checks" in shown, shown

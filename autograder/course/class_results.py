@@ -16,7 +16,7 @@ from autograder.course.roster import page_names, result_names, shown
 from autograder.render.html import feedback_text
 from autograder.render.text import graded_file_text
 from autograder.report import Result
-from autograder.status import passed
+from autograder.status import Verdict, verdict
 
 NO_TIME = "no submission time"  # a flag: the [deadline] policy needed a time this submission does not have
 
@@ -70,11 +70,13 @@ class ClassResults:
     """Every student, in the roster's order, and what the class's checks counted over those with a result."""
 
     students: list[Student]
-    passed: Counter  # check name -> submissions that earned its points
+    passed: Counter  # check name -> submissions that passed it (status.verdict)
     seen: Counter  # check name -> submissions it was scored on (worth more than 0), in order of first appearance
     mistakes: Counter  # mistake key -> submissions that showed it (in any check), in order of first appearance
     checks: list[str]  # every check's name, in the results' order, scored or not
     check_seconds: dict[str, list[float]]  # check name -> its seconds, one per submission that ran it
+    carried: Counter = field(default_factory=Counter)  # check name -> submissions where it kept its points (carried)
+    withheld: Counter = field(default_factory=Counter)  # check name -> submissions where it was withheld (gated)
 
     @property
     def present(self) -> list[Student]:
@@ -125,6 +127,8 @@ def flags_of(name: str, result: dict) -> list[Flag]:
 def class_results(results: dict[str, dict | None]) -> ClassResults:
     """Student name -> their result (``None``: none yet) -> the class, each number counted here and only here."""
     passed_here: Counter = Counter()
+    carried: Counter = Counter()
+    withheld: Counter = Counter()
     seen: Counter = Counter()
     mistakes: Counter = Counter()
     check_seconds: dict[str, list[float]] = {}
@@ -140,11 +144,16 @@ def class_results(results: dict[str, dict | None]) -> ClassResults:
             if not test.scored:
                 continue
             seen[test.name] += 1
-            passed_here[test.name] += passed(test)
+            found = verdict(test)
+            passed_here[test.name] += found == Verdict.PASSED
+            if found in (Verdict.CARRIED, Verdict.WITHHELD):
+                (carried if found == Verdict.CARRIED else withheld)[test.name] += 1
         mistakes.update(list(shown_here))
         students.append(Student(
             name, result, files[name], pages[name], float(record.score), float(record.max_score),
             float(record.execution_time), status_of(result), sorted(shown_here),
             flags_of(name, result) if result is not None else [],
         ))  # fmt: skip
-    return ClassResults(students, passed_here, seen, mistakes, list(check_seconds), check_seconds)
+    return ClassResults(
+        students, passed_here, seen, mistakes, list(check_seconds), check_seconds, carried=carried, withheld=withheld
+    )

@@ -42,7 +42,7 @@ from autograder.release.build import find_root
 from autograder.release.paths import NOTEBOOK, TEMPLATE
 from autograder.release.template import solution_regions, stub_source
 from autograder.report import Result
-from autograder.status import Status, passed
+from autograder.status import Status, earned
 
 K = 12  # tokens per k-gram: shorter than the shortest body worth comparing, longer than an idiom (`Q @ K.mT`)
 WINDOW = 4  # winnowing window: any match of K + WINDOW - 1 tokens is certain to leave a shared fingerprint
@@ -452,7 +452,7 @@ def answers(result: dict | None) -> dict[str, tuple[str, str, bool]]:
     for test in record.tests:
         if not test.scored or test.outcome == Status.NOT_RUN:
             continue
-        verdict = passed(test)  # points kept by carry-forward: the cause is elsewhere
+        verdict = earned(test)  # points kept by carry-forward: the cause is elsewhere
         first_line = test.output[: 4 * FEEDBACK_CHARS].split("\n", 1)[0]
         feedback = _NUMBER.sub("#", first_line)[:FEEDBACK_CHARS]  # masked first, then cut: the same for a copy
         key = Status.PASSED.value if verdict else f"{test.outcome}|{test.mistake}|{feedback}"

@@ -8,6 +8,7 @@ feedback is worded from its fields (autograder/render/text.py), its likely cause
 
 from __future__ import annotations
 
+import html
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -15,12 +16,13 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 
 from autograder.render.text import output_text, paragraphs
-from autograder.status import passed
+from autograder.status import Verdict, verdict
 
 if TYPE_CHECKING:  # scoring imports pytest and torch: the nbgrader front end imports them only to grade
     from autograder.scoring import Scored
 
 WIDTH = 88  # feedback HTML shows error output in <pre>: lines longer than this run off the page
+NOT_YET = "(not awarded yet)"  # after "withheld", where the check's score is 0 for now
 
 
 def failure_output(title: str, feedback: str | Scored) -> NotebookNode:
@@ -34,16 +36,21 @@ def failure_output(title: str, feedback: str | Scored) -> NotebookNode:
 
 
 def verdict_outputs(title: str, feedback: str | Scored) -> list[NotebookNode]:
-    """A hidden cell's outputs for a check that did not earn all its points: a failure's error output; for a check
-    that keeps its points by error carried forward, its note (no error: nbgrader's full points); or, for a
-    withheld check (not awarded until its function passes its own checks), its note and nbgrader's partial
-    credit 0 (an ``execute_result``), so that nbgrader scores it 0 without painting it an error."""
-    if not isinstance(feedback, str) and feedback.carried and passed(feedback):
-        return [note_output(f"{title}: {output_text(feedback)}")]  # full points, and why it still failed
-    if isinstance(feedback, str) or not feedback.withheld:
+    """A hidden cell's outputs for a check that did not pass (status.verdict): a failure's error output; for a check
+    that kept its points by error carried forward, a note headed "kept its points" (no error: nbgrader's full
+    points); or, for a withheld check (not awarded until its function passes its own checks), a note headed
+    "withheld" and nbgrader's partial credit 0 (an ``execute_result``), so that nbgrader scores it 0 without painting
+    it an error, its shown score saying why it is 0 (its ``text/plain`` stays the 0 nbgrader reads)."""
+    if isinstance(feedback, str):
         return [failure_output(title, feedback)]
-    score = new_output("execute_result", data={"text/plain": "0"}, execution_count=None)
-    return [note_output(f"{title}: {output_text(feedback)}"), score]
+    found = verdict(feedback)
+    if found == Verdict.CARRIED:
+        return [note_output("\n".join(lines(title, paragraphs(feedback), word=found.shown)))]
+    if found != Verdict.WITHHELD:
+        return [failure_output(title, feedback)]
+    note = note_output("\n".join(lines(title, paragraphs(feedback), word=f"{found.shown} {NOT_YET}")))
+    shown = f"<pre>0 points, {found.shown} {NOT_YET}. {html.escape(output_text(feedback))}</pre>"
+    return [note, new_output("execute_result", data={"text/plain": "0", "text/html": shown}, execution_count=None)]
 
 
 def note_output(text: str) -> NotebookNode:
@@ -51,9 +58,9 @@ def note_output(text: str) -> NotebookNode:
     return new_output("stream", name="stdout", text=text + "\n")
 
 
-def lines(title: str, shown: list[str], width: int = WIDTH) -> list[str]:
-    """The title, then each of the feedback's lines, wrapped to ``width``."""
-    out = [f"{title}: failed"]
+def lines(title: str, shown: list[str], width: int = WIDTH, word: str = Verdict.FAILED.shown) -> list[str]:
+    """The title and its verdict in words (``word``), then each of the feedback's lines, wrapped to ``width``."""
+    out = [f"{title}: {word}"]
     for paragraph in shown:
         if len(paragraph) + 2 <= width:  # kept as it is: a picture's rows keep their alignment
             out.append(f"  {paragraph}")

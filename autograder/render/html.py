@@ -18,7 +18,7 @@ from autograder.render import images
 from autograder.render.inert import inert
 from autograder.render.text import block_grid, late_sentence, says_passed, with_late
 from autograder.report import CheckResult, Result
-from autograder.status import passed
+from autograder.status import verdict
 
 if TYPE_CHECKING:
     import jinja2
@@ -47,15 +47,12 @@ def feedback_text(test: CheckResult | dict) -> str:
 
 
 def check_rows(result: dict) -> list[dict]:
-    """Each check as the page shows it: passed, failed, withheld or unscored; its points; its feedback; its picture
-    as a PNG."""
+    """Each check as the page shows it: passed, carried (kept its points), withheld, failed or unscored; its points;
+    its feedback; its picture as a PNG."""
     rows = []
     for test in Result.of(result).tests:
-        state = "passed" if passed(test) else "failed"
-        if not test.scored:
-            state = "unscored"
-        elif test.withheld:
-            state = "withheld"  # not awarded until its function passes its own checks: neutral, never red
+        # passed, carried (kept its points), withheld (not awarded yet: neutral, never red) or failed: status.Verdict
+        state = verdict(test).value if test.scored else "unscored"
         rows.append({
             "state": state, "name": test.name, "score": test.score, "max_score": test.max_score,
             "text": "ok" if says_passed(test.output) else feedback_text(test),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from autograder.course.class_results import FILE_CHOICE, NO_TIME, ClassResults, describe, reason
 from autograder.course.roster import shown
 from autograder.render.inert import inert
-from autograder.render.text import graded_file_text, late_sentence, says_passed
+from autograder.render.text import graded_file_text, late_sentence, neither_count, says_passed
 from autograder.report import Result
 
 
@@ -39,10 +39,11 @@ OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error"}
 
 
 def summary(stats: ClassResults, skipped: dict[str, str] | None = None) -> str:
-    """Per check, how many passed; per named mistake, how many submissions showed it; what to review; grading times;
-    and the class folder's entries that are no student, each with why (``skipped``: handed_in.listing)."""
+    """Per check, how many passed (and kept their points, or were withheld); per named mistake, how many submissions
+    showed it; what to review; grading times; and the class folder's entries that are no student, each with why
+    (``skipped``: handed_in.listing)."""
     lines = [f"Class summary: {len(stats.present)} submissions", "", f"{'check':<62} passed"]
-    lines += [f"{name:<62} {stats.passed[name]}/{count}" for name, count in stats.seen.items()]
+    lines += [f"{name:<62} {stats.passed[name]}/{count}{_kept(stats, name)}" for name, count in stats.seen.items()]
     lines += ["", "Named mistakes (submissions showing each):"]
     lines += [f"{count:4d}  {describe(key)}" for key, count in stats.mistakes.most_common()] or ["   none"]
     lines += ["", *_review_and_times(stats)]
@@ -51,6 +52,12 @@ def summary(stats: ClassResults, skipped: dict[str, str] | None = None) -> str:
         lines += ["", f"Not graded as students ({entries} of the class folder):"]
         lines += [f"   {shown(name)}: {why}" for name, why in skipped.items()]
     return "\n".join(lines)
+
+
+def _kept(stats: ClassResults, name: str) -> str:
+    """After a check's passes: where it kept its points by error carried forward, and where it was withheld."""
+    said = neither_count(stats.carried[name], stats.withheld[name])
+    return f" ({said})" if said else ""
 
 
 def _review_and_times(stats: ClassResults) -> list[str]:

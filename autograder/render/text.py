@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from autograder.checks.examples import EXAMPLES
 from autograder.course.deadline import late_by
-from autograder.status import Status
+from autograder.status import Status, Verdict
 
 if TYPE_CHECKING:
     from autograder.scoring import Scored
@@ -27,6 +27,8 @@ GRADER_FAILED_CHECK = f"the grader itself failed on this check, not your code. {
 # results.json's output when the grader failed before it could grade (report.grader_failure)
 GRADER_FAILED = f"The grader failed on this submission (your code is not to blame). {GRADER_FAILED_NEXT}"
 FLAGGED = "Flagged for the instructor's review."
+# what a check that kept its points by error carried forward found, after why it kept them
+FOUND = "What it found: "
 # a gated check (integrity, timing) of a function that fails its own checks: no verdict on the student
 WITHHELD = "Not awarded yet: this check's points are given once {function} passes its own correctness checks."
 
@@ -175,18 +177,26 @@ def carried_forward(functions: tuple[str, ...]) -> str:
 
 def sentences(item: Scored) -> list[str]:
     """A scored check's feedback as sentences: what was found (its flag and a borrowed cause included),
-    then its own likely cause, if it has one. A withheld check says only when it is awarded."""
+    then its own likely cause, if it has one. A withheld check says only when it is awarded; one that kept its points
+    by error carried forward says so first, then what was found."""
     if item.withheld:
         return [WITHHELD.format(function=item.outcome.function)]
     if item.outcome.status == Status.GRADER_ERROR:  # what the grader's failure said is for the instructor's log
         return [GRADER_FAILED_CHECK]
     found = item.feedback + (f" {FLAGGED}" if item.outcome.flag else "")
-    if item.carried:
-        found += f" {carried_forward(item.carried)}"
+    if item.carried:  # kept its points: why first, then what was found (no failure to read as one)
+        found = f"{carried_forward(item.carried)} {FOUND}{found}"
     if item.borrowed:
         check, cause = item.borrowed
         found += f" Probably the same cause as in {check}: {cause}."
     return [found, f"{CAUSE}{item.outcome.cause}."] if item.outcome.cause else [found]
+
+
+def neither_count(carried: int, withheld: int) -> str:
+    """A check's class counts that are neither passed nor failed (status.Verdict), in words: "2 kept its points,
+    1 withheld"; "" for none. The class summary and the dashboard put it after the passes."""
+    counts = ((carried, Verdict.CARRIED), (withheld, Verdict.WITHHELD))
+    return ", ".join(f"{count} {word.shown}" for count, word in counts if count)
 
 
 def says_passed(output: str) -> bool:
