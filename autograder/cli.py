@@ -248,10 +248,10 @@ def _main(args: argparse.Namespace) -> int:
     if args.diff is not None and args.batch is None:
         return compare(args.diff[0], args.diff[1], args.csv)
     if args.submitted_at is not None:
-        from autograder.course.deadline import DeadlineError, parse_time
+        from autograder.course.deadline import DeadlineError, parse_given_time
 
         try:
-            args.submitted_at = parse_time(args.submitted_at, "Invalid --submitted-at")
+            args.submitted_at = parse_given_time(args.submitted_at, "Invalid --submitted-at")
         except DeadlineError as error:
             print(f"sdpa-grade: {error}", file=sys.stderr)
             return 2
@@ -348,18 +348,32 @@ def compare(old: Path, new: Path, csv_path: Path | None) -> int:
 
 
 def _late(result: dict, args: argparse.Namespace, settings) -> dict:
-    """One submission's result with the [deadline] policy applied, where a deadline (or Gradescope's) applies."""
+    """One submission's result with the [deadline] policy applied, where a deadline (or Gradescope's) applies.
+
+    The time: ``--submitted-at``, else Gradescope's metadata (``--metadata``), else, for a file nbgrader collected
+    in a course, nbgrader's timestamp.txt beside it (handed_in.collected_time, as the batch takes it). Where none is
+    found, no penalty is taken and stderr says why."""
     from autograder.course.deadline import apply, gradescope_time
+    from autograder.handed_in import collected_time
     from autograder.report import Result, stamp
 
-    deadline, student, submitted = settings.deadline, args.submission.stem, None
+    deadline, submitted, problem = settings.deadline, None, ""
     if args.metadata is not None:
         student, submitted, deadline = gradescope_time(args.metadata, deadline)
+        problem = "" if submitted else f"no trusted submission time: {args.metadata} gives none (created_at)"
+    else:
+        graded = Result.of(result).graded_file
+        name, handed = collected_time(args.submission / graded if graded and args.submission.is_dir()
+                                      else args.submission)  # fmt: skip
+        student, submitted, problem = name or args.submission.stem, handed.submitted_at, handed.time_problem
     if args.submitted_at is not None:
-        submitted = args.submitted_at
+        submitted, problem = args.submitted_at, ""
     if deadline.due is None:
         return result
-    return stamp(result, apply(deadline, student, float(Result.of(result).score), submitted))
+    late = apply(deadline, student, float(Result.of(result).score), submitted, problem)
+    if late.missing_time:
+        print(f"sdpa-grade: no late penalty applied: {late.time_problem}", file=sys.stderr)
+    return stamp(result, late)
 
 
 def run() -> None:

@@ -15,6 +15,7 @@ student handed in: a refusal is the record's ``refused``, that student's alone.
 from __future__ import annotations
 
 import errno
+import os
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -190,6 +191,26 @@ def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected
         return replace(handed, time_problem=f"no trusted submission time: nbgrader's {TIMESTAMP} holds no time the"
                                             " grader can use")  # fmt: skip
     return replace(handed, submitted_at=moment, time_from=NBGRADER)
+
+
+NOT_COLLECTED = (
+    "no trusted submission time: {file} is not in an nbgrader course's submitted/<student>/{assignment}/ folder"
+    " (nbgrader_config.py or gradebook.db beside submitted/), where nbgrader's timestamp.txt is believed; give"
+    " --submitted-at TIME or --metadata FILE"
+)
+
+
+def collected_time(graded: Path) -> tuple[str, HandedIn]:
+    """A file graded alone: its student and the record of its time, taken as ``with_time`` takes it for a batch: in
+    nbgrader's collected layout (``<course>/submitted/<student>/sdpa/<file>``, ``collected_by_nbgrader``), the
+    student is the folder under submitted/ and the time nbgrader's timestamp.txt; elsewhere, no student ("") and no
+    time, with why (``time_problem``)."""
+    path = Path(os.path.abspath(graded))
+    folder = path.parent.parent  # <student>/ in nbgrader's layout
+    if path.parent.name != ASSIGNMENT or not collected_by_nbgrader(folder.parent):
+        return "", HandedIn(graded, time_problem=NOT_COLLECTED.format(file=graded, assignment=ASSIGNMENT))
+    record = HandedIn(folder, Choice(folder, path, f"{ASSIGNMENT}/{path.name}"))
+    return folder.name, with_time(record, folder.name, {}, collected=True)
 
 
 def _why(error: Exception) -> str:
