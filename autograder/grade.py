@@ -17,16 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from autograder import provenance, report, scoring
+from autograder import bounded, provenance, report, scoring
 from autograder.checks.timing import one_thread
 from autograder.config import Settings
 from autograder.handed_in import HandedIn, take
 from autograder.plugin import GradingPlugin, Outcome
+from autograder.release import quiz
 from autograder.sandbox.protocol import Failure, Reply, Runner
 from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Sandbox, Zygote, first_gradient
 from autograder.status import Status
-from autograder.submission import Choice, Ungradable, shown_name, source_of
+from autograder.submission import Choice, Ungradable, is_notebook, shown_name, source_of
 from reference import attention as _reference_module
 
 CHECKS = Path(__file__).with_name("checks")
@@ -100,7 +101,7 @@ def read(grading: Grading) -> Grading:
     """The submission's record, from the gate (a batch's, read before it forked, or read now), made into source."""
     limits = grading.settings.limits
     handed = grading.handed if grading.handed is not None else take(grading.submission, limits)
-    grading.choice, grading.graded, grading.sha256 = handed.choice, handed.file, handed.sha256
+    grading.handed, grading.choice, grading.graded, grading.sha256 = handed, handed.choice, handed.file, handed.sha256
     try:
         submitted = source_of(handed.data, handed.file, handed.sha256, handed.refusal(), grading.folder, limits)
         grading.source = submitted.source
@@ -211,7 +212,26 @@ def build_result(grading: Grading) -> Grading:
     return grading
 
 
-STAGES = [read, run_checks, score, build_result]
+def knowledge_check(grading: Grading) -> Grading:
+    """A notebook's knowledge check, scored as nbgrader scores it (release/quiz.py): one test per question, counted
+    in the result's score and maximum. Nothing for a .py file, or for a notebook that could not be graded."""
+    handed = grading.handed
+    if grading.ungradable or handed is None or handed.data is None or not is_notebook(handed.file):
+        return grading
+    limits = grading.settings.limits
+    text = handed.data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")  # as source_of
+    try:
+        cells = bounded.notebook_cells(bounded.load_json(text, limits.notebook_depth, limits.notebook_containers))
+    except bounded.Refused:  # its code was read from it: not reached, and never a grader error
+        return grading
+    questions = quiz.results(cells, grading.settings.gradescope.visibility, limits.answer_chars)
+    tests = [*grading.result["tests"], *questions]
+    total = {key: round(sum(test[key] for test in tests), 6) for key in ("score", "max_score")}
+    grading.result = {**grading.result, "tests": tests, **total}
+    return grading
+
+
+STAGES = [read, run_checks, score, build_result, knowledge_check]
 
 
 def grade(

@@ -170,21 +170,16 @@ def _cell_scores(course) -> dict[str, dict[str, float]]:
 
 def test_sdpa_grade_agrees_with_nbgrader_on_submitted(course, tmp_path):
     """sdpa-grade --batch on nbgrader's submitted/ folder gives each student the same points as nbgrader,
-    check by check."""
+    check by check, each knowledge-check question included."""
     out = tmp_path / "grades"
     result = run(
         [str(BIN / "sdpa-grade"), "--batch", str(course["course"] / "submitted"), "--json-dir", str(out)], timeout=900
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    quiz = {f"check_{question.name}" for question in QUESTIONS}
     for student, cells in _cell_scores(course).items():
         graded = json.loads((out / f"{student}.json").read_text())
         by_check = {test["extra_data"]["check"]: test["score"] for test in graded["tests"]}
-        in_notebook = {
-            name.removeprefix("check_"): score
-            for name, score in cells.items()
-            if name.startswith("check_") and name not in quiz
-        }
+        in_notebook = {name.removeprefix("check_"): score for name, score in cells.items() if name.startswith("check_")}
         assert in_notebook == {check: by_check[check] for check in in_notebook}, student
         assert set(by_check) - set(in_notebook) == {"timing_gpu"}  # not run without a GPU: worth 0 here
 
@@ -295,8 +290,8 @@ def _course_with_settings(base):
 def test_nbgrader_grades_with_the_courses_settings_file(tmp_path):
     """c.GradeNotebook.settings_file = "course.toml". While it gives scale_values 7 points and the notebook's cell is
     worth 5, autograde refuses the notebook, naming the cell and both values (once it gave the defaults, silently).
-    With 5 on both sides, nbgrader's export gives bob what `sdpa-grade --config course.toml` gives him, plus the
-    knowledge check, out of the same maximum plus the knowledge check."""
+    With 5 on both sides, nbgrader's export gives bob what `sdpa-grade --config course.toml` gives him, out of the
+    same maximum, the knowledge check included on both."""
     course, env, submitted = _course_with_settings(tmp_path)
     (course / "course.toml").write_text("[points]\nscale_values = 7\n")
     refused = run([str(BIN / "nbgrader"), "autograde", "sdpa", "--force"], cwd=course, env=env, timeout=900)
@@ -322,6 +317,6 @@ def test_nbgrader_grades_with_the_courses_settings_file(tmp_path):
     graded = json.loads((tmp_path / "bob.json").read_text())
     quiz = len(QUESTIONS)  # one point each; bob answers every question right
     settings = load_settings(course / "course.toml", environ={})
-    assert graded["max_score"] == sum(v for k, v in settings.points.items() if k != "timing_gpu")  # no GPU here
-    assert exported == (graded["score"] + quiz, graded["max_score"] + quiz)
+    assert graded["max_score"] == sum(v for k, v in settings.points.items() if k != "timing_gpu") + quiz  # no GPU here
+    assert exported == (graded["score"], graded["max_score"])
     assert next(t for t in graded["tests"] if t["name"].endswith("scale_values"))["score"] == 0

@@ -21,7 +21,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
 from autograder.release.paths import NOTEBOOK
-from autograder.release.quiz import QUESTIONS
+from autograder.release.quiz import POINTS, QUESTIONS
 
 PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader releases it beside the notebook
 HANDOUT = Path("docs/handout.md")
@@ -159,10 +159,11 @@ def build_notebook(root: Path) -> str:
         answer = f"### BEGIN SOLUTION\n{question.name} = {question.answer!r}\n### END SOLUTION"
         cells.append(new_code_cell(answer, metadata=_meta(question.name, solution=True)))
         check = (
-            f"# Checks {question.name} (1 point): the value you set above, written out as in the example."
+            f"# Checks {question.name} ({_points(POINTS)}): the value you set above, written out as in the example."
             f"\n{GRADED_OUTSIDE}"
         )
-        cells.append(new_code_cell(check, metadata=_meta(f"check_{question.name}", grade=True, points=1, locked=True)))
+        meta = _meta(f"check_{question.name}", grade=True, points=POINTS, locked=True)
+        cells.append(new_code_cell(check, metadata=meta))
     notebook = new_notebook(
         cells=cells,
         metadata={

@@ -3,12 +3,18 @@
 Only the grading process reads this file: the notebook's check cells hold no code, and
 ``verdict`` reads a student's answer from the source of the answer cell, as a value written
 out (``ast.literal_eval``), without running it (autograder/nbgrader_path/autograde.py).
+Every path scores it alike: nbgrader writes each question's verdict into its check cell, worth
+``POINTS``; ``sdpa-grade`` (alone, ``--batch``, the Gradescope bundle) grading a notebook adds one
+test per question to results.json (``results``), from the same verdicts, so that a notebook's
+raw score, and the late penalty taken from it, are the same on every path.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+
+from autograder.status import Status
 
 
 @dataclass(frozen=True)
@@ -171,3 +177,38 @@ def verdict(name: str, source: str, max_chars: int = MAX_CELL) -> str:
             f" reread '{question.section}' in the handout"
         )
     return ""
+
+
+POINTS = 1  # each question's points, on its check cell (release/notebook.py) and in results.json alike
+FUNCTION, CATEGORY = "knowledge_check", "knowledge-check"  # a question's tags in results.json
+
+
+def answer_cells(cells: list) -> dict[str, str]:
+    """Question name -> the source of the first solution cell whose grade id is that name, as nbgrader's path finds
+    it (autograde._answer_cell); ``cells`` as bounded.notebook_cells checked them."""
+    found: dict[str, str] = {}
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        name = meta.get("grade_id") if isinstance(meta, dict) else None
+        if cell.get("cell_type") == "code" and meta.get("solution") and name in BY_NAME and name not in found:
+            source = cell.get("source", "")
+            found[name] = "".join(source) if isinstance(source, list) else str(source)
+    return found
+
+
+def results(cells: list, visibility: str, max_chars: int = MAX_CELL) -> list[dict]:
+    """One results.json test per question, scored by ``verdict`` on the notebook's answer cells (a question with no
+    answer cell is a wrong answer): POINTS for a right answer, 0 and the feedback for a wrong one."""
+    answers = answer_cells(cells)
+    tests = []
+    for question in QUESTIONS:
+        message = verdict(question.name, answers.get(question.name, ""), max_chars)
+        status = Status.FAILED if message else Status.PASSED
+        tests.append({
+            "name": f"{FUNCTION}: {question.name}", "score": 0.0 if message else float(POINTS),
+            "max_score": float(POINTS), "output": message or "Correct.", "visibility": visibility,
+            "tags": [FUNCTION, CATEGORY], "status": str(status),
+            "extra_data": {"check": question.name, "outcome": str(status), "mistake": "", "seconds": 0.0, "flag": "",
+                           "evidence": None, "withheld": False},
+        })  # fmt: skip
+    return tests
