@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import unicodedata
 from collections import deque
 from dataclasses import dataclass
@@ -55,11 +56,13 @@ def _notebook_code(text: str, limits: Limits) -> str:
 
 
 def code_cells(text: str, limits: Limits) -> list[tuple[int, str]]:
-    """Each code cell the grader runs, numbered as it numbers them, with its magics and shell escapes left out:
-    the solution and set-up cells, not the test cells. The notebook's bounds are checked first (bounded.Refused)."""
+    """Each code cell the grader runs, with its magics and shell escapes left out: the solution and set-up cells, not
+    the test cells. Each is numbered by its place in the notebook, as the student counts its cells (every cell,
+    markdown and test cells included, from 1 at the top), which the feedback cites. The notebook's bounds are checked
+    first (bounded.Refused)."""
     cells = bounded.notebook_cells(bounded.load_json(text, limits.notebook_depth, limits.notebook_containers))
     found = []
-    for cell in cells:
+    for number, cell in enumerate(cells, 1):
         if cell["cell_type"] != "code":
             continue
         nbgrader = cell.get("metadata", {}).get("nbgrader", {})
@@ -67,21 +70,56 @@ def code_cells(text: str, limits: Limits) -> list[tuple[int, str]]:
             continue  # a test cell: the grader brings its own checks
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
-        found.append(
-            (
-                len(found) + 1,
-                "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))),
-            )
-        )
+        kept = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+        found.append((number, "\n".join(kept)))
     return found
+
+
+_CELL_FILE = re.compile(r"cell([1-9][0-9]{0,5})/attention\.py")  # cell_file's names (no nested quantifier)
+
+
+def cell_file(number: int) -> str:
+    """The file name a notebook's cell ``number`` is compiled under (the worker's code guard accepts a cell's code only
+    under it: student_side/blocking._CELL_NAME); the worker cites a line of it as "cell N, line M"."""
+    return f"cell{number}/attention.py"
 
 
 def _as_cell(code: str, number: int) -> str:
     """Run one cell's code so that its error stops that cell only, as in a notebook run by nbgrader."""
     return (
-        f"try:\n    exec(compile({code!r}, 'cell{number}/attention.py', 'exec'), globals())\n"
+        f"try:\n    exec(compile({code!r}, {cell_file(number)!r}, 'exec'), globals())\n"
         f"except Exception as error:\n    print('cell {number} raised', type(error).__name__, error)\n\n"
     )
+
+
+def cells_of(source: str) -> dict[int, str]:
+    """The notebook's cells in a graded source (``_as_cell``'s wrappers at its top level), by their number: what a
+    cited "cell N, line M" is read from. {} for a source that holds none (an attention.py) or is not Python."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    found = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Try) and len(node.body) == 1 and isinstance(node.body[0], ast.Expr)):
+            continue
+        run = node.body[0].value
+        if not (_called(run, "exec") and run.args and _called(run.args[0], "compile") and len(run.args[0].args) > 1):
+            continue
+        code, name = run.args[0].args[:2]
+        if isinstance(code, ast.Constant) and isinstance(code.value, str) and isinstance(name, ast.Constant):
+            number = _CELL_FILE.fullmatch(name.value) if isinstance(name.value, str) else None
+            if number is not None:
+                found[int(number.group(1))] = code.value
+    return found
+
+
+def _called(node, name: str) -> bool:
+    import ast
+
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
 def _refuse_links(path: Path, top: Path) -> None:

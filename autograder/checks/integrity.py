@@ -58,12 +58,26 @@ def fused_uses(source: str, depth: int = 3) -> list[str]:
     """
     try:
         _scanning(source)
-        return _fused_uses(source, depth, time.monotonic() + SCAN_SECONDS)
+        return _fused_uses(source, depth, time.monotonic() + SCAN_SECONDS, _cell_numbers(source))
     except _Unscannable:
         return []
 
 
-def _fused_uses(source: str, depth: int, deadline: float) -> list[str]:
+def _cell_numbers(source: str) -> dict[str, int]:
+    """A notebook's cells in the graded source, code -> the cell's number (submission.cells_of): what is found in a
+    cell is cited as "cell N, line M", as the student counts them."""
+    from autograder.submission import cells_of
+
+    return {code: number for number, code in cells_of(source).items()}
+
+
+def _in_cell(cells: dict[str, int] | None, code: str) -> str:
+    """ "cell N, " for a notebook cell's code at the graded source's top level, else ""."""
+    number = (cells or {}).get(code)
+    return f"cell {number}, " if number else ""
+
+
+def _fused_uses(source: str, depth: int, deadline: float, cells: dict[str, int] | None = None) -> list[str]:
     tree = _tree(source, deadline)
     if tree is None:
         return []
@@ -82,9 +96,8 @@ def _fused_uses(source: str, depth: int, deadline: float) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
             found += [f"line {node.lineno}: import of {alias.name}" for alias in node.names if _is_fused(alias.name)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
-            found += _fused_uses(
-                node.value, depth - 1, deadline
-            )  # any string that is Python: one-line notebook cells too
+            cell = _in_cell(cells, node.value)  # any string that is Python: one-line notebook cells too
+            found += [f"{cell}{finding}" for finding in _fused_uses(node.value, depth - 1, deadline)]
     return found
 
 
@@ -142,12 +155,12 @@ def dynamic_reach(source: str, depth: int = 3) -> list[str]:
     """
     try:
         _scanning(source)
-        return _dynamic_reach(source, depth, time.monotonic() + SCAN_SECONDS)
+        return _dynamic_reach(source, depth, time.monotonic() + SCAN_SECONDS, _cell_numbers(source))
     except _Unscannable as why:
         return [str(why)]
 
 
-def _dynamic_reach(source: str, depth: int, deadline: float) -> list[str]:
+def _dynamic_reach(source: str, depth: int, deadline: float, cells: dict[str, int] | None = None) -> list[str]:
     tree = _tree(source, deadline)
     if tree is None:
         return []
@@ -188,7 +201,8 @@ def _dynamic_reach(source: str, depth: int, deadline: float) -> list[str]:
                 found.append(f"{where}: the string {node.value.strip()!r}")
             elif depth > 0 and node.value.strip():
                 inner = _dynamic_reach(node.value, depth - 1, deadline)
-                found += [f"{where}, in code given as a string: {finding}" for finding in inner]
+                within = _in_cell(cells, node.value) or f"{where}, in code given as a string: "
+                found += [f"{within}{finding}" for finding in inner]
     return found
 
 
@@ -252,12 +266,12 @@ def tampering(source: str, depth: int = 3) -> dict[str, list[str]]:
     """
     try:
         _scanning(source)
-        return _tampering(source, depth, time.monotonic() + SCAN_SECONDS)
+        return _tampering(source, depth, time.monotonic() + SCAN_SECONDS, _cell_numbers(source))
     except (_Unscannable, RecursionError):
         return {}
 
 
-def _tampering(source: str, depth: int, deadline: float) -> dict[str, list[str]]:
+def _tampering(source: str, depth: int, deadline: float, cells: dict[str, int] | None = None) -> dict[str, list[str]]:
     tree = _tree(source, deadline)
     if tree is None:
         return {}
@@ -291,8 +305,9 @@ def _tampering(source: str, depth: int, deadline: float) -> dict[str, list[str]]
                 inner = _tampering(node.value, depth - 1, deadline)
             except _Unscannable:  # a string too deep, or no time left: dynamic_reach flags the source
                 continue
+            within = _in_cell(cells, node.value) or f"{where}, in code given as a string: "
             for key, places in inner.items():
-                found.setdefault(key, []).extend(f"{where}, in code given as a string: {place}" for place in places)
+                found.setdefault(key, []).extend(f"{within}{place}" for place in places)
     return {key: found[key] for key in TAMPERING_KINDS if found.get(key)}
 
 

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.checks.integrity import GRADER_MODULES
+from autograder.submission import cells_of
 
-# where the worker says the exception was raised: "(attention.py, line 12)"
-_LINE = re.compile(r"\(attention\.py, line (\d+)\)\s*$")
+# where the worker says the exception was raised: "(attention.py, line 12)", or in a notebook's cell "(cell 7, line 3)"
+_LINE = re.compile(r"\((attention\.py|cell (\d{1,6})), line (\d{1,9})\)\s*$")
 _MODULE = re.compile(r"No module named '([\w.]+)'")
 # the kernel's refusals: EPERM, EACCES, EROFS
 _REFUSED = re.compile(r"\[Errno (1|13|30)\]")
@@ -43,10 +44,14 @@ def may_import(allowed: Sequence[str]) -> str:
 def explain(error: str, message: str, source: str, shown: str = "attention.py", *, allowed: Sequence[str]) -> str:
     """One sentence: ``shown`` could not be loaded, and why, with the student's line where there is one. ``allowed``:
     the settings' [imports] allowed, named when the line imports something else."""
-    number = _LINE.search(message)
-    lines = source.splitlines()
-    text = lines[int(number.group(1)) - 1].strip() if number and 0 < int(number.group(1)) <= len(lines) else ""
-    where = f"line {number.group(1)} (`{text[:80]}`)" if text else "a line run at import"
+    found = _LINE.search(message)
+    text, where = "", "a line run at import"
+    if found:
+        cell, number = found.group(2), int(found.group(3))
+        lines = (cells_of(source).get(int(cell), "") if cell else source).splitlines()
+        text = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        if text:  # a notebook's line by its cell (submission.code_cells' numbers), as the student counts them
+            where = f"{f'cell {cell}, ' if cell else ''}line {number} (`{text[:80]}`)"
     module = _MODULE.search(message)
     if error in ("ModuleNotFoundError", "ImportError") and module:
         name = module.group(1)

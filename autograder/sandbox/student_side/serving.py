@@ -49,10 +49,19 @@ class _CappedStream:
 
 
 def _error(exc: BaseException) -> dict:
-    """What the grader learns of a student's exception: type, message, and the student's own frames."""
+    """What the grader learns of a student's exception: type, message, and the student's own frames, the last cited
+    as the student sees it: "(attention.py, line M)", or, for a notebook's cell (compiled as "cellN/attention.py":
+    submission.cell_file), "(cell N, line M)"."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("attention.py")]
-    where = f" (attention.py, line {frames[-1].lineno})" if frames else ""
+    where = f" ({_place(frames[-1].filename)}, line {frames[-1].lineno})" if frames else ""
     return {"ok": False, "error": type(exc).__name__, "message": f"{str(exc)[:500]}{where}"}
+
+
+def _place(filename: str) -> str:
+    """A frame's file as the student knows it: a notebook's cell by its number, else attention.py."""
+    folder = os.path.basename(os.path.dirname(filename))
+    number = folder.removeprefix("cell")
+    return f"cell {number}" if folder.startswith("cell") and number.isdecimal() and len(number) < 7 else "attention.py"
 
 
 def _load(path: str, guard: bool = True, allowed: list[str] | None = None):
