@@ -13,6 +13,7 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder.checks.examples import EXAMPLES
 from autograder.course.roster import shown
 from autograder.render import images
 from autograder.render.inert import inert
@@ -57,8 +58,27 @@ def check_rows(result: dict) -> list[dict]:
             "state": state, "name": test.name, "score": test.score, "max_score": test.max_score,
             "text": "ok" if says_passed(test.output) else feedback_text(test),
             "picture": images.data_uri(images.attention_png(test.picture)) if test.picture else "",
+            "weights": weights_table(test.picture) if test.picture else None,
         })  # fmt: skip
     return rows
+
+
+def weights_table(picture: dict) -> dict:
+    """The picture's numbers as the page's table (the image's text alternative): per query, each key's expected
+    weight / the student's, as the heat maps write them; "masked" for a masked key, "NaN" where there is none."""
+    mask = picture["mask"]
+
+    def shown(weights: list, i: int, j: int) -> str:
+        weight = weights[i][j]
+        text = "NaN" if weight is None else images.weight_label(weight)
+        return f"{text} (masked)" if mask is not None and not mask[i][j] else text
+
+    described = EXAMPLES.get(picture["example"], picture["example"])
+    rows = [{"query": i, "cells": [f'{shown(picture["expected"], i, j)} / {shown(picture["got"], i, j)}'
+                                   for j in range(picture["keys"])]}
+            for i in range(picture["queries"])]  # fmt: skip
+    return {"columns": list(range(picture["keys"])), "rows": rows, "function": picture["function"],
+            "caption": f"{picture['queries']} queries x {picture['keys']} keys; {described}"}  # fmt: skip
 
 
 def student_page(name: str, result: dict, back: str | None = None) -> str:

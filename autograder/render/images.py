@@ -45,53 +45,80 @@ def data_uri(image: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(image).decode("ascii")
 
 
+CELL = 0.5  # inches per heat-map cell: room for a 4-character weight at LABEL_POINTS
+LABEL_POINTS = 9.5  # each cell's weight, about 13 px high at 100 dpi (the page shows the image at its own size)
+
+
 def attention_png(picture: dict) -> bytes:
-    """The tiny example's weights as two heat maps, expected beside yours; masked keys hatched, NaN in red."""
-    from matplotlib.patches import Rectangle
+    """The tiny example's weights as two heat maps, expected beside yours, each cell's weight written in it; masked
+    keys hatched, a masked key that got weight outlined in red, NaN in red; a colour bar and a legend for what is
+    drawn, so the scale is readable without telling colours apart."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Patch, Rectangle
 
     queries, keys = picture["queries"], picture["keys"]
-    figure = _figure(2 * (0.42 * keys + 0.8), 0.42 * queries + 1.6)
+    figure = _figure(2 * (CELL * keys + 0.9) + 1.1, CELL * queries + 2.4)
     described = EXAMPLES.get(picture["example"], picture["example"])
     figure.suptitle(
-        f"{picture['function']}: tiny public example\n({queries} queries x {keys} keys; {described})", fontsize=8
+        f"{picture['function']}: tiny public example\n({queries} queries x {keys} keys; {described})", fontsize=10
     )
     axes = figure.subplots(1, 2)
+    drawn = set()
     for ax, title, weights in zip(axes, ("expected", "yours"), (picture["expected"], picture["got"])):
         values = [[math.nan if w is None else w for w in row] for row in weights]
         ax.imshow(values, cmap="Blues", vmin=0.0, vmax=1.0)
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("key", fontsize=8)
-        ax.set_ylabel("query", fontsize=8)
+        ax.set_title(title, fontsize=11)
+        ax.set_xlabel("key", fontsize=10)
+        ax.set_ylabel("query", fontsize=10)
         ax.set_xticks(range(keys))
         ax.set_yticks(range(queries))
-        ax.tick_params(labelsize=7, length=0)
+        ax.tick_params(labelsize=9, length=0)
         for i, row in enumerate(weights):
             for j, w in enumerate(row):
                 masked = picture["mask"] is not None and not picture["mask"][i][j]
                 if masked:
+                    drawn.add("masked")
                     ax.add_patch(
                         Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor=GREY, linewidth=0)
                     )
                 leaked = masked and title == "yours" and got_weight(picture, i, j)
                 if leaked:  # a masked key that got more weight than the check allows: outlined in red
-                    ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=RED, linewidth=1.5))
+                    drawn.add("leaked")
+                    ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=RED, linewidth=2))
                 if w is None:
+                    drawn.add("nan")
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, color=RED))
                     label, color = "NaN", "white"
                 else:
-                    label = _label(w)
+                    label = weight_label(w)
                     color = "white" if w > 0.6 else (RED if leaked else "black")
-                ax.text(j, i, label, ha="center", va="center", fontsize=6.5, color=color)
+                ax.text(j, i, label, ha="center", va="center", fontsize=LABEL_POINTS, color=color)
+    bar = figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), cmap="Blues"), ax=list(axes), shrink=0.8)
+    bar.set_label("weight (written in each cell)", fontsize=9)
+    bar.ax.tick_params(labelsize=9)
+    legend = {
+        "masked": Patch(facecolor="white", edgecolor=GREY, hatch="///", label="masked key (must get 0)"),
+        "leaked": Patch(facecolor="white", edgecolor=RED, linewidth=2, label="masked key that got weight"),
+        "nan": Patch(color=RED, label="NaN"),
+    }
+    shown = [patch for key, patch in legend.items() if key in drawn]
+    if shown:
+        figure.legend(handles=shown, loc="outside lower center", ncols=len(shown), fontsize=9, frameon=False)
     return png(figure)
 
 
-def _label(weight: float) -> str:
-    """A weight in at most 4 characters, never rounded to look like 0 when it is not."""
+def weight_label(weight: float) -> str:
+    """A weight in at most 4 characters, never rounded to look like 0 when it is not (written in each heat-map cell,
+    and in the page's table of the same weights)."""
     if weight == 0:
         return "0"
     if 0 < abs(weight) < 0.005:
         return "<.01" if weight > 0 else "<0"
     return f"{weight:.2f}".replace("0.", ".") if abs(weight) < 0.995 else f"{weight:.1f}"
+
+
+_label = weight_label  # the name tests/test_render.py reads
 
 
 def histogram_png(values: Sequence[float], *, bins: Sequence[float], xlabel: str, title: str) -> bytes:
@@ -120,7 +147,7 @@ def bars_png(
     ax = figure.subplots()
     positions = range(len(labels))
     ax.barh(list(positions), list(values), color=list(colors) if colors else BLUE)
-    ax.set_yticks(list(positions), list(labels), fontsize=7.5)
+    ax.set_yticks(list(positions), list(labels), fontsize=9.5)
     ax.invert_yaxis()
     if limit is not None:
         ax.set_xlim(0, limit)

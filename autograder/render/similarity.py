@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import csv
 import io
+import tokenize
 from pathlib import Path
 
 from autograder.atomic import write_atomically
 from autograder.course.class_results import describe
-from autograder.course.similarity import Pair, Similarity
+from autograder.course.similarity import Pair, Similarity, normalised
 from autograder.render.inert import csv_cell, inert
 
 CSV_COLUMNS = ["student_a", "student_b", "code", "behaviour", "flagged", "why"]
@@ -58,14 +59,25 @@ def write_csv(path: Path, found: Similarity) -> None:
 
 
 def _side(text: str, regions: tuple[tuple[int, int], ...]) -> list[dict]:
-    """A file's lines for the side-by-side, each with its number and whether it lies in a matching region."""
-    marked = {line for first, last in regions for line in range(first, last + 1)}
+    """A file's lines for the side-by-side, each with its number and whether it is highlighted: a line of a matching
+    region that holds code the comparison kept (similarity.normalised: not a docstring, a comment or a blank line,
+    which the comparison sets aside, though a region spans them)."""
+    marked = {line for first, last in regions for line in range(first, last + 1)} & _code_lines(text)
     lines = text.splitlines()
     shown = [{"number": i, "text": inert(line.expandtabs(4), keep_newlines=False), "match": i in marked}
              for i, line in enumerate(lines[:MAX_SHOWN_LINES], 1)]  # fmt: skip
     if len(lines) > MAX_SHOWN_LINES:
         shown.append({"number": "", "text": f"... {len(lines) - MAX_SHOWN_LINES} more lines", "match": False})
     return shown
+
+
+def _code_lines(text: str) -> set[int]:
+    """The lines that hold a token the comparison kept; every line where the file cannot be read so (it was, to be
+    compared: a flagged pair's files were)."""
+    try:
+        return {line for _, line in normalised(text)}
+    except (SyntaxError, ValueError, tokenize.TokenError, RecursionError, MemoryError):
+        return set(range(1, text.count("\n") + 2))
 
 
 def section(found: Similarity | None) -> dict | None:

@@ -1,0 +1,207 @@
+"""Every page the grader writes, opened in headless Chromium at 1280x900: no horizontal scroll, and no serious or
+critical violation of axe-core's WCAG 2.1 A and AA rules. The pages come from real runs: `sdpa-grade FILE --html`
+(late, under a [deadline]), the class dashboard of a class with a deadline, the similarity view of ten students
+of the measured corpus (`--similarity`), and nbgrader's feedback page from a real autograde and generate_feedback."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.course import similarity
+from autograder.render import images
+from autograder.render.similarity import section
+from tests.helpers import BIN, ROOT, run
+from tests.test_nbgrader import SOLUTION_MARKERS, answered, nbgrader
+
+CHROMIUM = "/usr/bin/chromium"
+SDPA = "scaled_dot_product_attention"
+# headless, and off the (closed) network: no update, sync or first-run traffic
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]  # fmt: skip
+WIDTH, HEIGHT = 1280, 900
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+BLOCKING = {"serious", "critical"}
+DEADLINE = """[deadline]
+due = "2026-12-01T23:59:00-05:00"
+policy = "per_day"
+percent = 10
+max_late = 5
+[deadline.extensions]
+carol = "2026-12-05T23:59:00-05:00"
+"""
+# bob and mallory late, carol late inside her extension, dave on time, erin with no time at all
+TIMES = """student,submitted_at
+alice,2026-12-01T20:00:00-05:00
+bob,2026-12-02T03:00:00-05:00
+carol,2026-12-04T03:00:00-05:00
+mallory,2026-12-05T03:00:00-05:00
+dave,2026-12-01T10:00:00-05:00
+"""
+CORPUS = ["copy_of_student27", "student27", *(f"student{i:02d}" for i in range(8))]
+DOCUMENTED_PAIR = ("copy_of_student12", "student12")  # a planted copy whose files keep their docstrings
+SCALE_BY_D_K = "import math\n\n\ndef scale_scores(scores, d_k):\n    return scores / d_k\n"
+
+
+def _sdpa_grade(*args: str, cwd: Path) -> None:
+    result = run([str(BIN / "sdpa-grade"), *args], cwd=cwd, timeout=600)
+    assert result.returncode == 0, f"sdpa-grade {' '.join(args)}:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+
+
+def _nbgrader_feedback(base: Path) -> Path:
+    """bob's notebook through nbgrader's autograde and generate_feedback, with the course's template."""
+    course = base / "course"
+    shutil.copytree(
+        ROOT / "assignments",
+        course,
+        ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
+    )
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # alembic must be on PATH
+    nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
+    release = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
+    source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
+    # scores divided by d_k (failed checks, and the checks built on it keeping their points), a key allowed where
+    # either mask allows it (scaled_dot_product_attention's integrity and timing withheld), one wrong answer
+    sdpa = next(c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == SDPA)
+    either = SOLUTION_MARKERS.sub("", sdpa).replace("mask & causal", "mask | causal")
+    bob = {"scale_scores": SCALE_BY_D_K, SDPA: either, "q_variance": "q_variance = 8"}
+    submitted = course / "submitted" / "bob" / "sdpa" / "sdpa.ipynb"
+    submitted.parent.mkdir(parents=True)
+    nbformat.write(answered(release, source, bob), submitted)
+    nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
+    nbgrader("generate_feedback", "sdpa", "--force", cwd=course, env=env)
+    return course / "feedback" / "bob" / "sdpa" / "sdpa.html"
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> dict[str, Path]:
+    """Each kind of page, written by the real commands."""
+    if shutil.which(CHROMIUM) is None:
+        pytest.skip(f"no {CHROMIUM} here (Debian's chromium; .ci/install-chromium installs it)")
+    base = tmp_path_factory.mktemp("pages")
+    (base / "course.toml").write_text(DEADLINE)
+    (base / "times.csv").write_text(TIMES)
+    shutil.copytree(ROOT / "examples" / "class", base / "class")
+    shutil.copy(base / "class" / "alice.py", base / "class" / "dave.py")
+    shutil.copy(base / "class" / "bob.py", base / "class" / "erin.py")
+    _sdpa_grade("class/bob.py", "--config", "course.toml", "--submitted-at", "2026-12-03T03:00:00-05:00",
+                "--html", "bob.html", cwd=base)  # fmt: skip
+    _sdpa_grade("--batch", "class", "--jobs", "2", "--json-dir", "grades", "--config", "course.toml",
+                "--times", "times.csv", "--similarity", "--report", "class.html", cwd=base)  # fmt: skip
+    # ten students of the measured corpus, which ships graded: one pair (a planted copy) is listed, side by side
+    for folder in ("class", "results"):
+        (base / "corpus" / folder).mkdir(parents=True)
+        for name in CORPUS:
+            suffix = ".py" if folder == "class" else ".json"
+            shutil.copy(ROOT / "tests" / "similarity" / folder / f"{name}{suffix}", base / "corpus" / folder)
+    _sdpa_grade("--batch", "corpus/class", "--json-dir", "corpus/results", "--summary-only", "--similarity",
+                "--report", "corpus.html", cwd=base)  # fmt: skip
+    assert 'class="side-by-side"' in (base / "corpus.html").read_text(encoding="utf-8"), "no pair listed"
+    return {
+        "feedback": base / "bob.html",
+        "dashboard": base / "class.html",
+        "dashboard's feedback page": base / "class-feedback" / "bob.html",
+        "similarity": base / "corpus.html",
+        "nbgrader feedback": _nbgrader_feedback(base),
+    }
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, driven by playwright (never a browser of playwright's own)."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the [dev] extra")
+    pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is in the [dev] extra")
+    if shutil.which(CHROMIUM) is None:
+        pytest.skip(f"no {CHROMIUM} here (Debian's chromium; .ci/install-chromium installs it)")
+    with playwright.sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _blocking(violations: list[dict]) -> str:
+    """The serious and critical violations, each as its rule, its count and its first two nodes."""
+    lines = []
+    for violation in violations:
+        if violation["impact"] in BLOCKING:
+            nodes = "; ".join(" ".join(map(str, n["target"])) + ": " + n["html"][:160] for n in violation["nodes"][:2])
+            lines.append(f"{violation['id']} ({violation['impact']}, {len(violation['nodes'])} nodes): {nodes}")
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    "kind", ["feedback", "dashboard", "dashboard's feedback page", "similarity", "nbgrader feedback"]
+)
+def test_page_fits_1280_and_passes_axe(pages, browser, kind):
+    """The page scrolls only downwards at 1280 px, and axe-core finds no serious or critical WCAG 2.1 AA violation."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    try:
+        page.goto(pages[kind].as_uri())
+        width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        found = Axe().run(page, options={"runOnly": {"type": "tag", "values": AXE_TAGS}})
+    finally:
+        page.close()
+    blocking = _blocking(found.response["violations"])
+    problems = [f"axe-core (WCAG 2.1 A, AA) found:\n{blocking}"] if blocking else []
+    if width > inner:
+        problems.append(f"{width} px wide in a {inner} px window: it scrolls sideways")
+    assert not problems, f"{kind} ({pages[kind]}):\n" + "\n".join(problems)
+
+
+def _docstring_lines(text: str) -> set[int]:
+    """The lines of every docstring of a module, its classes and its functions, read from its tree."""
+    lines = set()
+    for node in ast.walk(ast.parse(text)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                lines.update(range(value.lineno, value.end_lineno + 1))
+    return lines
+
+
+def test_side_by_side_highlights_code_and_no_docstring():
+    """A planted copy's two files side by side: the shared code is highlighted, no docstring, comment or blank line
+    (the comparison sets them aside, as the section says)."""
+    texts = {name: (ROOT / "tests" / "similarity" / "class" / f"{name}.py").read_text() for name in DOCUMENTED_PAIR}
+    given = similarity.given_fingerprints(similarity.given_code(ROOT))
+    codes = {name: similarity.code_of(text, given) for name, text in texts.items()}
+    regions = similarity.matching_lines(*codes.values())
+    pair = similarity.Pair(*texts, 0.9, 9.0, 5.0, 5.0, True, *regions)
+    shown = section(similarity.Similarity([pair], 0.2, 1.0, sources=texts))["pairs"][0]
+    for side, text in zip(("left", "right"), texts.values()):
+        marked = {line["number"] for line in shown[side] if line["match"]}
+        lines = text.splitlines()
+        assert len(marked) > 20, side
+        assert not marked & _docstring_lines(text), f"{side}: docstring lines highlighted"
+        bare = [n for n in marked if not lines[n - 1].strip() or lines[n - 1].lstrip().startswith("#")]
+        assert not bare, f"{side}: blank or comment lines highlighted: {bare}"
+
+
+@pytest.mark.slow
+def test_heat_map_is_shown_at_its_own_size(pages, browser):
+    """The feedback page shows each heat map unscaled, so that its weights (LABEL_POINTS at 100 dpi) are at least
+    12 px high, and gives each picture a text alternative and a table of the same numbers."""
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    try:
+        page.goto(pages["feedback"].as_uri())
+        shown = page.evaluate(
+            "Array.from(document.querySelectorAll('img.attention'), i => [i.width, i.naturalWidth, i.alt,"
+            " i.closest('figure') ? i.closest('figure').querySelectorAll('table.weights td').length : 0])"
+        )
+    finally:
+        page.close()
+    assert shown, "no heat map on the page"
+    for width, natural, alt, cells in shown:
+        assert width == natural, f"shown {width} px wide, drawn {natural} px"
+        assert "expected weights beside yours" in alt and cells >= 16, (alt, cells)
+    assert images.LABEL_POINTS * 100 / 72 >= 12  # points at 100 dpi, in pixels
