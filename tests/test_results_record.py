@@ -89,8 +89,8 @@ def test_one_rule_decides_the_verdict_for_the_page_the_class_and_the_similarity(
 
 
 def scored_one_mistake(tmp_path) -> dict:
-    """results.json of a grading with scale_scores wrong (its own check fails), the attention's check failing only
-    through it (carried forward) and the module broken on its own (its integrity check withheld)."""
+    """results.json of a grading with the attention wrong (its own check fails, its integrity check withheld) and the
+    module's check failing only through it (carried forward)."""
     from autograder.config import load_settings
     from autograder.grade import Grading
     from autograder.plugin import Outcome
@@ -98,11 +98,11 @@ def scored_one_mistake(tmp_path) -> dict:
     from autograder.scoring import score
 
     outcomes = [
-        Outcome("scale_values", "scale_scores", Category.VALUES, Status.FAILED, message="values differ.",
-                mistake="divide_by_dk", cause="you divided by d_k"),
         Outcome("sdpa_matches_torch", "scaled_dot_product_attention", Category.MATCHES_TORCH, Status.FAILED,
-                message="the output: values differ.", builds_on=("scale_scores",)),
-        Outcome("mha_matches_torch", "MultiHeadAttention", Category.MULTI_HEAD, Status.FAILED, message="differs."),
+                message="the output: values differ.", mistake="divide_by_dk", cause="you divided by d_k"),
+        Outcome("integrity_sdpa", "scaled_dot_product_attention", Category.INTEGRITY, Status.PASSED),
+        Outcome("mha_matches_torch", "MultiHeadAttention", Category.MULTI_HEAD, Status.FAILED,
+                message="MultiHeadAttention's output: values differ.", builds_on=("scaled_dot_product_attention",)),
         Outcome("integrity_mha", "MultiHeadAttention", Category.INTEGRITY, Status.PASSED),
     ]  # fmt: skip
     settings = load_settings(environ={})
@@ -120,29 +120,31 @@ def test_a_check_carried_forward_reads_kept_its_points_on_every_path(tmp_path):
 
     result = scored_one_mistake(tmp_path)
     tests = {test["extra_data"]["check"]: test for test in result["tests"]}
-    carried, withheld = tests["sdpa_matches_torch"], tests["integrity_mha"]
+    carried, withheld = tests["mha_matches_torch"], tests["integrity_sdpa"]
     assert carried["score"] == carried["max_score"] > 0 and carried.get("status") != Status.PASSED
-    assert (carried["extra_data"]["verdict"], carried["extra_data"]["carried"]) == ("carried", ["scale_scores"])
-    assert carried["output"].startswith("Correct once scale_scores is fixed: this check keeps its points")
-    assert (withheld["extra_data"]["verdict"], tests["scale_values"]["extra_data"]["verdict"]) == ("withheld", "failed")
+    assert carried["extra_data"]["verdict"] == "carried"
+    assert carried["extra_data"]["carried"] == ["scaled_dot_product_attention"]
+    assert carried["output"].startswith("Correct once scaled_dot_product_attention is fixed: this check keeps its")
+    assert withheld["extra_data"]["verdict"] == "withheld" and withheld.get("status") != "failed"
+    assert tests["sdpa_matches_torch"]["extra_data"]["verdict"] == "failed"
     assert json.loads(json.dumps(carried))["extra_data"]["verdict"] == "carried"
 
     lines = table(result).splitlines()
-    [row] = [line for line in lines if "sdpa_matches_torch" in line]
-    assert "4/4" in row and "Correct once scale_scores is fixed" in row.split("4/4", 1)[1][:60], row
+    [row] = [line for line in lines if "mha_matches_torch" in line]
+    assert "4/4" in row and "Correct once scaled_dot_product_attention" in row.split("4/4", 1)[1][:60], row
     stats = class_results({"ann": result})
     said = {line.split()[1]: line for line in summary(stats).splitlines() if ": " in line and "/" in line}
-    assert said["sdpa_matches_torch"].endswith("0/1 (1 kept its points)"), said
-    assert said["integrity_mha"].endswith("0/1 (1 withheld)") and said["scale_values"].endswith("0/1"), said
+    assert said["mha_matches_torch"].endswith("0/1 (1 kept its points)"), said
+    assert said["integrity_sdpa"].endswith("0/1 (1 withheld)") and said["sdpa_matches_torch"].endswith("0/1"), said
     states = {row["name"].split(": ")[1]: row["state"] for row in check_rows(result)}
-    assert states == {"scale_values": "failed", "sdpa_matches_torch": "carried", "mha_matches_torch": "failed",
-                      "integrity_mha": "withheld"}  # fmt: skip
+    assert states == {"sdpa_matches_torch": "failed", "integrity_sdpa": "withheld", "mha_matches_torch": "carried",
+                      "integrity_mha": "passed"}  # fmt: skip
     pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
     from autograder.render.dashboard import _checks
 
     counted = {row["name"].split(": ")[1]: row for row in _checks(stats)[0]}
-    assert (counted["sdpa_matches_torch"]["passed"], counted["sdpa_matches_torch"]["carried"]) == (0, 1)
-    assert counted["integrity_mha"]["withheld"] == 1
+    assert (counted["mha_matches_torch"]["passed"], counted["mha_matches_torch"]["carried"]) == (0, 1)
+    assert counted["integrity_sdpa"]["withheld"] == 1
 
 
 def test_nbgraders_cell_says_kept_its_points_or_withheld_and_why(tmp_path):
@@ -155,18 +157,18 @@ def test_nbgraders_cell_says_kept_its_points_or_withheld_and_why(tmp_path):
     from autograder.scoring import score
 
     outcomes = [
-        Outcome("scale_values", "scale_scores", Category.VALUES, Status.FAILED, message="values differ."),
         Outcome("sdpa_matches_torch", "scaled_dot_product_attention", Category.MATCHES_TORCH, Status.FAILED,
-                message="the output: values differ.", builds_on=("scale_scores",)),
-        Outcome("mha_matches_torch", "MultiHeadAttention", Category.MULTI_HEAD, Status.FAILED, message="differs."),
-        Outcome("integrity_mha", "MultiHeadAttention", Category.INTEGRITY, Status.PASSED),
+                message="the output: values differ."),
+        Outcome("integrity_sdpa", "scaled_dot_product_attention", Category.INTEGRITY, Status.PASSED),
+        Outcome("mha_matches_torch", "MultiHeadAttention", Category.MULTI_HEAD, Status.FAILED,
+                message="MultiHeadAttention's output: values differ.", builds_on=("scaled_dot_product_attention",)),
     ]  # fmt: skip
     scored = {item.outcome.check: item for item in score(outcomes, load_settings(environ={}))}
-    [note] = verdict_outputs("sdpa_matches_torch", scored["sdpa_matches_torch"])
-    assert note.output_type == "stream" and note.text.startswith("sdpa_matches_torch: kept its points\n"), note
-    assert "Correct once scale_scores is fixed" in note.text
-    note, points = verdict_outputs("integrity_mha", scored["integrity_mha"])
-    assert note.text.startswith("integrity_mha: withheld (not awarded yet)\n") and "Not awarded yet:" in note.text
+    [note] = verdict_outputs("mha_matches_torch", scored["mha_matches_torch"])
+    assert note.output_type == "stream" and note.text.startswith("mha_matches_torch: kept its points\n"), note
+    assert "Correct once scaled_dot_product_attention is fixed" in note.text
+    note, points = verdict_outputs("integrity_sdpa", scored["integrity_sdpa"])
+    assert note.text.startswith("integrity_sdpa: withheld (not awarded yet)\n") and "Not awarded yet:" in note.text
     assert points.output_type == "execute_result" and points.data["text/plain"] == "0"  # nbgrader's partial credit
     shown = points.data["text/html"]
-    assert "withheld" in shown and "once MultiHeadAttention passes its own correctness checks" in shown, shown
+    assert "withheld" in shown and "once scaled_dot_product_attention passes its own correctness" in shown, shown
