@@ -45,7 +45,13 @@ def _checks(stats: ClassResults) -> tuple[list[dict], str]:
     rates = [100 * stats.passed[n] / stats.seen[n] for n in names]
     colors = [images.GREEN if r >= 80 else "#e69a28" if r >= 50 else images.RED for r in rates]
     figure = images.bars_png(
-        names, rates, xlabel="% of submissions that passed", title="Pass rate per check", limit=100, colors=colors
+        names,
+        rates,
+        xlabel="% of submissions that passed",
+        title="Pass rate per check",
+        limit=100,
+        colors=colors,
+        unit="%",
     )
     rate = dict(zip(names, rates))
     rows = [{"name": n, "rate": rate.get(n), "passed": stats.passed[n], "seen": stats.seen[n],

@@ -141,16 +141,19 @@ def bars_png(
     limit: float | None = None,
     colors: Sequence[str] | None = None,
     integers: bool = False,
+    unit: str = "",
 ) -> bytes:
-    """Horizontal bars, the first label on top."""
-    figure = _figure(7.0, 0.6 + 0.24 * max(len(labels), 1))
+    """Horizontal bars, the first label on top, each with its value written at its end (``unit`` after it), so
+    that a bar's colour is never the only way to read it."""
+    figure = _figure(9.0, 0.6 + 0.3 * max(len(labels), 1))
     ax = figure.subplots()
     positions = range(len(labels))
-    ax.barh(list(positions), list(values), color=list(colors) if colors else BLUE)
+    bars = ax.barh(list(positions), list(values), color=list(colors) if colors else BLUE)
+    ax.bar_label(bars, labels=[f"{v:.0f}{unit}" for v in values], padding=3, fontsize=9.5)
     ax.set_yticks(list(positions), list(labels), fontsize=9.5)
     ax.invert_yaxis()
-    if limit is not None:
-        ax.set_xlim(0, limit)
+    top = limit if limit is not None else max(values, default=1) or 1
+    ax.set_xlim(0, top * 1.2)  # room for the value at the longest bar's end
     if integers:
         ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel(xlabel)
