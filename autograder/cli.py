@@ -110,14 +110,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--submitted-at",
         metavar="TIME",
-        help="one submission: when it was handed in (ISO 8601 with an offset), for the [deadline] policy",
+        help="one submission: when it was handed in (ISO 8601 with an offset, or nbgrader's timestamp.txt format such"
+        " as '2026-12-01 23:59:00.000000 UTC'), for the [deadline] policy; a notebook nbgrader collected takes"
+        " the timestamp.txt beside it without this",
     )
     p.add_argument(
         "--metadata",
         type=Path,
         metavar="FILE",
-        help="one submission: Gradescope's submission_metadata.json (its time, and its due date where the settings"
-        " set a policy but no due date); the bundle's run_autograder passes it",
+        help="one submission: Gradescope's submission_metadata.json (its time, the student's extension there, and"
+        " its due date where the settings set a policy but no due date); the bundle's run_autograder passes it",
     )
     p.add_argument(
         "--similarity",
