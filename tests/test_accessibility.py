@@ -53,7 +53,7 @@ def _sdpa_grade(*args: str, cwd: Path) -> None:
     assert result.returncode == 0, f"sdpa-grade {' '.join(args)}:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
 
 
-def _nbgrader_feedback(base: Path) -> Path:
+def nbgrader_feedback(base: Path) -> Path:
     """bob's notebook through nbgrader's autograde and generate_feedback, with the course's template."""
     course = base / "course"
     shutil.copytree(
@@ -107,7 +107,7 @@ def pages(tmp_path_factory) -> dict[str, Path]:
         "dashboard": base / "class.html",
         "dashboard's feedback page": base / "class-feedback" / "bob.html",
         "similarity": base / "corpus.html",
-        "nbgrader feedback": _nbgrader_feedback(base),
+        "nbgrader feedback": nbgrader_feedback(base),
     }
 
 
