@@ -126,12 +126,15 @@ def test_a_check_carried_forward_reads_kept_its_points_on_every_path(tmp_path):
     assert carried["extra_data"]["carried"] == ["scaled_dot_product_attention"]
     assert carried["output"].startswith("Correct once scaled_dot_product_attention is fixed: this check keeps its")
     assert withheld["extra_data"]["verdict"] == "withheld" and withheld.get("status") != "failed"
+    assert withheld["output"].startswith("Not awarded yet: this check's points are withheld"), withheld["output"]
     assert tests["sdpa_matches_torch"]["extra_data"]["verdict"] == "failed"
     assert json.loads(json.dumps(carried))["extra_data"]["verdict"] == "carried"
 
     lines = table(result).splitlines()
     [row] = [line for line in lines if "mha_matches_torch" in line]
     assert "4/4" in row and "Correct once scaled_dot_product_attention" in row.split("4/4", 1)[1][:60], row
+    [row] = [line for line in lines if "integrity_sdpa" in line]
+    assert "0/2" in row and "withheld" in row and "fail" not in row, row
     stats = class_results({"ann": result})
     said = {line.split()[1]: line for line in summary(stats).splitlines() if ": " in line and "/" in line}
     assert said["mha_matches_torch"].endswith("0/1 (1 kept its points)"), said

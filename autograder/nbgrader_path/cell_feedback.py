@@ -49,7 +49,7 @@ def verdict_outputs(title: str, feedback: str | Scored) -> list[NotebookNode]:
     if found != Verdict.WITHHELD:
         return [failure_output(title, feedback)]
     note = note_output("\n".join(lines(title, paragraphs(feedback), word=f"{found.shown} {NOT_YET}")))
-    shown = f"<pre>0 points, {found.shown} {NOT_YET}. {html.escape(output_text(feedback))}</pre>"
+    shown = f"<pre>0 points for now: {html.escape(output_text(feedback))}</pre>"
     return [note, new_output("execute_result", data={"text/plain": "0", "text/html": shown}, execution_count=None)]
 
 

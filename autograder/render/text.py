@@ -30,7 +30,7 @@ FLAGGED = "Flagged for the instructor's review."
 # what a check that kept its points by error carried forward found, after why it kept them
 FOUND = "What it found: "
 # a gated check (integrity, timing) of a function that fails its own checks: no verdict on the student
-WITHHELD = "Not awarded yet: this check's points are given once {function} passes its own correctness checks."
+WITHHELD = "Not awarded yet: this check's points are withheld, given once {function} passes its own correctness checks."
 
 # (lower bound, block): a weight at or above the bound is drawn with the block; any other weight above 0, "░"
 SHADES = ((0.75, "█"), (0.5, "▓"), (0.25, "▒"))
