@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:  # run as a script: the bench folder is importable
 from autograder.release.gradescope import RUN  # noqa: E402
 from autograder.report import Result, load  # noqa: E402
 from autograder.sandbox.cgroups import Cgroups, remove  # noqa: E402
-from autograder.status import Category, Status, passed  # noqa: E402
+from autograder.status import Category, Status, earned  # noqa: E402
 from bench.timing_reliability import LOOPS, submission  # noqa: E402
 
 CPU_MAX = (50_000, 100_000)  # microseconds of CPU per period: half a CPU, Gradescope's default 0.5 vCPU
@@ -276,7 +276,7 @@ def grade(source: Path, name: str, folder: Path, *, limited: bool = True, timeou
     for test in record.tests:
         if Category.TIMING in test.tags:
             found.verdicts[test.check] = (test.outcome, test.output)
-        if not passed(test):
+        if not earned(test):  # lost points: a check carried forward kept them
             found.lost.append(test.check)
     if found.exit != 0 and not found.error:
         found.error = f"run_autograder exited {found.exit}: {ran.stderr[-300:]}"
