@@ -44,6 +44,8 @@ carol,2026-12-04T03:00:00-05:00
 mallory,2026-12-05T03:00:00-05:00
 dave,2026-12-01T10:00:00-05:00
 """
+DUE_UTC = "2026-12-02 04:59:00 UTC"  # DEADLINE's due date, for nbgrader's gradebook
+LATE = "2026-12-03 06:00:00.000000 UTC"  # nbgrader's timestamp.txt, its default format
 CORPUS = ["copy_of_student27", "student27", *(f"student{i:02d}" for i in range(8))]
 DOCUMENTED_PAIR = ("copy_of_student12", "student12")  # a planted copy whose files keep their docstrings
 SCALE_BY_D_K = "import math\n\n\ndef scale_scores(scores, d_k):\n    return scores / d_k\n"
@@ -55,7 +57,8 @@ def _sdpa_grade(*args: str, cwd: Path) -> None:
 
 
 def nbgrader_feedback(base: Path) -> Path:
-    """bob's notebook through nbgrader's autograde and generate_feedback, with the course's template."""
+    """bob's notebook, handed in late, through nbgrader's autograde (with DEADLINE) and generate_feedback, with the
+    course's template."""
     course = base / "course"
     shutil.copytree(
         ROOT / "assignments",
@@ -64,17 +67,21 @@ def nbgrader_feedback(base: Path) -> Path:
     )
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # alembic must be on PATH
     nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
+    nbgrader("db", "assignment", "add", "sdpa", f"--duedate={DUE_UTC}", cwd=course, env=env)
+    (course / "course.toml").write_text(DEADLINE)
     release = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
     source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
-    # scores divided by d_k (failed checks, and the checks built on it keeping their points), a key allowed where
-    # either mask allows it (scaled_dot_product_attention's integrity and timing withheld), one wrong answer
+    # scores divided by d_k (failed checks, and checks built on it keeping their points), a key allowed where either
+    # mask allows it (scaled_dot_product_attention's own checks fail: the checks gated on them), one wrong answer
     sdpa = next(c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == SDPA)
     either = SOLUTION_MARKERS.sub("", sdpa).replace("mask & causal", "mask | causal")
     bob = {"scale_scores": SCALE_BY_D_K, SDPA: either, "q_variance": "q_variance = 8"}
     submitted = course / "submitted" / "bob" / "sdpa" / "sdpa.ipynb"
     submitted.parent.mkdir(parents=True)
     nbformat.write(answered(release, source, bob), submitted)
-    nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
+    (submitted.parent / "timestamp.txt").write_text(LATE)  # a day late: the table of contents names the penalty
+    settings = f"--GradeNotebook.settings_file={course / 'course.toml'}"
+    nbgrader("autograde", "sdpa", "--force", settings, cwd=course, env=env)
     nbgrader("generate_feedback", "sdpa", "--force", cwd=course, env=env)
     return course / "feedback" / "bob" / "sdpa" / "sdpa.html"
 
