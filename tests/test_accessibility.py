@@ -215,3 +215,29 @@ def test_heat_map_is_shown_at_its_own_size(browser, pages):
         assert width == natural, f"shown {width} px wide, drawn {natural} px"
         assert "expected weights beside yours" in alt and cells >= 16, (alt, cells)
     assert images.LABEL_POINTS * 100 / 72 >= 12  # points at 100 dpi, in pixels
+
+
+def test_partial_credit_shows_as_points_not_a_bare_output():
+    """A graded cell's execute_result (nbgrader's partial credit: a withheld check's 0) is shown on the course's
+    feedback page as the points it gives, not as a bare "Out[ ]: 0" (the cell rendered by nbconvert with the course's
+    own nbgrader_config.py, as generate_feedback renders it)."""
+    import nbgrader
+    from nbconvert import HTMLExporter
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
+    # the stylesheet generate_feedback adds to the template's search path
+    bootstrap = Path(nbgrader.__file__).parent / "server_extensions/formgrader/static/node_modules/bootstrap/dist/css"
+    cell = new_code_cell(
+        "# Hidden check integrity_sdpa (2 points)",
+        outputs=[new_output("stream", name="stdout", text="integrity_sdpa: not awarded yet\n"),
+                 new_output("execute_result", data={"text/plain": "0"}, execution_count=None)],
+    )  # fmt: skip
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "check_integrity_sdpa",
+                                 "points": 2, "score": 0}  # fmt: skip
+    resources = {"nbgrader": {"notebook": "sdpa", "score": 0, "max_score": 2, "late_penalty": 0}}
+    exporter = HTMLExporter(config=config, extra_template_paths=[str(bootstrap)])
+    page, _ = exporter.from_notebook_node(new_notebook(cells=[cell]), resources=resources)
+    assert "Points given: 0 of 2" in page
+    assert "Out[" not in page and "integrity_sdpa: not awarded yet" in page
