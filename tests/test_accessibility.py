@@ -6,12 +6,14 @@ of the measured corpus (`--similarity`), and nbgrader's feedback page from a rea
 from __future__ import annotations
 
 import ast
+import html
 import os
 import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
+from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.course import similarity
 from autograder.render import images
@@ -217,27 +219,47 @@ def test_heat_map_is_shown_at_its_own_size(browser, pages):
     assert images.LABEL_POINTS * 100 / 72 >= 12  # points at 100 dpi, in pixels
 
 
-def test_partial_credit_shows_as_points_not_a_bare_output():
+def _withheld_integrity_sdpa() -> list:
+    """integrity_sdpa's outputs in nbgrader's cell, from the real scoring: withheld, since the function it gates
+    fails its own check (its note, and nbgrader's partial credit 0 as an execute_result)."""
+    from autograder.config import load_settings
+    from autograder.nbgrader_path.cell_feedback import verdict_outputs
+    from autograder.plugin import Outcome
+    from autograder.scoring import score
+    from autograder.status import Category, Status
+
+    outcomes = [
+        Outcome("sdpa_matches_torch", SDPA, Category.MATCHES_TORCH, Status.FAILED, message="values differ."),
+        Outcome("integrity_sdpa", SDPA, Category.INTEGRITY, Status.PASSED),
+    ]
+    scored = {item.outcome.check: item for item in score(outcomes, load_settings(environ={}))}
+    return verdict_outputs("integrity_sdpa", scored["integrity_sdpa"])
+
+
+@pytest.mark.parametrize("shown", ["as cell_feedback writes it", "text/plain alone"])
+def test_partial_credit_is_never_a_bare_out_0(shown):
     """A graded cell's execute_result (nbgrader's partial credit: a withheld check's 0) is shown on the course's
-    feedback page as the points it gives, not as a bare "Out[ ]: 0" (the cell rendered by nbconvert with the course's
-    own nbgrader_config.py, as generate_feedback renders it)."""
+    feedback page without an "Out[ ]:" prompt: its own text/html where it has one, else the points it gives (the
+    cell rendered by nbconvert with the course's nbgrader_config.py and template, as generate_feedback renders it)."""
     import nbgrader
     from nbconvert import HTMLExporter
-    from nbformat.v4 import new_code_cell, new_notebook, new_output
-    from traitlets.config.loader import PyFileConfigLoader
+    from nbformat.v4 import new_code_cell, new_notebook
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
     # the stylesheet generate_feedback adds to the template's search path
     bootstrap = Path(nbgrader.__file__).parent / "server_extensions/formgrader/static/node_modules/bootstrap/dist/css"
-    cell = new_code_cell(
-        "# Hidden check integrity_sdpa (2 points)",
-        outputs=[new_output("stream", name="stdout", text="integrity_sdpa: not awarded yet\n"),
-                 new_output("execute_result", data={"text/plain": "0"}, execution_count=None)],
-    )  # fmt: skip
+    note, credit = _withheld_integrity_sdpa()
+    assert credit.output_type == "execute_result" and credit.data["text/plain"] == "0"
+    if shown == "text/plain alone":
+        credit.data = {"text/plain": "0"}
+    cell = new_code_cell("# Hidden check integrity_sdpa (2 points)", outputs=[note, credit])
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "check_integrity_sdpa",
                                  "points": 2, "score": 0}  # fmt: skip
     resources = {"nbgrader": {"notebook": "sdpa", "score": 0, "max_score": 2, "late_penalty": 0}}
     exporter = HTMLExporter(config=config, extra_template_paths=[str(bootstrap)])
     page, _ = exporter.from_notebook_node(new_notebook(cells=[cell]), resources=resources)
-    assert "Points given: 0 of 2" in page
-    assert "Out[" not in page and "integrity_sdpa: not awarded yet" in page
+    assert "Out[" not in page and html.escape(note.text.splitlines()[0], quote=False) in page
+    if shown == "text/plain alone":
+        assert "Points given: 0 of 2" in page
+    else:
+        assert "Points given" not in page and "once scaled_dot_product_attention passes" in page
