@@ -73,11 +73,13 @@ def nbgrader_feedback(base: Path) -> Path:
     (course / "course.toml").write_text(DEADLINE)
     release = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
     source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
-    # scores divided by d_k (failed checks, and checks built on it keeping their points), a key allowed where either
-    # mask allows it (scaled_dot_product_attention's own checks fail: the checks gated on them), one wrong answer
+    # scores divided by d_k (a failed check), an attention that forgets to scale (its own checks fail: its integrity
+    # check is withheld, and the module's checks built on it keep their points), one wrong answer
     sdpa = next(c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == SDPA)
-    either = SOLUTION_MARKERS.sub("", sdpa).replace("mask & causal", "mask | causal")
-    bob = {"scale_scores": SCALE_BY_D_K, SDPA: either, "q_variance": "q_variance = 8"}
+    sdpa = SOLUTION_MARKERS.sub("", sdpa)
+    unscaled = sdpa.replace("scale_scores(attention_scores(Q, K), d_k)", "attention_scores(Q, K)")
+    assert unscaled != sdpa
+    bob = {"scale_scores": SCALE_BY_D_K, SDPA: unscaled, "q_variance": "q_variance = 8"}
     submitted = course / "submitted" / "bob" / "sdpa" / "sdpa.ipynb"
     submitted.parent.mkdir(parents=True)
     nbformat.write(answered(release, source, bob), submitted)
