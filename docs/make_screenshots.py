@@ -5,7 +5,7 @@
 - feedback.png: one student's feedback page from the same run (dara's: a failed check and its heat map);
 - similarity.png: the similarity view (`--similarity`) of ten students of the measured corpus, one pair listed;
 - nbgrader-feedback.png: nbgrader's feedback page, with the course's template, after a real autograde of a notebook
-  with mistakes (tests/test_accessibility.py's cycle): hidden checks' verdicts, their long lines wrapped.
+  with mistakes (tests/test_accessibility.py's cycle): a withheld check and checks that keep their points, wrapped.
 
     .venv/bin/python docs/make_screenshots.py
 
@@ -88,7 +88,7 @@ def main() -> None:
         page.screenshot(path=docs / "similarity.png", full_page=True,
                         clip={"x": 0, "y": pair["y"] - 10, "width": WIDTH, "height": 1400})  # fmt: skip
         page.goto(notebook_page.as_uri())
-        start = page.locator('a[name="check_mha_matches_torch"]').bounding_box()
+        start = page.locator('a[name="check_integrity_sdpa"]').bounding_box()
         page.screenshot(path=docs / "nbgrader-feedback.png", full_page=True,
                         clip={"x": 0, "y": start["y"] - 40, "width": WIDTH, "height": 1400})  # fmt: skip
         browser.close()
