@@ -50,6 +50,7 @@ class Outcome:
     flag: str = ""  # an integrity flag's key (autograder.checks.flags.REASONS): listed for the instructor's review
     exercises: tuple[str, ...] = ()  # the kinds of input the check exercises (its marker's, of checks/mistakes.INPUTS)
     builds_on: tuple[str, ...] = ()  # the student's functions whose fix makes the failed result right (with evidence)
+    edge: bool = False  # failed on an edge shape only (checks/expect.edge_case): its gates stay open
 
 
 class GradingPlugin:
@@ -145,6 +146,7 @@ class GradingPlugin:
                 flag or "",
                 exercises=tuple(facts["exercises"]),
                 builds_on=tuple(getattr(error, "builds_on", ()) or ()),
+                edge=getattr(error, "edge", False) is True,
             )
 
     def _picture(self, item: pytest.Item, function: str, example: str | None) -> dict | None:

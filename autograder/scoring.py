@@ -1,8 +1,10 @@
 """Points for outcomes: the only place that knows what a check is worth.
 
-Integrity and timing are gated: they award nothing to a function that fails any of its
-correctness checks, so an empty or broken submission cannot collect them. Such a check is
-``withheld`` (a field, worded at the edge as not awarded yet): it is no verdict on the student.
+Integrity and timing are gated: they award nothing to a function that fails its central value check
+(agreement with PyTorch: ``not_yet_implemented``) for a mistake of its own, so an empty or broken submission
+cannot collect them, while an edge case that the function's own checks charge costs those checks only. Such a
+check is ``withheld`` (a field, worded at the edge as not awarded yet), passed or failed alike: it is no verdict
+on the student.
 
 A failure that builds on another function's mistake (``Outcome.builds_on``: the recomputation with the
 student's own functions reproduces it, and it is right once they are: checks/builds_on.py) is, under
@@ -21,6 +23,9 @@ from autograder.plugin import Outcome
 from autograder.status import Category, Status
 
 GATED = {Category.INTEGRITY, Category.TIMING}
+# each gated function's central value check: failing it (for a mistake of its own) is what makes it not yet an
+# implementation (tests/test_scoring.py: every function with a gate has one, and it is a check of that function)
+CENTRAL = {"scaled_dot_product_attention": "sdpa_matches_torch", "MultiHeadAttention": "mha_matches_torch"}
 # a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
 # function's timed answers are wrong for the reason its own checks already give: no flag, no accusation
 FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}
@@ -63,13 +68,27 @@ def carried_forward(outcomes: list[Outcome], settings: Settings) -> dict[str, tu
     }
 
 
+def not_yet_implemented(outcomes: list[Outcome], carried: dict[str, tuple[str, ...]]) -> set[str]:
+    """The functions whose gates (integrity, timing) are withheld: those failing their central value check
+    (``CENTRAL``: agreement with PyTorch) for a mistake of their own, on its main inputs (not only on an edge shape:
+    ``Outcome.edge``). A stub, a wrong formula, code that does not load: not yet an implementation to time or to
+    vouch for. An edge case its own checks charge (fully masked rows, a causal corner, a dtype, a batch of one)
+    leaves the gates to measure what they measure."""
+    return {
+        o.function
+        for o in outcomes
+        if CENTRAL.get(o.function) == o.check and o.status != Status.PASSED and o.check not in carried and not o.edge
+    }
+
+
 def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
     carried = carried_forward(outcomes, settings)
-    # a function's gates follow its own merits: failures carried forward do not close them
-    broken = {
+    broken = not_yet_implemented(outcomes, carried)
+    # a function whose own checks fail only for what they carry forward: its timed answers are wrong for that reason
+    own_failures = {
         o.function for o in outcomes if o.category not in GATED and o.status != Status.PASSED and o.check not in carried
     }
-    explained = {o.function for o in outcomes if o.check in carried} - broken
+    explained = {o.function for o in outcomes if o.check in carried} - own_failures
     when_no_gpu = settings.timing.when_no_gpu
     scored = []
     for outcome in outcomes:
@@ -81,12 +100,19 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
             continue
         if outcome.check in carried:
             scored.append(Scored(outcome, worth, worth, outcome.message, carried=carried[outcome.check]))
+        elif outcome.function in own_failures | explained and (
+            _untimed(outcome) or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY
+        ):  # a timed call failed (raised, hung) or answered wrong, for a function whose own checks already say what
+            # is wrong with it: no verdict on its time and no accusation; timed once they pass
+            scored.append(Scored(replace(outcome, flag="", message=""), 0.0, worth, "", withheld=True))
         elif (
             outcome.function in broken
             and outcome.category in GATED
-            and (outcome.status == Status.PASSED or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY)
-        ):  # passed, or a trick shown only by a correct function: no points yet, and no accusation
-            scored.append(Scored(replace(outcome, flag=""), 0.0, worth, "", withheld=True))
+            and outcome.status in (Status.PASSED, Status.FAILED)
+            and (not outcome.flag or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY)
+        ):  # no verdict on what is not yet an implementation: no points yet, and no accusation (a flag for what the
+            # source or the ops show, fused attention, tampering, stays a failure)
+            scored.append(Scored(replace(outcome, flag="", message=""), 0.0, worth, "", withheld=True))
         elif outcome.status == Status.PASSED:
             scored.append(Scored(outcome, worth, worth, Status.PASSED))
         elif outcome.status == Status.NOT_RUN and outcome.category == Category.TIMING:
@@ -100,6 +126,17 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
         else:
             scored.append(Scored(outcome, 0.0, worth, outcome.message))
     return _point_to_causes(scored)
+
+
+def _untimed(outcome: Outcome) -> bool:
+    """A timing check that failed with no verdict on time: neither too slow (a named mistake) nor a wrong answer
+    (a flag), so one of its timed calls failed."""
+    return (
+        outcome.category == Category.TIMING
+        and outcome.status == Status.FAILED
+        and not outcome.mistake
+        and not outcome.flag
+    )
 
 
 def _point_to_causes(scored: list[Scored]) -> list[Scored]:

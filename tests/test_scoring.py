@@ -226,10 +226,69 @@ def test_a_failure_is_carried_only_onto_a_function_that_loses_points(tmp_path):
 
 
 @pytest.mark.timeout(10)
-def test_a_failure_of_its_own_closes_the_gates(tmp_path):
-    """One failure without the evidence (no builds_on) costs its points and closes its function's gates."""
+def test_an_edge_case_of_its_own_costs_its_check_and_leaves_the_gates_open(tmp_path):
+    """One failure of its own outside the central check (no builds_on: fully masked rows, a causal corner) costs
+    that check's points, and no more: integrity and timing measure what they measure."""
     outcomes = built_on_scale() + [outcome("sdpa_causal", Status.FAILED, category="causal", message="own.")]
     scored = by_check(score(outcomes, policy(tmp_path, "carry_forward")))
     assert scored["sdpa_causal"].score == 0
     assert scored["sdpa_matches_torch"].score > 0
-    assert [scored[check].score for check in ("integrity_sdpa", "timing_cpu")] == [0.0, 0.0]
+    assert scored["integrity_sdpa"].score == 2.0
+    # its timed answers are wrong for what its own checks say: no verdict on its time, and no accusation
+    assert (scored["timing_cpu"].withheld, scored["timing_cpu"].outcome.flag) == (True, "")
+
+
+@pytest.mark.timeout(10)
+def test_the_central_check_failed_for_a_mistake_of_its_own_closes_the_gates(tmp_path):
+    """Failing the central check (agreement with PyTorch) on its main inputs withholds the gates, passed or failed
+    (never shown failed); on an edge shape only (``edge``), it costs that check alone."""
+    own = outcome("sdpa_matches_torch", Status.FAILED, category="matches-torch", message="own.")
+    timing = outcome("timing_cpu", Status.FAILED, category="timing", message="scaled_dot_product_attention failed")
+    gates = [outcome("integrity_sdpa", category="integrity"), timing]
+    scored = by_check(score([own, *gates], settings(tmp_path)))
+    assert [
+        (scored[c].score, scored[c].withheld, output_text(scored[c])) for c in ("integrity_sdpa", "timing_cpu")
+    ] == [
+        (0.0, True, BROKEN),
+        (0.0, True, BROKEN),
+    ]
+    edge = outcome("sdpa_matches_torch", Status.FAILED, category="matches-torch", message="own.", edge=True)
+    scored = by_check(
+        score(
+            [edge, outcome("integrity_sdpa", category="integrity"), outcome("timing_cpu", category="timing")],
+            settings(tmp_path),
+        )
+    )
+    assert [(scored[c].score, scored[c].withheld) for c in ("integrity_sdpa", "timing_cpu")] == [
+        (2.0, False),
+        (2.0, False),
+    ]
+
+
+@pytest.mark.timeout(10)
+def test_a_timed_call_that_fails_is_no_verdict_on_a_function_whose_checks_say_why(tmp_path):
+    """A timing check with no verdict on time (a timed call raised: no mistake, no flag) is withheld while the
+    function fails a check of its own; on a function that passes all its checks it is the student's failure."""
+    timing = outcome("timing_cpu", Status.FAILED, category="timing", message="scaled_dot_product_attention failed")
+    edge = outcome("sdpa_causal", Status.FAILED, category="causal", message="own.")
+    central = outcome("sdpa_matches_torch", category="matches-torch")
+    scored = by_check(score([central, edge, timing], settings(tmp_path)))
+    assert (scored["timing_cpu"].score, scored["timing_cpu"].withheld) == (0.0, True)
+    scored = by_check(score([central, timing], settings(tmp_path)))
+    assert (scored["timing_cpu"].score, scored["timing_cpu"].withheld) == (0.0, False)
+    slow = outcome("timing_cpu", Status.FAILED, category="timing", message="took 40 times", mistake="python_loop")
+    scored = by_check(score([central, edge, slow], settings(tmp_path)))
+    assert (scored["timing_cpu"].score, scored["timing_cpu"].withheld) == (0.0, False)
+
+
+def test_every_gated_function_has_a_central_check_of_its_own():
+    """scoring.CENTRAL names, for each function with an integrity or timing check, one of that function's checks."""
+    from autograder.checks.catalogue import catalogue
+    from autograder.scoring import CENTRAL, GATED
+
+    entries = catalogue()
+    gated = {entry.function for entry in entries if entry.category in GATED}
+    assert set(CENTRAL) == gated
+    assert all(
+        any(e.check == CENTRAL[f] and e.function == f and e.category not in GATED for e in entries) for f in gated
+    )

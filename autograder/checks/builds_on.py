@@ -128,3 +128,68 @@ def _upstream(path, grad_outputs) -> dict:
 
     _backward(vjp, path, grad_outputs)
     return upstream
+
+
+def raised_in(loaded, tolerance, Q, K, V, mask, is_causal, expected, grad_outputs=None) -> str:
+    """The student's own step whose exception made their attention raise on these inputs, shown to be the only
+    cause: the attention recomposed from the student's steps raises in that step (a step the attention is found to
+    enter below), the step raises or errs on the reference's own input to it too, and the student's attention,
+    run again with that one step standing in with the reference's result (only the result, for exactly that input:
+    serving's ``substitute``), gives ``expected`` (output, weights). With ``grad_outputs`` (the output's and the
+    weights' gradients), each of the student's other steps the attention entered also gives the reference's
+    vector-Jacobian product there. "" otherwise.
+    """
+    path: dict = {}
+    try:
+
+        def theirs(name, *args):
+            return getattr(loaded, name)(*args)
+
+        def reference(name, *args):
+            path[name] = args
+            return getattr(ref, name)(*args)
+
+        _forward(reference, Q, K, V, mask, is_causal)
+        upstream = _upstream(path, grad_outputs) if grad_outputs is not None else {}
+    except Exception:  # the grader's own recomposition does not run on these inputs: no evidence
+        return ""
+    raising = ""
+
+    def recomposed(name, *args):
+        nonlocal raising
+        try:
+            return theirs(name, *args)
+        except Exception:
+            raising = raising or name
+            raise
+
+    try:
+        _forward(recomposed, Q, K, V, mask, is_causal)
+    except Exception:
+        pass
+    if not raising or raising not in path:
+        return ""
+    try:
+        if _same_step(theirs, raising, path, tolerance):
+            return ""
+    except Exception:
+        pass  # it raises on the reference's input too: wrong there
+    try:
+        standing_in = {raising: {"args": list(path[raising]), "value": getattr(ref, raising)(*path[raising])}}
+        reply = loaded.run(
+            "scaled_dot_product_attention", Q, K, V, mask=mask, is_causal=is_causal, substitute=standing_in
+        )
+        output, weights = reply.value
+        if raising not in reply.entered or not (
+            matches(output, expected[0], tolerance) and matches(weights, expected[1], tolerance)
+        ):
+            return ""
+        for name in DIFFERENTIABLE if grad_outputs is not None else ():
+            if name != raising and name in reply.entered:
+                got = loaded.run(name, *path[name], grad=DIFFERENTIABLE[name], grad_outputs=[upstream[name]]).grads
+                expected_grads = _reference_vjp(name, path[name], upstream[name])
+                if not all(matches(g, e, tolerance) for g, e in zip(got, expected_grads)):
+                    return ""
+    except Exception:  # the stand-in was not called as the reference calls it, or another step fails: no evidence
+        return ""
+    return raising

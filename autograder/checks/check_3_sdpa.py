@@ -4,15 +4,40 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.builds_on import builds_on
-from autograder.checks.expect import Cases, CheckFailure, attention_size, dtype_name, expect_tensor, fail
+from autograder.checks.builds_on import builds_on, raised_in
+from autograder.checks.expect import Cases, CheckFailure, attention_size, dtype_name, edge_case, expect_tensor, fail
 from autograder.checks.mistakes import sdpa_variants
+from autograder.checks.student import StudentFault
 from reference import attention as ref
+
+
+def _run(loaded, tolerance, Q, K, V, mask=None, is_causal=False, grad_outputs=None, **options):
+    """The student's attention on these inputs. Where it raises in a step of the student's own that alone is wrong
+    (checks/builds_on.py, ``raised_in``: right once that step is), the failure builds on that step."""
+    try:
+        target = "scaled_dot_product_attention"
+        return loaded.run(target, Q, K, V, mask=mask, is_causal=is_causal, grad_outputs=grad_outputs, **options)
+    except StudentFault as fault:
+        if not fault.raised:
+            raise
+        expected = ref.scaled_dot_product_attention(Q.double(), K.double(), V.double(), mask, is_causal)
+        step = raised_in(loaded, tolerance, Q, K, V, mask, is_causal, expected, grad_outputs)
+        if not step:
+            raise
+        raise CheckFailure(
+            str(fault),
+            cause=f"it builds on {step}, which raises on this input: your scaled_dot_product_attention gives the"
+            f" right result once {step} does (it was run again with {step} giving the reference's result): fix"
+            f" {step} first",
+            builds_on=(step,),
+        ) from None
 
 
 def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracle=None):
     """Output against ``oracle`` (default: the reference) and weights against the reference, in float64."""
-    reply = loaded.run("scaled_dot_product_attention", Q, K, V, mask=mask, is_causal=is_causal)
+    size = attention_size(Q, K, V)
+    tolerance = settings.tolerance(dtype_name(Q.dtype), scale=size)
+    reply = _run(loaded, tolerance, Q, K, V, mask=mask, is_causal=is_causal)
     output, weights = _pair(reply.value, label)
     expected_output, expected_weights = ref.scaled_dot_product_attention(Q, K, V, mask, is_causal)
     if oracle is not None:
@@ -23,8 +48,6 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracl
         # right answer, or with unrelated bugs (one key: any zeroed row looks like an inverted mask);
         # matching one is no evidence, so none is named
         variants = {}
-    size = attention_size(Q, K, V)
-    tolerance = settings.tolerance(dtype_name(Q.dtype), scale=size)
     try:
         expect_tensor(
             output,
@@ -124,7 +147,7 @@ def test_sdpa_matches_torch(loaded, draw, settings):
     ]
     for label, Qe, Ke, Ve, *masks in edges:
         mask = masks[0] if masks else None
-        with held:
+        with held, edge_case():
             oracle = F.scaled_dot_product_attention(Qe, Ke, Ve, attn_mask=mask)
             _compare(loaded, settings, label, Qe, Ke, Ve, mask=mask, oracle=oracle)
     held.done()
@@ -190,7 +213,13 @@ def test_sdpa_fully_masked(loaded, draw, settings):
             oracle=oracle,
         )
     grad_outputs = [draw.normal(B, T_q, d_v), draw.normal(B, T_q, T_k)]
-    reply = loaded.run("scaled_dot_product_attention", Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
+    tolerance = settings.tolerance("float64", gradient=True)
+    try:
+        reply = _run(loaded, tolerance, Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
+    except CheckFailure as failure:  # raised in a step that alone is wrong: held with the others, nothing to check
+        with held:
+            raise failure from None
+        held.done()
     for name, grad in zip("QKV", reply.grads):
         if not bool(grad.isfinite().all()):
             with held:
@@ -202,7 +231,6 @@ def test_sdpa_fully_masked(loaded, draw, settings):
                     )
                 except CheckFailure as failure:
                     result = _pair(reply.value, "with fully masked rows")
-                    tolerance = settings.tolerance("float64", gradient=True)
                     _explain(
                         failure,
                         loaded,
@@ -237,11 +265,11 @@ def test_sdpa_dtypes(loaded, draw, settings):
 
 
 def _dtype_case(loaded, settings, low, mask, dtype):
-    reply = loaded.run("scaled_dot_product_attention", *low, mask=mask)
-    output, weights = _pair(reply.value, f"in {dtype_name(dtype)}")
-    expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
     size = attention_size(*low)
     tolerance = settings.tolerance(dtype_name(dtype), scale=size)
+    reply = _run(loaded, tolerance, *low, mask=mask)
+    output, weights = _pair(reply.value, f"in {dtype_name(dtype)}")
+    expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
     try:
         for got, want, what in ((output, expected_output, "output"), (weights, expected_weights, "weights")):
             expect_tensor(
@@ -262,12 +290,12 @@ def test_sdpa_gradients(loaded, draw, settings):
     Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
     mask = draw.mask(B, 1, T_q, T_k)
     grad_outputs = [draw.normal(B, H, T_q, d_v), draw.normal(B, H, T_q, T_k)]
-    reply = loaded.run("scaled_dot_product_attention", Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
-    inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
-    expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask), inputs, grad_outputs)
     # the inputs are of size 1: gradient_factor times the plain tolerance holds honest gradients 30x below
     # it and a float16 softmax inside 16x above (a scaled allowance would let float16 come within 4x)
     tolerance = settings.tolerance("float64", gradient=True)
+    reply = _run(loaded, tolerance, Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
+    inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
+    expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask), inputs, grad_outputs)
     try:
         for name, got, want in zip("QKV", reply.grads, expected):
             expect_tensor(got, want, what=f"the gradient for {name}", tolerance=tolerance)

@@ -8,6 +8,7 @@ The words around the cause ("Likely cause: ") are written at the edge (autograde
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -59,6 +60,17 @@ def fail(
     for the class summary); ``hint`` is a cause in free words, shown but not counted; ``builds_on`` the
     student's functions whose fix makes this result right (found with evidence: checks/builds_on.py)."""
     raise CheckFailure(message, mistake, evidence, SENTENCES[mistake] if mistake else hint, builds_on, guessed)
+
+
+@contextlib.contextmanager
+def edge_case():
+    """A case on an edge shape (a batch of one, a single key, d_k = 1...): a failure raised in it is marked ``edge``,
+    so that it charges its own check and leaves the function's gates to their measures (scoring.not_yet_implemented)."""
+    try:
+        yield
+    except Exception as error:
+        error.edge = True
+        raise
 
 
 class Cases:

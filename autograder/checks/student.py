@@ -12,7 +12,12 @@ from reference import attention as ref
 
 
 class StudentFault(Exception):
-    """The student's code raised, crashed, hung or returned something unusable."""
+    """The student's code raised, crashed, hung or returned something unusable; ``raised`` when the student's code
+    itself raised an exception (not a hang, a crash or a forged reply: the runner's own findings)."""
+
+    def __init__(self, message: str, reply: Reply | None = None) -> None:
+        super().__init__(message)
+        self.raised = reply is not None and not reply.ok and reply.failure is None
 
 
 # The student's functions and classes: those the reference defines, in its order (the one list of them)
@@ -64,12 +69,18 @@ class Student:
         self._timeout = timeout
         self.ops: dict[str, set[str]] = defaultdict(set)
 
-    def run(self, target: str, *args, grad=(), grad_outputs=None, **kwargs) -> Reply:
-        return self._call(target, args, kwargs, grad=list(grad), grad_outputs=grad_outputs)
+    def run(self, target: str, *args, grad=(), grad_outputs=None, substitute=None, **kwargs) -> Reply:
+        """The whole reply; ``substitute`` ({function: {"args": [...], "value": result}}) has those of the student's
+        functions stand in with the grader's results for this call (checks/builds_on.py, ``raised_in``)."""
+        options = {"substitute": substitute} if substitute else {}
+        return self._call(target, args, kwargs, grad=list(grad), grad_outputs=grad_outputs, **options)
 
-    def mha(self, init: tuple, state: dict, *args, grad=(), grad_outputs=None, **kwargs) -> Reply:
-        """Build MultiHeadAttention(*init) in the worker, load ``state`` into it, call it."""
+    def mha(self, init: tuple, state: dict, *args, grad=(), grad_outputs=None, substitute=None, **kwargs) -> Reply:
+        """Build MultiHeadAttention(*init) in the worker, load ``state`` into it, call it (``substitute``: as in
+        ``run``)."""
         options = {"init": list(init), "state": state, "grad": list(grad), "grad_outputs": grad_outputs}
+        if substitute:
+            options["substitute"] = substitute
         return self._call("MultiHeadAttention", args, kwargs, **options)
 
     def timed(
@@ -104,8 +115,8 @@ class Student:
         if reply.ok:
             return
         if reply.error == "NotImplementedError":
-            raise StudentFault(f"{target} is not implemented yet (it raises NotImplementedError)")
-        raise StudentFault(f"{target} failed: {reply.describe()}")
+            raise StudentFault(f"{target} is not implemented yet (it raises NotImplementedError)", reply)
+        raise StudentFault(f"{target} failed: {reply.describe()}", reply)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):

@@ -195,7 +195,11 @@ def _call(module, request: dict, conn=None) -> dict:
     if function is None:
         raise AttributeError(f"attention.py has no function named {target}")
     seen, functions, ops = recording._recorder()
-    with functions, ops, recording._entered(module) as entered:
+    substitute = {
+        str(name): ([_revive(a, arena) for a in case["args"]], _revive(case["value"], arena))
+        for name, case in (request.get("substitute") or {}).items()
+    }
+    with functions, ops, recording._entered(module, substitute) as entered:
         if target == "MultiHeadAttention":
             function = _instantiate(module, request)
         value = function(*args, **kwargs)
