@@ -1,0 +1,33 @@
+"""A mistake costs its points once, where it is made: each classic one-function mistake loses its own function's
+checks and nothing else (gates included), under the default policy. The value checks run in this process
+(tests/one_mistake.py); bench/one_mistake.py measures the same on 50 seeds, the slow batch grades them for real."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.one_mistake import ONE_FUNCTION, beyond, lost, own_checks
+
+SEED = 3
+# the ones that cost more once (an exception in a helper, a gate withheld for an edge case) run with the fast tests
+FAST = {"mistake_transpose_12", "mistake_uniform_rows", "edge_squeeze_batch", "mistake_divide_by_dk"}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "overlay", [name if name in FAST else pytest.param(name, marks=pytest.mark.slow) for name in sorted(ONE_FUNCTION)]
+)
+def test_a_one_function_mistake_costs_only_its_own_checks(overlay):
+    assert lost(overlay, SEED), "the mistake costs nothing: it is not caught"
+    assert beyond(overlay, SEED) == set()
+
+
+@pytest.mark.timeout(120)
+def test_a_helper_that_always_raises_does_not_carry_a_stub_attention():
+    """An attention that only hands over to a helper that raises gets nothing for it: carried forward, a failure must
+    be right once the helper is (the worker runs it again with the helper standing in with the right result). Seen
+    failing (the attention kept its points) with the recomposition raising in the helper as the only evidence."""
+    points = lost("attack_carry_stub", SEED)
+    assert own_checks("scaled_dot_product_attention") - {"timing_gpu"} <= set(points)  # timing_gpu: 0 of 0 here
+    # the module is the reference's: right once the attention is, which its run with the attention standing in shows
+    assert not own_checks("MultiHeadAttention") & set(points)
