@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.one_mistake import ONE_FUNCTION, beyond, lost, own_checks
+from autograder.status import Status
+from tests.one_mistake import ONE_FUNCTION, beyond, lost, outcomes, own_checks
 
 SEED = 3
 # the ones that cost more once (an exception in a helper, a gate withheld for an edge case) run with the fast tests
@@ -31,3 +32,14 @@ def test_a_helper_that_always_raises_does_not_carry_a_stub_attention():
     assert own_checks("scaled_dot_product_attention") - {"timing_gpu"} <= set(points)  # timing_gpu: 0 of 0 here
     # the module is the reference's: right once the attention is, which its run with the attention standing in shows
     assert not own_checks("MultiHeadAttention") & set(points)
+
+
+@pytest.mark.timeout(120)
+def test_a_cause_is_named_only_where_it_holds_on_every_shape_tried():
+    """attention_scores broken on 2-D inputs only is not told it transposed axes 1 and 2 (that breaks with a head
+    axis too, which this code gets right); the transpose itself still is."""
+    only_2d = {o.check: o for o in outcomes("edge_scores_2d_breaks", SEED)}["scores_shape"]
+    assert (only_2d.status, only_2d.mistake) == (Status.FAILED, "")
+    assert "it worked on (B, T, d_k)" in only_2d.message
+    transposed = {o.check: o for o in outcomes("mistake_transpose_12", SEED)}["scores_shape"]
+    assert transposed.mistake == "transpose_12"
