@@ -32,8 +32,11 @@ MHA = checks_of("MultiHeadAttention")
 GATED_SDPA = checks_of("scaled_dot_product_attention", gated=True)  # integrity_sdpa, timing_cpu
 GATED_MHA = checks_of("MultiHeadAttention", gated=True)
 EVERYTHING_ABOVE_SDPA = SDPA_ALL | MHA | GATED_SDPA | GATED_MHA
-# a submission that calls fused attention where the checks give no mask: those checks fail, and what is gated on them
-FUSED_BLOCKED = {"sdpa_lesson_shape", "sdpa_matches_torch", "mha_matches_torch"} | GATED_SDPA | GATED_MHA
+# a submission that calls fused attention where the checks give no mask: those checks fail, and what is gated on them;
+# the module is the reference's: right once the attention is (its run with the attention standing in shows it), and
+# its integrity flag is raised where the module's calls record the fused op (FUSED_UNSEEN: where they cannot)
+FUSED_BLOCKED = {"sdpa_lesson_shape", "sdpa_matches_torch"} | GATED_SDPA | GATED_MHA
+FUSED_UNSEEN = {"sdpa_lesson_shape", "sdpa_matches_torch"} | GATED_SDPA
 NOT_AVAILABLE = "not available in this assignment"
 ONCE_SCALE_FIXED = "Correct once scale_scores is fixed: this check keeps its points"
 
@@ -75,16 +78,18 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     ),
     # hostile in one function: costs that function and what is built on it, nothing else
     "hang_in_softmax": (SOFTMAX_ALL | EVERYTHING_ABOVE_SDPA, {"softmax_values": "no answer within"}),
-    "sys_exit_in_call": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "SystemExit: grading over"}),
+    # raised in scale_scores: the attention is right once it is (its calls run again with it standing in), so
+    # only scale_scores' check is lost, and timing, whose calls all raise, is withheld
+    "sys_exit_in_call": ({"scale_values", "timing_cpu"}, {"scale_values": "SystemExit: grading over"}),
     "os_exit_in_call": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "worker process died"}),
     "segfault": ({"padding_lengths"}, {"padding_lengths": "worker process died"}),
     "memory_blowup": (
-        {"causal_square", "causal_rectangular", "sdpa_causal", "mha_masks"} | GATED_SDPA | GATED_MHA,
+        {"causal_square", "causal_rectangular", "sdpa_causal", "timing_cpu"},
         {"causal_square": "MemoryError"},
     ),
     "flood_output": (set(), {}),
     "warnings_printed": (set(), {}),
-    "read_stdin": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "EOFError"}),
+    "read_stdin": ({"scale_values", "timing_cpu"}, {"scale_values": "EOFError"}),
     "background_process": (set(), {}),
     # the sandbox: the reference cannot be read (so the wrong fallback is graded), the zygote cannot be killed
     "steal_reference": (
@@ -101,7 +106,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"scale_values"} | GATED_MHA | {"integrity_sdpa"},
         {"scale_values": "divided by d_k", "integrity_sdpa": "writes files"},
     ),
-    "tensor_subclass": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "tensor subclass"}),
+    "tensor_subclass": ({"output_values"}, {"output_values": "tensor subclass"}),
     "wrong_signature": (
         (SDPA_ALL - {"sdpa_lesson_shape"}) | MHA | GATED_SDPA | GATED_MHA,
         {"sdpa_matches_torch": "unexpected keyword argument 'mask'"},
@@ -126,7 +131,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "shrink_shared_memory": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": ".modules"}),
     "trickle_reply": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "no complete answer within"}),
     "forged_empty_gradients": (
-        {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_gradients"} | GATED_SDPA | GATED_MHA,
+        {"softmax_fully_masked", "sdpa_fully_masked", "sdpa_gradients", "integrity_sdpa"} | GATED_MHA,
         {"sdpa_gradients": "0 gradients for 3 inputs", "softmax_fully_masked": "0 gradients for 1 inputs"},
     ),
     "forged_markers": (
@@ -159,7 +164,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # a (N, 1, 1) mask for the feedback picture: sized before any work (the grader's peak was 4.2 GB, now 0.3)
     "picture_bomb": ({"padding_lengths"}, {"padding_lengths": "entries differ"}),
     # escape sequences in an exception message: shown as text in the terminal, the CSV and the HTML page
-    "terminal_escapes": ({"scale_values"} | EVERYTHING_ABOVE_SDPA, {"scale_values": "ValueError: \x1b[2J"}),
+    "terminal_escapes": ({"scale_values", "timing_cpu"}, {"scale_values": "ValueError: \x1b[2J"}),
     # the classic mistakes, each named
     # the classic mistakes, each named, each costing the checks that test it (what builds on it is carried forward)
     "mistake_no_scale": (
@@ -198,9 +203,9 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "sdpa_fully_masked": "Correct once masked_softmax is fixed",
         },
     ),
-    # -1e6 does not even fit in float16: the dtype check fails too, with an error (no recomputation explains it)
+    # -1e6 does not even fit in float16: masked_fill raises there, and the attention is right once it does not
     "mistake_uniform_rows": (
-        {"softmax_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
+        {"softmax_fully_masked"},
         {"softmax_fully_masked": "uniform weights", "sdpa_fully_masked": "uniform weights"},
     ),
     "mistake_causal_flipped": (
@@ -211,14 +216,20 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         },
     ),
     # is_causal ignored: named now (no cause at all before); the module's causal case builds on it, carried forward
-    "mistake_causal_ignored": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "is_causal=True was ignored"}),
+    # its own mistake, an edge of the attention: integrity stays, timing (wrong causal answers) is withheld
+    "mistake_causal_ignored": ({"sdpa_causal", "timing_cpu"}, {"sdpa_causal": "is_causal=True was ignored"}),
     "mistake_causal_bottom_right": (
         {"causal_rectangular"},
         {"causal_rectangular": "aligned bottom-right", "sdpa_causal": "aligned bottom-right"},
     ),
+    # attention_scores raises on a head axis: the attention and the module are right once it does not (each run
+    # again with it standing in), and timing is measured on the same work as (B * H, T, d)
     "mistake_transpose_12": (
-        {"scores_shape", "sdpa_matches_torch", "sdpa_causal", "sdpa_gradients"} | MHA | GATED_SDPA | GATED_MHA,
-        {"scores_shape": "transposed axes 1 and 2"},
+        {"scores_shape"},
+        {
+            "scores_shape": "transposed axes 1 and 2",
+            "sdpa_matches_torch": "it builds on attention_scores, which raises",
+        },
     ),
     "mistake_no_max_subtraction": ({"softmax_stability"}, {"softmax_stability": "subtract each row's maximum"}),
     # the shapes of trouble on every draw (issue 35): each passed on every seed, or on some, while the draw decided
@@ -234,10 +245,10 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"softmax_masked": "expected 1, got 0", "sdpa_causal": "Correct once masked_softmax is fixed"},
     ),
     "mistake_mask_skipped_for_one_query": (
-        {"sdpa_matches_torch"} | GATED_SDPA,
+        {"sdpa_matches_torch"},
         {"sdpa_matches_torch": "with a single query (T_q = 1) and a (B, 1, 1, T_k) padding mask"},
     ),
-    "mistake_mha_mask_query_length": ({"mha_masks"} | GATED_MHA, {"mha_masks": "with a (B, 1, T_k) padding mask"}),
+    "mistake_mha_mask_query_length": ({"mha_masks"}, {"mha_masks": "with a (B, 1, T_k) padding mask"}),
     "mistake_padding_at_least_one_key": ({"padding_lengths"}, {"padding_lengths": "expected False, got True"}),
     # a C port's running maximum from -10000 (float32): a row entirely below -10088 comes out as zeros; every draw
     # has such a row now (it passed on 42 seeds of 50 when the draw decided: issue 35)
@@ -266,14 +277,14 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     ),
     # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it (55/55 before)
     "cheat_fused_raw_thread": (
-        FUSED_BLOCKED,
+        FUSED_UNSEEN,
         {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"},
     ),
     # issue 32's fused wave (55/55 each before, integrity passed): the block undone through weakref.finalize's
     # registry, and torch.vmap over the fused function, each on a raw _thread thread; torch's own multi-head
     # attention source run by code.InteractiveInterpreter().runsource at import
-    "fused_undo_block": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
-    "fused_vmap": (FUSED_BLOCKED, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
+    "fused_undo_block": (FUSED_UNSEEN, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
+    "fused_vmap": (FUSED_UNSEEN, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
     "fused_interpreter_mha": (
         {"*"},
         {
@@ -333,7 +344,10 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"softmax_no_mutation": "in place", "integrity_sdpa": "the grader's worker"},
     ),
     # fused attention in a thread of its own: the op record covers every thread the submission starts
-    "cheat_fused_in_thread": (FUSED_BLOCKED, {"integrity_sdpa": "ran PyTorch's fused attention"}),
+    "cheat_fused_in_thread": (
+        FUSED_BLOCKED,
+        {"integrity_sdpa": "fused attention", "integrity_mha": "ran PyTorch's fused attention"},
+    ),
     # the op record switched off (torch._C), the fused function reached by a built name: the static scan flags it
     "cheat_fused_record_off": (
         FUSED_BLOCKED,
@@ -365,7 +379,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         },
     ),
     # edge shapes: each mistake shows on one edge shape only
-    "edge_causal_skipped_for_one_query": ({"sdpa_causal"} | GATED_SDPA, {"sdpa_causal": "is_causal=True, T_q=1"}),
+    "edge_causal_skipped_for_one_query": ({"sdpa_causal"}, {"sdpa_causal": "is_causal=True, T_q=1"}),
     # caught by masked_softmax's own check now (its single-key case, issue 35): the attention's causal case is carried
     "edge_uniform_row_means_masked": (
         {"softmax_fully_masked"},
@@ -374,12 +388,12 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "sdpa_causal": "Correct once masked_softmax is fixed",
         },
     ),
-    "edge_dk_from_squeeze": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "the output with d_k = 1"}),
+    "edge_dk_from_squeeze": ({"sdpa_matches_torch"}, {"sdpa_matches_torch": "the output with d_k = 1"}),
     "edge_squeeze_batch": (
-        {"sdpa_matches_torch"} | GATED_SDPA,
+        {"sdpa_matches_torch"},
         {"sdpa_matches_torch": "the output with a batch of one"},
     ),
-    "edge_einsum_needs_batch": ({"sdpa_matches_torch"} | GATED_SDPA, {"sdpa_matches_torch": "einsum()"}),
+    "edge_einsum_needs_batch": ({"sdpa_matches_torch"}, {"sdpa_matches_torch": "einsum()"}),
     # a cause is claimed only with evidence from this submission (see ABSENT for the claims that must not appear)
     "misattr_builds_on_wrong_function": (
         {"causal_square", "causal_rectangular"} | SOFTMAX_ALL - {"softmax_no_mutation"},
@@ -390,7 +404,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         },
     ),
     "misattr_causal_blamed_without_mask": (
-        {"causal_rectangular", "sdpa_matches_torch"} | GATED_SDPA,
+        {"causal_rectangular", "sdpa_matches_torch", "timing_cpu"},
         {"sdpa_causal": "aligned bottom-right", "sdpa_matches_torch": "the output with d_k = 1"},
     ),
     "misattr_softmax_not_called": (
@@ -398,19 +412,19 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"softmax_values": "over the query axis", "sdpa_matches_torch": "the output without a mask"},
     ),
     "misattr_bmm_blamed_on_fill": (
-        {"softmax_fully_masked"} | SDPA_VALUES - {"sdpa_fully_masked"} | MHA | GATED_SDPA | GATED_MHA,
+        {"softmax_fully_masked", "sdpa_causal", "sdpa_gradients", "sdpa_matches_torch"} | GATED_SDPA,
         {"sdpa_matches_torch": "batch1 must be a 3D tensor", "sdpa_fully_masked": "uniform weights"},
     ),
     "misattr_mha_bias_blamed_on_sdpa": (
-        {"sdpa_matches_torch", "mha_matches_torch"} | GATED_SDPA | GATED_MHA,
+        {"sdpa_matches_torch", "mha_matches_torch"} | GATED_MHA,
         {"mha_matches_torch": "with bias=False"},
     ),
     "misattr_fill_float16": (
-        {"softmax_fully_masked", "sdpa_dtypes"} | GATED_SDPA,
+        {"softmax_fully_masked"},
         {"sdpa_dtypes": "c10::Half without overflow", "sdpa_fully_masked": "uniform weights"},
     ),
     # a (B, 1, T_k) padding mask handed to the heads as it is; only the 3-D mask case of mha_masks catches it
-    "mistake_mha_mask_3d": ({"mha_masks"} | GATED_MHA, {"mha_masks": "give it the head axis"}),
+    "mistake_mha_mask_3d": ({"mha_masks"}, {"mha_masks": "give it the head axis"}),
     # real code's idioms (issue 25): precision inside float64 work that is correct math, full marks...
     "correct_float32_softmax_inside": (set(), {}),
     "correct_float32_logsumexp": (set(), {}),
@@ -464,36 +478,158 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
 }
 
 # name -> the checks it loses besides under `[scoring] borrowed = "deduct"`: those that fail only because a function
-# they build on is wrong (recomputed with the student's own functions), and the gates closed by them
-BUILT_ON_SDPA = SDPA_VALUES | MHA | GATED_SDPA | GATED_MHA
+# they build on is wrong (recomputed with the student's own functions), and the gates withheld with them (read off
+# a graded class, then checked by hand against the rule: integrity when the central check fails, timing too when a
+# timed answer is wrong)
 DEDUCTED: dict[str, set[str]] = {
-    "mistake_no_scale": BUILT_ON_SDPA,
-    "mistake_divide_by_dk": BUILT_ON_SDPA,
-    "mistake_query_axis": BUILT_ON_SDPA,
-    "mistake_mask_inverted": {"mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
-    "mistake_zero_fill": {"mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
-    "mistake_mask_after_softmax": {"mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
-    "mistake_nan_rows": {"sdpa_fully_masked"} | GATED_SDPA,
-    "mistake_one_key_is_one": {"sdpa_fully_masked"} | GATED_SDPA,
-    "edge_uniform_row_means_masked": {"sdpa_causal", "sdpa_fully_masked"} | GATED_SDPA,
-    "mistake_single_key_rows_zeroed": {"mha_masks"} | SDPA_VALUES | GATED_SDPA | GATED_MHA,
-    "mistake_uniform_rows": {"sdpa_fully_masked"},
-    "mistake_causal_flipped": {"sdpa_causal", "mha_masks"} | GATED_SDPA | GATED_MHA,
-    "mistake_causal_ignored": {"mha_masks"} | GATED_MHA,
-    "mistake_causal_bottom_right": {"sdpa_causal"} | GATED_SDPA,
-    "mistake_causal_bottom_right_flash": {"sdpa_causal"} | GATED_SDPA,
-    "mistake_additive_mask_1e4": {"sdpa_fully_masked"} | GATED_SDPA,
-    "mistake_additive_mask_1e9": {"sdpa_fully_masked"} | GATED_SDPA,
-    "mistake_additive_finfo_min": {"sdpa_fully_masked"} | GATED_SDPA,
-    "precision_float16_inside": SDPA_VALUES | GATED_SDPA,
-    "misattr_builds_on_wrong_function": BUILT_ON_SDPA,
+    "mistake_no_scale": {
+        "integrity_mha",
+        "integrity_sdpa",
+        "mha_masks",
+        "mha_matches_torch",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "mistake_divide_by_dk": {
+        "integrity_mha",
+        "integrity_sdpa",
+        "mha_masks",
+        "mha_matches_torch",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "mistake_query_axis": {
+        "integrity_mha",
+        "integrity_sdpa",
+        "mha_masks",
+        "mha_matches_torch",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "mistake_mask_inverted": {
+        "integrity_sdpa",
+        "mha_masks",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "mistake_zero_fill": {
+        "integrity_sdpa",
+        "mha_masks",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "mistake_mask_after_softmax": {
+        "integrity_sdpa",
+        "mha_masks",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "mistake_nan_rows": {"sdpa_fully_masked"},
+    "mistake_one_key_is_one": {"sdpa_fully_masked"},
+    "edge_uniform_row_means_masked": {"sdpa_causal", "sdpa_fully_masked"},
+    "mistake_single_key_rows_zeroed": {
+        "integrity_sdpa",
+        "mha_masks",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "mistake_uniform_rows": {"sdpa_dtypes", "sdpa_fully_masked"},
+    "mistake_causal_flipped": {"mha_masks", "sdpa_causal", "timing_cpu"},
+    "mistake_causal_ignored": {"mha_masks"},
+    "mistake_causal_bottom_right": {"sdpa_causal", "timing_cpu"},
+    "mistake_causal_bottom_right_flash": {"sdpa_causal", "timing_cpu"},
+    "mistake_additive_mask_1e4": {"sdpa_fully_masked"},
+    "mistake_additive_mask_1e9": {"sdpa_fully_masked"},
+    "mistake_additive_finfo_min": {"sdpa_fully_masked"},
+    "precision_float16_inside": {
+        "integrity_sdpa",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "misattr_builds_on_wrong_function": {
+        "integrity_mha",
+        "integrity_sdpa",
+        "mha_masks",
+        "mha_matches_torch",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
     "misattr_causal_blamed_without_mask": {"sdpa_causal"},
-    "misattr_bmm_blamed_on_fill": {"sdpa_fully_masked"},
-    "misattr_fill_float16": {"sdpa_fully_masked"},
+    "misattr_bmm_blamed_on_fill": {
+        "integrity_mha",
+        "mha_masks",
+        "mha_matches_torch",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+    },
+    "misattr_fill_float16": {"sdpa_dtypes", "sdpa_fully_masked"},
     # a scale mistake beside the attack: the attention's checks are carried forward, the integrity flags are not
-    "steal_reference": SDPA_VALUES | MHA | {"timing_cpu"},
-    "patch_torch_compare": SDPA_VALUES | MHA | {"timing_cpu"},
-    "fake_results": SDPA_VALUES | MHA | {"timing_cpu"},
+    "steal_reference": {
+        "mha_masks",
+        "mha_matches_torch",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "patch_torch_compare": {
+        "mha_masks",
+        "mha_matches_torch",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
+    "fake_results": {
+        "mha_masks",
+        "mha_matches_torch",
+        "sdpa_causal",
+        "sdpa_dtypes",
+        "sdpa_fully_masked",
+        "sdpa_gradients",
+        "sdpa_matches_torch",
+        "timing_cpu",
+    },
 }
 
 # name -> {check: a phrase its feedback must NOT contain}: causes claimed without evidence (issue 13)

@@ -11,11 +11,14 @@ from autograder.checks.student import StudentFault
 from reference import attention as ref
 
 
-def _run(loaded, tolerance, Q, K, V, mask=None, is_causal=False, grad_outputs=None, **options):
-    """The student's attention on these inputs. Where it raises in a step of the student's own that alone is wrong
+def _run(loaded, tolerance, Q, K, V, mask=None, is_causal=False, grad_outputs=None, positional=False, **options):
+    """The student's attention on these inputs (``positional``: the mask passed as the fourth argument, as the
+    mutation check sends it). Where it raises in a step of the student's own that alone is wrong
     (checks/builds_on.py, ``raised_in``: right once that step is), the failure builds on that step."""
+    target = "scaled_dot_product_attention"
     try:
-        target = "scaled_dot_product_attention"
+        if positional:
+            return loaded.run(target, Q, K, V, mask, grad_outputs=grad_outputs, **options)
         return loaded.run(target, Q, K, V, mask=mask, is_causal=is_causal, grad_outputs=grad_outputs, **options)
     except StudentFault as fault:
         if not fault.raised:
@@ -103,7 +106,8 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
         draw.normal(32, 50, 64, dtype=torch.float32),
         draw.normal(32, 50, 128, dtype=torch.float32),
     )
-    output, weights = _pair(loaded.scaled_dot_product_attention(Q, K, V), "on the lesson's shapes")
+    tolerance = settings.tolerance("float32", scale=attention_size(Q, K, V))
+    output, weights = _pair(_run(loaded, tolerance, Q, K, V).value, "on the lesson's shapes")
     for tensor, shape, what in ((output, (32, 50, 128), "output"), (weights, (32, 50, 50), "weights")):
         if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
             found = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
@@ -311,7 +315,7 @@ def test_sdpa_no_mutation(loaded, draw, settings):
     """Q, K, V and the mask are left as they were."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
     args = (draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v), draw.mask(B, T_q, T_k))
-    reply = loaded.run("scaled_dot_product_attention", *args)
+    reply = _run(loaded, settings.tolerance("float64", scale=attention_size(*args[:3])), *args, positional=True)
     names = [name for name, changed in zip(("Q", "K", "V", "mask"), reply.mutated) if changed]
     if names:
         fail(f"scaled_dot_product_attention modified {', '.join(names)} in place; use out-of-place operations")
