@@ -224,6 +224,20 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     ),
     # attention_scores raises on a head axis: the attention and the module are right once it does not (each run
     # again with it standing in), and timing is measured on the same work as (B * H, T, d)
+    # only the 2-D branch breaks: no named transpose, and the attention's 2-D case builds on it
+    "edge_scores_2d_breaks": (
+        {"scores_shape"},
+        {
+            "scores_shape": "it worked on (B, T, d_k)",
+            "sdpa_matches_torch": "it builds on attention_scores, which raises",
+        },
+    ),
+    # an attention that only hands over to a helper that always raises: nothing carried
+    "attack_carry_stub": (
+        {"scores_shape", "scores_values"} | EVERYTHING_ABOVE_SDPA,
+        {"sdpa_matches_torch": "RuntimeError: not yet", "integrity_sdpa": "Not awarded yet"},
+    ),
+    "mistake_variance_scaled": ({"variance_close"}, {"variance_close": "about 1 is the variance after scaling"}),
     "mistake_transpose_12": (
         {"scores_shape"},
         {

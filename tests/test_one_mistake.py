@@ -30,8 +30,6 @@ def test_a_helper_that_always_raises_does_not_carry_a_stub_attention():
     failing (the attention kept its points) with the recomposition raising in the helper as the only evidence."""
     points = lost("attack_carry_stub", SEED)
     assert own_checks("scaled_dot_product_attention") - {"timing_gpu"} <= set(points)  # timing_gpu: 0 of 0 here
-    # the module is the reference's: right once the attention is, which its run with the attention standing in shows
-    assert not own_checks("MultiHeadAttention") & set(points)
 
 
 @pytest.mark.timeout(120)

@@ -130,6 +130,14 @@ def _upstream(path, grad_outputs) -> dict:
     return upstream
 
 
+def evidence_tolerance(settings, Q, K, V) -> tuple[float, float]:
+    """The settings' tolerance for these inputs' dtype and size: what ``raised_in`` holds a result to for a check
+    that judges no values of its own (the lesson's shapes, no mutation)."""
+    from autograder.checks.expect import attention_size, dtype_name
+
+    return settings.tolerance(dtype_name(Q.dtype), scale=attention_size(Q, K, V))
+
+
 def raised_in(loaded, tolerance, Q, K, V, mask, is_causal, expected, grad_outputs=None) -> str:
     """The student's own step whose exception made their attention raise on these inputs, shown to be the only
     cause: the attention recomposed from the student's steps raises in that step (a step the attention is found to

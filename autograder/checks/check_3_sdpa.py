@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.builds_on import builds_on, raised_in
+from autograder.checks.builds_on import builds_on, evidence_tolerance, raised_in
 from autograder.checks.expect import Cases, CheckFailure, attention_size, dtype_name, edge_case, expect_tensor, fail
 from autograder.checks.mistakes import sdpa_variants
 from autograder.checks.student import StudentFault
@@ -13,17 +13,23 @@ from reference import attention as ref
 
 def _run(loaded, tolerance, Q, K, V, mask=None, is_causal=False, grad_outputs=None, positional=False, **options):
     """The student's attention on these inputs (``positional``: the mask passed as the fourth argument, as the
-    mutation check sends it). Where it raises in a step of the student's own that alone is wrong
-    (checks/builds_on.py, ``raised_in``: right once that step is), the failure builds on that step."""
+    mutation check sends it; without a mask or is_causal, Q, K and V alone). Where it raises in a step of the
+    student's own that alone is wrong (checks/builds_on.py, ``raised_in``: right once that step is), the failure
+    builds on that step. ``tolerance`` is the check's; a check that judges no values gives its settings instead,
+    and the evidence is held to their tolerance for these inputs (``builds_on.evidence_tolerance``)."""
     target = "scaled_dot_product_attention"
     try:
         if positional:
             return loaded.run(target, Q, K, V, mask, grad_outputs=grad_outputs, **options)
+        if mask is None and not is_causal and grad_outputs is None:
+            return loaded.run(target, Q, K, V, **options)
         return loaded.run(target, Q, K, V, mask=mask, is_causal=is_causal, grad_outputs=grad_outputs, **options)
     except StudentFault as fault:
         if not fault.raised:
             raise
         expected = ref.scaled_dot_product_attention(Q.double(), K.double(), V.double(), mask, is_causal)
+        if not isinstance(tolerance, tuple):
+            tolerance = evidence_tolerance(tolerance, Q, K, V)
         step = raised_in(loaded, tolerance, Q, K, V, mask, is_causal, expected, grad_outputs)
         if not step:
             raise
@@ -106,8 +112,7 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
         draw.normal(32, 50, 64, dtype=torch.float32),
         draw.normal(32, 50, 128, dtype=torch.float32),
     )
-    tolerance = settings.tolerance("float32", scale=attention_size(Q, K, V))
-    output, weights = _pair(_run(loaded, tolerance, Q, K, V).value, "on the lesson's shapes")
+    output, weights = _pair(_run(loaded, settings, Q, K, V).value, "on the lesson's shapes")
     for tensor, shape, what in ((output, (32, 50, 128), "output"), (weights, (32, 50, 50), "weights")):
         if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
             found = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
@@ -315,7 +320,7 @@ def test_sdpa_no_mutation(loaded, draw, settings):
     """Q, K, V and the mask are left as they were."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
     args = (draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v), draw.mask(B, T_q, T_k))
-    reply = _run(loaded, settings.tolerance("float64", scale=attention_size(*args[:3])), *args, positional=True)
+    reply = _run(loaded, settings, *args, positional=True)
     names = [name for name, changed in zip(("Q", "K", "V", "mask"), reply.mutated) if changed]
     if names:
         fail(f"scaled_dot_product_attention modified {', '.join(names)} in place; use out-of-place operations")
