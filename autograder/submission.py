@@ -92,15 +92,17 @@ def _as_cell(code: str, number: int) -> str:
     )
 
 
-def cells_of(source: str) -> dict[int, str]:
+def cells_of(source: str, tree=None) -> dict[int, str]:
     """The notebook's cells in a graded source (``_as_cell``'s wrappers at its top level), by their number: what a
-    cited "cell N, line M" is read from. {} for a source that holds none (an attention.py) or is not Python."""
+    cited "cell N, line M" is read from. {} for a source that holds none (an attention.py) or is not Python.
+    ``tree``: the source's syntax tree where the caller has parsed it already."""
     import ast
 
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return {}
     found = {}
     for node in tree.body:
         if not (isinstance(node, ast.Try) and len(node.body) == 1 and isinstance(node.body[0], ast.Expr)):

@@ -9,6 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.release import quiz
 from autograder.status import Category
 from autograder.submission import notebook_source
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run, total
@@ -39,7 +40,7 @@ def test_notebook_with_solutions_gets_full_marks(tmp_path):
     """The source notebook (solution and set-up cells, not its test cells) grades like the reference."""
     result, results = grade(SOURCE_NOTEBOOK, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert results["score"] == total()
+    assert results["score"] == total() + quiz.POINTS * len(quiz.QUESTIONS)  # its knowledge check too, as nbgrader
 
 
 def test_missing_submission_exits_2_with_a_results_file(tmp_path):
@@ -82,7 +83,12 @@ def test_a_load_error_is_told_once(tmp_path):
     first = next(test for test in results["tests"] if "SyntaxError" in test["output"])
     check = first["extra_data"]["check"]
     others = [test for test in results["tests"] if test is not first and test["max_score"] > 0]
-    assert all(f"under {check}" in test["output"] for test in others), others[0]["output"]
+    # the gates are withheld (no verdict on what does not load), the other checks point to the reason
+    withheld = [test for test in others if test["extra_data"]["withheld"]]
+    assert {test["extra_data"]["check"] for test in withheld} == {"integrity_sdpa", "integrity_mha", "timing_cpu"}
+    assert all(test["output"].startswith("Not awarded yet") for test in withheld)
+    pointing = [test for test in others if not test["extra_data"]["withheld"]]
+    assert all(f"under {check}" in test["output"] for test in pointing), pointing[0]["output"]
 
 
 def test_wrong_kind_of_file_is_ungradable(tmp_path):

@@ -68,7 +68,13 @@ def _cell_numbers(source: str) -> dict[str, int]:
     cell is cited as "cell N, line M", as the student counts them."""
     from autograder.submission import cells_of
 
-    return {code: number for number, code in cells_of(source).items()}
+    try:
+        tree = _tree(source, time.monotonic() + SCAN_SECONDS)  # the scans' own parse, shared
+    except _Unscannable:
+        return {}
+    if tree is None:
+        return {}
+    return {code: number for number, code in cells_of(source, tree).items()}
 
 
 def _in_cell(cells: dict[str, int] | None, code: str) -> str:
