@@ -127,13 +127,19 @@ def _compare(
         )
 
 
+def _heads(projected, heads, mask):
+    """The grader's projected heads (q, k, v) and the mask as the module must hand them to its attention (a 3-D mask
+    given its head axis, as the reference's MultiHeadAttention does)."""
+    q, k, v = (_split(x, heads) for x in projected)
+    return q, k, v, mask.unsqueeze(1) if mask is not None and mask.dim() == 3 else mask
+
+
 def _raised_in_own_sdpa(loaded, tolerance, call, heads, mask, is_causal, projected, expected) -> bool:
     """The student's module raised on ``call`` (init, state, query, key, value): True when the student's own
     scaled_dot_product_attention raises or errs on the grader's projected heads, and the module, run again with it
     standing in with the reference's result on exactly those heads (checks/builds_on.py, ``raised_in``), gives
     ``expected`` (output, weights)."""
-    q, k, v = (_split(x, heads) for x in projected)
-    heads_mask = mask.unsqueeze(1) if mask is not None and mask.dim() == 3 else mask  # as the module must pass it
+    q, k, v, heads_mask = _heads(projected, heads, mask)
     right = ref.scaled_dot_product_attention(q, k, v, heads_mask, is_causal)
     try:
         own = loaded.scaled_dot_product_attention(q, k, v, mask=heads_mask, is_causal=is_causal)
@@ -154,9 +160,7 @@ def _own_sdpa_is_the_cause(loaded, tolerance, state, heads, query, mask, is_caus
     """Recompute the module with the grader's projections around the student's own scaled_dot_product_attention:
     True when that reproduces the student's result and the student's attention is wrong on those heads."""
     B, T_q, d_model = query.shape
-    q, k, v = (_split(x, heads) for x in projected)
-    if mask is not None and mask.dim() == 3:
-        mask = mask.unsqueeze(1)  # as the module must do (the reference's MultiHeadAttention does)
+    q, k, v, mask = _heads(projected, heads, mask)
     try:
         own_heads, own_weights = loaded.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)
         own_out = _project(state, own_heads.transpose(1, 2).reshape(B, T_q, d_model), "w_o")
