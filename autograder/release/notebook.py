@@ -27,15 +27,7 @@ PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader re
 HANDOUT = Path("docs/handout.md")
 PUBLIC_TESTS = Path("student_template/test_attention.py")
 # the handout sections that come before each function (the rest come first, as the introduction)
-SECTIONS = {
-    "attention_scores": ["The formula", "The shape table"],
-    "scale_scores": ["Why scale?"],
-    "causal_mask": ["Masks"],
-    "masked_softmax": ["Numerical stability", "Fully masked rows"],
-    "scaled_dot_product_attention": ["Putting it together", "The fused version"],
-    "MultiHeadAttention": ["Multi-head attention"],
-    "dot_product_variance": ["The variance behind the scale"],
-}
+FUNCTION_MARKER = "<!-- function:"  # the line under a handout heading that names the function its section teaches
 # checks that cannot agree with sdpa-grade on a grading machine without a GPU are left out of the notebook
 NOT_IN_NOTEBOOK = {"timing_gpu"}
 GRADED_OUTSIDE = (
@@ -63,14 +55,23 @@ def _points(value: float) -> str:
     return f"{value:g} point" if value == 1 else f"{value:g} points"
 
 
-def _sections(text: str) -> tuple[str, dict[str, str]]:
-    """The handout's title block, and each '## ' section by its heading."""
+def _sections(text: str) -> tuple[str, dict[str, str], dict[str, list[str]]]:
+    """The handout's title block, each '## ' section by its heading (its marker line left out), and the headings
+    of each function's sections, in the handout's order: a section that teaches a function says so on the line
+    under its heading, ``<!-- function: NAME -->``, and goes into the notebook above that function's stub."""
     head, *rest = text.split("\n## ")
-    sections = {}
+    sections: dict[str, str] = {}
+    taught: dict[str, list[str]] = {}
     for block in rest:
-        heading = block.split("\n", 1)[0].strip()
-        sections[heading] = f"## {block.strip()}\n"
-    return head.strip() + "\n", sections
+        heading, _, body = block.partition("\n")
+        heading = heading.strip()
+        first, _, after = body.partition("\n")
+        marker = first.strip()
+        if marker.startswith(FUNCTION_MARKER) and marker.endswith("-->"):
+            taught.setdefault(marker.removeprefix(FUNCTION_MARKER).removesuffix("-->").strip(), []).append(heading)
+            body = after
+        sections[heading] = f"## {heading}\n{body}".strip() + "\n"
+    return head.strip() + "\n", sections, taught
 
 
 def _definitions(source: str) -> tuple[str, list[tuple[str, str]]]:
@@ -108,7 +109,9 @@ def _public_tests(source: str, names: list[str]) -> tuple[str, dict[str, list[st
     helpers, tests = [], {name: [] for name in names}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            owner = max((n for n in names if n in node.name), key=len)
+            owner = max((n for n in names if n in node.name), key=len, default=None)
+            if owner is None:
+                raise ValueError(f"{node.name} in {PUBLIC_TESTS} names none of the functions ({', '.join(names)})")
             tests[owner].append(ast.get_source_segment(source, node) + f"\n\n\n{node.name}()")
         elif isinstance(node, ast.FunctionDef):
             helpers.append(ast.get_source_segment(source, node))
@@ -119,17 +122,17 @@ def build_notebook(root: Path) -> str:
     reference = (root / "reference" / "attention.py").read_text()
     imports, definitions = _definitions(reference)
     names = [name for name, _ in definitions]
-    title, sections = _sections((root / HANDOUT).read_text())
+    title, sections, section_of = _sections((root / HANDOUT).read_text())
     helpers, tests = _public_tests((root / PUBLIC_TESTS).read_text(), names)
     points = load_settings(environ={}).points
-    taught = {heading for headings in SECTIONS.values() for heading in headings}
+    taught = {heading for headings in section_of.values() for heading in headings}
 
     cells = [new_markdown_cell(title)]
     cells += [new_markdown_cell(text) for heading, text in sections.items() if heading not in taught]
     setup = f"{imports}\nimport torch.nn.functional as F\n\n\n{helpers}"
     cells.append(new_code_cell(setup, metadata=_meta("setup", locked=True)))
     for name, code in definitions:
-        cells += [new_markdown_cell(sections[heading]) for heading in SECTIONS.get(name, [])]
+        cells += [new_markdown_cell(sections[heading]) for heading in section_of.get(name, [])]
         cells.append(
             new_markdown_cell(f"### `{name}`\n\nFill in the code below, then run the cell and the tests after it.")
         )
