@@ -1,7 +1,7 @@
 """The words a check's outcome is made of, as str-valued enums: its status and its category.
 
 Each member is its word (``Status.PASSED == "passed"``, the same hash, the same text in an f-string,
-the same JSON), so results.json and every comparison read as before, while a misspelt status or
+the same JSON), so results.json and every comparison read as the plain word would, while a misspelt status or
 category is an AttributeError instead of a comparison that is silently never true. Plain data:
 the edge imports it without torch or pytest. With them, the one rule for a check's verdict after points (``verdict``:
 passed, kept its points by error carried forward, withheld, or failed), which results.json (its ``extra_data.verdict``

@@ -1,4 +1,4 @@
-"""Print the grading process's peak memory and time for the parsing attacks of issue 32, beside an honest grading.
+"""Print the grading process's peak memory and time for the parsing attacks on it, beside an honest grading.
 
     .venv/bin/python bench/bounds_memory.py
 

@@ -8,8 +8,8 @@ submission forks 64 helpers that spin for as long as it lives (tests/submissions
 called once before the batch starts and closed after it (a spinner whose grading outlasts the batch: in a batch of
 its own its grading would end, by its budget or its time-outs, while honest students wait). Printed: each honest
 grading's execution_time (its results.json), each batch's median, the median of the rounds' medians for each kind,
-and their ratio (issue 32 asks at most 1.5). ``--tree REV`` grades, and holds the spinner, with the code of a git
-revision instead of this tree's (the figures from before each sandbox had a CPU weight of its own).
+and their ratio (the target: at most 1.5). ``--tree REV`` grades, and holds the spinner, with the code of a git
+revision instead of this tree's (for instance one where the sandboxes share no CPU weight).
 """
 
 from __future__ import annotations

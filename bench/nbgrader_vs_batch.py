@@ -6,7 +6,7 @@ Both grade the same notebooks (the solved source notebook, once per student) in 
 copy of the course; nbgrader's autograde grades them one after another with sdpa-grade's own
 pipeline (autograder/nbgrader_path/autograde.py, in place of nbgrader's kernel, one warm zygote for the run),
 sdpa-grade --batch ``--jobs`` at a time. The two are interleaved (nbgrader, batch, nbgrader, ...),
-``--rounds`` times each, and the medians compared: issue 37's target is autograde at most 1.5 times
+``--rounds`` times each, and the medians compared: the target is autograde at most 1.5 times
 the batch with one job.
 """
 

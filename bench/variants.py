@@ -25,7 +25,7 @@ from autograder.sandbox.runner import Zygote
 ROOT = Path(__file__).resolve().parent.parent
 OVERLAYS = ROOT / "tests" / "submissions" / "overlays"
 
-# the checks that depend on the machine's load, not on the code's math (issue 12's concern)
+# the checks that depend on the machine's load, not on the code's math
 TIMING = {"timing_cpu", "timing_gpu"}
 FAST_TIMING = "[timing]\nrounds = 1\nretries = 1\n"
 

@@ -127,7 +127,7 @@ def test_softmax_stability(loaded, draw, settings):
     scores = draw.normal(B, T_q, T_k, scale=1e4)
     # on every draw, a row entirely far below zero and one entirely far above (scores of 1.1e4 to 1.2e4 in size): a
     # running maximum started at -10000 (a C port's float32 idiom) zeroes the first, a capped one overflows the
-    # second; left to the draw, such a row existed on 8 seeds of 50 (mistake_running_max_floor, issue 35)
+    # second; left to the draw, such a row would exist on about 8 seeds of 50 (mistake_running_max_floor)
     far = 1.1e4 + 1e3 * torch.rand(B, 2, T_k, generator=draw.generator, dtype=torch.float64)
     scores[:, 0], scores[:, -1] = -far[:, 0], far[:, 1]
     # a near tie at the top of every row, the runner-up 0.5 to 2 below the winner: float16 rounding

@@ -9,7 +9,7 @@ identity cells are the roster's own, and a name (which a student may choose) or 
 ``-``, ``@``, tab or CR would run as a formula in the spreadsheet an instructor opens the file in, so it is
 written as text behind a leading quote. Matching reads the roster's own values. The import matches on IDs that
 need no quote: Canvas on ID first (digits), Moodle on the column the instructor maps (ID number, username or
-e-mail); only such an ID that itself starts with one of those characters no longer matches, and the LMS says so.
+e-mail); only such an ID that itself starts with one of those characters does not match, and the LMS says so.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def _guard_code(path: str) -> None:
     source compiled by the cell's own wrapper (``_cell_sources``: from the file's top-level code, under the cell's
     name), nor the bytes of a file on a read-only mount (an import of torch's or Python's modules). Any other string
     of the file is not accepted as code: carried as a constant, a text that a library compiles (the dataclasses of
-    ``torch.onnx``, whose eager attention is torch's own, issue 44) would otherwise pass as the student's. Code
+    ``torch.onnx``, whose eager attention is torch's own) would otherwise pass as the student's. Code
     or functions made from parts (``types.CodeType``, ``code.replace``, ``types.FunctionType``), ``marshal`` of
     anything but an import's cached bytecode, running a module that was already imported a second time
     (``importlib.reload``, a module loaded again from torch's file, which would bring back what ``_block_fused``

@@ -46,7 +46,7 @@ def _library_attention(frame) -> str | None:
 def _recorder(seen: set | None = None):
     """Context managers that note every fused-attention op the student's code runs (in ``seen``), and every library
     function written in Python that computes attention which called a torch function (torch's own attention is
-    attention, fused or not: issue 44)."""
+    attention, fused or not)."""
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
