@@ -356,7 +356,7 @@ def _late(result: dict, args: argparse.Namespace, settings) -> dict:
     in a course, nbgrader's timestamp.txt beside it (handed_in.collected_time, as the batch takes it). Where none is
     found, no penalty is taken and stderr says why."""
     from autograder.course.deadline import apply, gradescope_time
-    from autograder.handed_in import collected_time
+    from autograder.read.handed_in import collected_time
     from autograder.report import Result, stamp
 
     deadline, submitted, problem = settings.deadline, None, ""

@@ -17,17 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from autograder import bounded, provenance, report, scoring
+from autograder import provenance, report, scoring
 from autograder.checks.timing import one_thread
 from autograder.config import Settings
-from autograder.handed_in import HandedIn, take
 from autograder.plugin import GradingPlugin, Outcome
+from autograder.read import bounded
+from autograder.read.handed_in import HandedIn, take
+from autograder.read.submission import Choice, Ungradable, is_notebook, shown_name, source_of
 from autograder.release import quiz
 from autograder.sandbox.protocol import Failure, Reply, Runner
 from autograder.sandbox.report import describe
 from autograder.sandbox.runner import Sandbox, Zygote, first_gradient
 from autograder.status import Status
-from autograder.submission import Choice, Ungradable, is_notebook, shown_name, source_of
 from reference import attention as _reference_module
 
 CHECKS = Path(__file__).with_name("checks")

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from autograder.config import SECTIONS, Settings, load_settings
-from autograder.handed_in import HandedIn, take
+from autograder.read.handed_in import HandedIn, take
 
 PACKAGE = Path(__file__).resolve().parent  # autograder/
 CHECKS = PACKAGE / "checks"

@@ -12,9 +12,9 @@ import pytest
 
 from autograder.course.batch import students
 from autograder.course.roster import result_names, shown
-from autograder.handed_in import read_submission
+from autograder.read.handed_in import read_submission
+from autograder.read.submission import Ungradable
 from autograder.render.inert import csv_cell
-from autograder.submission import Ungradable
 from tests.helpers import BIN, REFERENCE, TEMPLATE_DIR, run
 
 NOT_UTF8 = os.fsdecode(b"caf\xe9")

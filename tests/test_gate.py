@@ -1,5 +1,5 @@
-"""The gate (autograder/handed_in.py): what a student hands in is read once, bounded, in linear time, into one record;
-what is not a regular file is refused there, for that student alone."""
+"""The gate (autograder/read/handed_in.py): what a student hands in is read once, bounded, in linear time, into one
+record; what is not a regular file is refused there, for that student alone."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import bounded
 from autograder.config import load_settings
 from autograder.course import similarity
 from autograder.course.deadline import parse_nbgrader_timestamp
-from autograder.handed_in import MARKER, UNTRUSTED, collected_by_nbgrader, listing, take, with_time
+from autograder.read import bounded
+from autograder.read.handed_in import MARKER, UNTRUSTED, collected_by_nbgrader, listing, take, with_time
 from autograder.sandbox.student_side import wire
 
 LIMITS = load_settings(environ={}).limits

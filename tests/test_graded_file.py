@@ -1,6 +1,6 @@
 """Which file of a submission is graded: one rule on every path, and a flag naming every other candidate.
 
-The rule (autograder/submission.py, ``choose``; docs/instructor.md, "Which file is graded"): the
+The rule (autograder/read/submission.py, ``choose``; docs/instructor.md, "Which file is graded"): the
 assignment's own names first (attention.py, then the released notebook's name), the shallowest first,
 never checkpoints or archive debris; the student is flagged when other candidates remain. The walk is
 bounded ([limits] folder_depth, folder_files) and checked as it goes.
@@ -16,9 +16,9 @@ import pytest
 
 from autograder.course.batch import students
 from autograder.course.class_results import class_results
-from autograder.handed_in import read_submission
+from autograder.read.handed_in import read_submission
+from autograder.read.submission import Ungradable
 from autograder.release.paths import NOTEBOOK, TEMPLATE
-from autograder.submission import Ungradable
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
 OWN_PY, OWN_NOTEBOOK = TEMPLATE.name, NOTEBOOK.name  # attention.py, sdpa.ipynb: where the project names them
@@ -79,7 +79,7 @@ def chosen(folder, tmp_path) -> str:
 def choice_of(submission, **limits):
     """The rule's choice for ``submission`` under the default limits, with ``limits`` changed."""
     from autograder.config import load_settings
-    from autograder.submission import choose
+    from autograder.read.submission import choose
 
     settings = load_settings(environ={})
     return choose(submission, settings.replace("limits", **limits).limits if limits else settings.limits)

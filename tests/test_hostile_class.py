@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from autograder.handed_in import MARKER, UNTRUSTED
+from autograder.read.handed_in import MARKER, UNTRUSTED
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
 pytestmark = pytest.mark.slow

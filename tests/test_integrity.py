@@ -8,7 +8,7 @@ import json
 import pytest
 
 from autograder.checks.integrity import dynamic_reach, fused_uses, tampering
-from autograder.submission import notebook_source
+from autograder.read.submission import notebook_source
 from tests.helpers import REFERENCE, ROOT, SUBMISSIONS
 
 

@@ -11,8 +11,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.checks.integrity import dynamic_reach, fused_uses, tampering
 from autograder.checks.loading import explain
+from autograder.read.submission import notebook_source
 from autograder.sandbox.student_side import serving
-from autograder.submission import notebook_source
 from tests.helpers import BIN, REFERENCE, run
 
 TEST_CELL = {"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1}}
@@ -27,7 +27,7 @@ def _notebook(*cells) -> str:
 def test_each_cell_runs_under_its_place_in_the_notebook():
     """The graded source runs each code cell under its number in the notebook (markdown and test cells counted), and
     the cells' code is read back from the source by that number."""
-    from autograder.submission import cells_of
+    from autograder.read.submission import cells_of
 
     source = notebook_source(_notebook(new_code_cell("x = 1"), new_markdown_cell("text"), new_code_cell("y = 2")))
     assert "'cell3/attention.py'" in source and "'cell5/attention.py'" in source and "cell1/" not in source

@@ -38,7 +38,7 @@ def test_sdpa_grade_scores_a_notebooks_knowledge_check(tmp_path):
     """A notebook's results hold one test per question, scored by quiz.verdict as nbgrader scores its cells: POINTS
     for a right answer, 0 and what to reread for a wrong one; the score and the maximum count them."""
     from autograder.grade import Grading, knowledge_check
-    from autograder.handed_in import take
+    from autograder.read.handed_in import take
 
     settings = load_settings(environ={})
     path = _notebook(tmp_path, {"q_variance": "q_variance = 8"})

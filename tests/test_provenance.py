@@ -124,7 +124,7 @@ def test_a_change_anywhere_in_the_grader_regrades_and_says_so(tmp_path, monkeypa
     monkeypatch.setattr(provenance, "PACKAGE", installed)
     monkeypatch.setattr(provenance, "CHECKS", installed / "checks")
     assert provenance.stale(result, submission, provenance.now(settings, "cpu")) == ""
-    for fixed in ("sandbox/student_side/serving.py", "scoring.py", "submission.py", "bounded.py"):
+    for fixed in ("sandbox/student_side/serving.py", "scoring.py", "read/submission.py", "read/bounded.py"):
         path = installed / fixed
         original = path.read_text()
         path.write_text(original + "\n# a fix\n")

@@ -21,10 +21,10 @@ import pytest
 
 from autograder.config import load_settings
 from autograder.grade import grade
-from autograder.handed_in import read_submission
+from autograder.read.handed_in import read_submission
+from autograder.read.submission import Ungradable
 from autograder.release.quiz import verdict
 from autograder.sandbox.student_side import wire
-from autograder.submission import Ungradable
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
 SETTINGS = load_settings(environ={})

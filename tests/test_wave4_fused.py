@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from autograder.checks.integrity import fused_uses, tampering
-from autograder.submission import notebook_source
+from autograder.read.submission import notebook_source
 from tests.attacks import MODES, assert_costs_only_its_points, grade_all, overlaid
 from tests.helpers import REFERENCE, SUBMISSIONS
 from tests.test_sandbox import sandbox

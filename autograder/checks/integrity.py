@@ -66,7 +66,7 @@ def fused_uses(source: str, depth: int = 3) -> list[str]:
 def _cell_numbers(source: str) -> dict[str, int]:
     """A notebook's cells in the graded source, code -> the cell's number (submission.cells_of): what is found in a
     cell is cited as "cell N, line M", as the student counts them."""
-    from autograder.submission import cells_of
+    from autograder.read.submission import cells_of
 
     try:
         tree = _tree(source, time.monotonic() + SCAN_SECONDS)  # the scans' own parse, shared

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.checks.integrity import GRADER_MODULES
-from autograder.submission import cells_of
+from autograder.read.submission import cells_of
 
 # where the worker says the exception was raised: "(attention.py, line 12)", or in a notebook's cell "(cell 7, line 3)"
 _LINE = re.compile(r"\((attention\.py|cell (\d{1,6})), line (\d{1,9})\)\s*$")

@@ -27,8 +27,8 @@ from autograder.course.class_results import MISSING, ClassResults, class_results
 from autograder.course.deadline import DeadlineError, apply, read_times
 from autograder.course.roster import result_names, shown
 from autograder.course.shard import select
-from autograder.handed_in import MARKER, HandedIn, collected_by_nbgrader, listing, take, with_time
 from autograder.interrupts import Interrupts
+from autograder.read.handed_in import MARKER, HandedIn, collected_by_nbgrader, listing, take, with_time
 from autograder.render.inert import csv_cell, inert
 from autograder.render.terminal import summary
 from autograder.report import Result, grader_failure, load, stamp, unstamp

@@ -15,7 +15,7 @@ Lateness counts from the student's due date (their extension's, where they have 
 hours begun: 2 hours late is 1 day late under per_day. The grace period only forgives: a submission
 inside it is on time, one after it is late by its full time since the due date. A submission's time comes
 only from where the student cannot write it (nbgrader's collected timestamp.txt, Gradescope's
-submission_metadata.json outside the upload, a CSV of times: autograder/handed_in.py), never a file's
+submission_metadata.json outside the upload, a CSV of times: autograder/read/handed_in.py), never a file's
 modification time nor a time file inside the student's own upload; where a time is needed and missing, nothing
 is taken off and the student is flagged for review.
 """

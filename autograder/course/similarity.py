@@ -36,8 +36,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import bounded
 from autograder.config import Limits
+from autograder.read import bounded
 from autograder.release.build import find_root
 from autograder.release.paths import NOTEBOOK, TEMPLATE
 from autograder.release.template import solution_regions, stub_source
@@ -527,8 +527,8 @@ def read_source(handed, result: dict | None, limits: Limits) -> tuple[str | None
     folder is not opened again), as the grader read it (a notebook: its code cells, not its test cells), or None and
     why not: refused at the gate (no such file, a link, not a regular file, over its size bound), not UTF-8, or
     changed since it was graded (its SHA-256)."""
-    from autograder.handed_in import HandedIn, take
-    from autograder.submission import code_cells, is_notebook
+    from autograder.read.handed_in import HandedIn, take
+    from autograder.read.submission import code_cells, is_notebook
 
     if not isinstance(handed, HandedIn):  # a path: through the gate now
         handed = take(handed, limits)

@@ -26,10 +26,10 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
-from autograder.bounded import cell_problem
 from autograder.checks.catalogue import catalogue
 from autograder.config import REQUIRE_SANDBOX, ConfigError, Settings, load_settings
 from autograder.nbgrader_path.cell_feedback import note_output, verdict_outputs
+from autograder.read.bounded import cell_problem
 from autograder.release.quiz import BY_NAME, verdict
 from autograder.status import passed
 

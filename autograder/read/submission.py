@@ -10,8 +10,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import bounded
 from autograder.config import Limits, load_settings
+from autograder.read import bounded
 from autograder.release.paths import NOTEBOOK, TEMPLATE
 
 
@@ -43,7 +43,7 @@ def notebook_source(text: str, limits: Limits | None = None) -> str:
 
     The JSON's nesting and size are checked before it is decoded (``limits.notebook_depth`` and
     ``notebook_containers``; the defaults' without ``limits``), and every cell's shape before the cells are walked
-    (autograder/bounded.py); a notebook that breaks one is Ungradable."""
+    (autograder/read/bounded.py); a notebook that breaks one is Ungradable."""
     try:
         return _notebook_code(text, load_settings(environ={}).limits if limits is None else limits)
     except bounded.Refused as why:
