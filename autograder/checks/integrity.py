@@ -44,7 +44,7 @@ def _tree(source: str, deadline: float) -> ast.AST | None:
 
 
 FUSED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")
-# torch's own attention written in Python (issue 44): the functions, and the modules that hold them
+# torch's own attention written in Python: the functions, and the modules that hold them
 PYTHON_ATTENTION = ("attention_23", "math_attention", "sdpa_dense", "flex_attention")
 ATTENTION_MODULES = ("torch.onnx", "torch.nn.attention.flex_attention", "torch._higher_order_ops.flex_attention")
 
