@@ -250,7 +250,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.diff is not None and args.batch is None:
         return compare(args.diff[0], args.diff[1], args.csv)
     if args.submitted_at is not None:
-        from autograder.course.deadline import DeadlineError, parse_given_time
+        from autograder.assignment.deadline import DeadlineError, parse_given_time
 
         try:
             args.submitted_at = parse_given_time(args.submitted_at, "Invalid --submitted-at")
@@ -355,7 +355,7 @@ def _late(result: dict, args: argparse.Namespace, settings) -> dict:
     The time: ``--submitted-at``, else Gradescope's metadata (``--metadata``), else, for a file nbgrader collected
     in a course, nbgrader's timestamp.txt beside it (handed_in.collected_time, as the batch takes it). Where none is
     found, no penalty is taken and stderr says why."""
-    from autograder.course.deadline import apply, gradescope_time
+    from autograder.assignment.deadline import apply, gradescope_time
     from autograder.read.handed_in import collected_time
     from autograder.report import Result, stamp
 

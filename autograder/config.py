@@ -27,10 +27,10 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from autograder.assignment.deadline import Deadline, DeadlineError
+from autograder.assignment.deadline import parse as parse_deadline
 from autograder.checks.catalogue import CHECKS
 from autograder.checks.catalogue import points as declared_points
-from autograder.course.deadline import Deadline, DeadlineError
-from autograder.course.deadline import parse as parse_deadline
 
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 ENV_VAR = "SDPA_GRADE_CONFIG"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import provenance
-from autograder.course.deadline import Late
+from autograder.assignment.deadline import Late
 from autograder.render.text import GRADER_FAILED, graded_file_text, output_text, result_output, with_late
 from autograder.status import Status, Verdict, verdict
 

@@ -141,7 +141,7 @@ def test_a_deadline_nbgrader_does_not_hold_is_warned(tmp_path, monkeypatch):
 
     from nbgrader.api import Gradebook
 
-    from autograder.course.deadline import parse
+    from autograder.assignment.deadline import parse
     from autograder.nbgrader_path.late_plugin import due_date_problem
     from tests.helpers import BIN
 

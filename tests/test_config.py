@@ -98,7 +98,7 @@ def test_zero_retries_and_fractional_points_are_settings(tmp_path):
 
 def test_every_key_is_declared_once_with_its_type_and_help():
     """defaults.toml and the sections' declarations name the same keys; each declared key has a one-line help."""
-    from autograder.course.deadline import KEYS
+    from autograder.assignment.deadline import KEYS
 
     defaults = tomllib.loads(DEFAULTS.read_text())
     assert set(defaults) == {"points", "deadline", *SECTIONS}

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from autograder.course.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp
+from autograder.assignment.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp
 
 DUE = "2026-12-01T23:59:00-05:00"
 DUE_AT = datetime(2026, 12, 1, 23, 59, tzinfo=timezone(timedelta(hours=-5)))
@@ -266,7 +266,7 @@ def test_max_late_is_more_than_that_many_days():
 def test_lateness_is_worded_at_a_precision_that_is_never_zero(late, words):
     """13 seconds late under 10% a day: 4 of 40 taken off, worded '13 s', never '0.0 h', in the student's sentence,
     the instructor's dashboard and nbgrader's log."""
-    from autograder.course.deadline import late_by
+    from autograder.assignment.deadline import late_by
     from autograder.render.text import late_sentence
 
     fields = apply(_policy(policy="per_day", percent=10), "x", 40.0, DUE_AT + late).fields()
@@ -298,7 +298,7 @@ def test_lateness_is_worded_at_a_precision_that_is_never_zero(late, words):
 def test_a_given_submission_time_may_be_written_as_nbgrader_writes_it(text, expected):
     """--submitted-at takes ISO 8601 with an offset, and nbgrader's timestamp.txt format (a zone name UTC, or an
     offset); a time without its zone is still refused, naming both forms."""
-    from autograder.course.deadline import parse_given_time
+    from autograder.assignment.deadline import parse_given_time
 
     assert parse_given_time(text, "Invalid --submitted-at") == expected
     with pytest.raises(DeadlineError, match="Invalid --submitted-at '2026-03-01 12:00:00'.*nbgrader"):
@@ -323,7 +323,7 @@ def _metadata(tmp_path, created, own_due=None):
 def test_a_gradescope_extension_applies_under_the_settings_due_date(tmp_path):
     """Settings due 2026-12-01, Gradescope's own due date the same, the student's 3 days later (an extension granted
     in Gradescope): 2 days late is on time; 4 days late is 1 day late by the extension; without one, 2 days late."""
-    from autograder.course.deadline import gradescope_time
+    from autograder.assignment.deadline import gradescope_time
 
     deadline = _policy(policy="per_day", percent=10)
     two_days = (DUE_AT + timedelta(days=2)).isoformat()

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.assignment.deadline import parse_nbgrader_timestamp
 from autograder.config import load_settings
 from autograder.course import similarity
-from autograder.course.deadline import parse_nbgrader_timestamp
 from autograder.read import bounded
 from autograder.read.handed_in import MARKER, UNTRUSTED, collected_by_nbgrader, listing, take, with_time
 from autograder.sandbox.student_side import wire

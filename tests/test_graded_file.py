@@ -14,11 +14,11 @@ import shutil
 
 import pytest
 
+from autograder.assignment.paths import NOTEBOOK, TEMPLATE
 from autograder.course.batch import students
 from autograder.course.class_results import class_results
 from autograder.read.handed_in import read_submission
 from autograder.read.submission import Ungradable
-from autograder.release.paths import NOTEBOOK, TEMPLATE
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
 OWN_PY, OWN_NOTEBOOK = TEMPLATE.name, NOTEBOOK.name  # attention.py, sdpa.ipynb: where the project names them

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import provenance
+from autograder.assignment.deadline import DeadlineError, apply, read_times
 from autograder.atomic import write_atomically
 from autograder.config import Settings
 from autograder.course.class_results import MISSING, ClassResults, class_results
-from autograder.course.deadline import DeadlineError, apply, read_times
 from autograder.course.roster import result_names, shown
 from autograder.course.shard import select
 from autograder.interrupts import Interrupts

@@ -36,10 +36,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.assignment.paths import NOTEBOOK, TEMPLATE
 from autograder.config import Limits
 from autograder.read import bounded
 from autograder.release.build import find_root
-from autograder.release.paths import NOTEBOOK, TEMPLATE
 from autograder.release.template import solution_regions, stub_source
 from autograder.report import Result
 from autograder.status import Status, earned

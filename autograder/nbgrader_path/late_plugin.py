@@ -18,8 +18,8 @@ from datetime import timezone
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Unicode
 
+from autograder.assignment.deadline import Deadline, apply, late_by
 from autograder.config import ConfigError, load_settings
-from autograder.course.deadline import Deadline, apply, late_by
 
 
 def due_date_problem(db_url: str, assignment: str, deadline: Deadline) -> str:

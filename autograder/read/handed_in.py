@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from autograder.assignment.deadline import TIMESTAMP, parse_nbgrader_timestamp
+from autograder.assignment.paths import NOTEBOOK
 from autograder.config import Limits, load_settings
-from autograder.course.deadline import TIMESTAMP, parse_nbgrader_timestamp
 from autograder.read import bounded
 from autograder.read.submission import Choice, Submitted, Ungradable, _walk, choose, folded, read_bytes, source_of
-from autograder.release.paths import NOTEBOOK
 
 
 @dataclass(frozen=True)

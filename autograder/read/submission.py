@@ -10,9 +10,9 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.assignment.paths import NOTEBOOK, TEMPLATE
 from autograder.config import Limits, load_settings
 from autograder.read import bounded
-from autograder.release.paths import NOTEBOOK, TEMPLATE
 
 
 class Ungradable(Exception):

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from autograder.release.paths import REFERENCE, REQUIREMENTS, TEMPLATE
+from autograder.assignment.paths import REFERENCE, REQUIREMENTS, TEMPLATE
 from autograder.release.template import stub_source
 
 # the handout and its picture, beside the stubs: the feedback sends students to the handout's sections

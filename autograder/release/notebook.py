@@ -18,9 +18,9 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.assignment.paths import NOTEBOOK
 from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
-from autograder.release.paths import NOTEBOOK
 from autograder.release.quiz import POINTS, QUESTIONS
 
 PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader releases it beside the notebook

@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
+from autograder.assignment.deadline import late_by
 from autograder.course.class_results import GRADED, ClassResults, describe
-from autograder.course.deadline import late_by
 from autograder.course.diff import Diff
 from autograder.render import images
 from autograder.render.html import templates, write_student_page

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from autograder.assignment.deadline import late_by
 from autograder.checks.examples import EXAMPLES
-from autograder.course.deadline import late_by
 from autograder.status import Status, Verdict
 
 if TYPE_CHECKING:

@@ -1,0 +1,2 @@
+"""What the assignment is, below every other layer (the standard library only): where its files live (``paths``) and
+when it is due, with what lateness costs (``deadline``)."""
