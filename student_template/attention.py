@@ -184,7 +184,7 @@ class MultiHeadAttention(nn.Module):
             is_causal: apply a causal mask as in scaled_dot_product_attention.
 
         Returns:
-            (out, weights): out of shape (B, T_q, d_model), weights of shape (B, num_heads, T_q, T_k).
+            (output, weights): output of shape (B, T_q, d_model), weights of shape (B, num_heads, T_q, T_k).
         """
         # TODO: view (B, T, d_model) as (B, T, H, d_head), transpose to (B, H, T, d_head), give a 3-D mask its head axis, attend, undo
         raise NotImplementedError('MultiHeadAttention.forward is not implemented yet')

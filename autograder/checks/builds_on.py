@@ -1,7 +1,9 @@
 """Which of the student's own functions a failure of scaled_dot_product_attention builds on, with evidence.
 
-The attention is recomputed step by step, as the reference composes it (``attention_scores``,
-``scale_scores``, ``causal_mask``, ``masked_softmax``, ``attention_output``), twice:
+The attention is recomputed step by step by the reference's own code: its ``scaled_dot_product_attention`` runs
+with each function of the reference it calls (its steps, ``STEPS``, read from its source: ``attention_scores``,
+``scale_scores``, ``causal_mask``, ``masked_softmax``, ``attention_output``) done by the student's or the
+reference's function, twice:
 
 - as the student's: each step by the student's own function where the attention entered it (the worker's
   record of this call) and by the reference's elsewhere, each on the step before's result. It must
@@ -11,50 +13,93 @@ The attention is recomputed step by step, as the reference composes it (``attent
   failure builds on: with them fixed, every step gives the reference's result on the reference's path, so
   the attention (which the first recomputation shows is that composition) gives the expected one.
 
-For gradients the same, with each step's vector-Jacobian product (the worker's gradients of that one
-function, given the next step's gradient). Any step that fails, or gives what the next cannot take, is
-no evidence: nothing is claimed.
+For gradients the same, through autograd's graph of that composition, each step's backward its
+vector-Jacobian product (the worker's gradients of that one function, given the next step's gradient). Any step that
+fails, or gives what the next cannot take, is no evidence: nothing is claimed.
 """
 
 from __future__ import annotations
 
+import inspect
+import types
+
 import torch
 
+from autograder.assignment.composition import calls
 from autograder.checks.expect import matches, reproduces
 from reference import attention as ref
 
-STEPS = ("attention_scores", "scale_scores", "causal_mask", "masked_softmax", "attention_output")
-DIFFERENTIABLE = {"attention_scores": (0, 1), "scale_scores": (0,), "masked_softmax": (0,), "attention_output": (0, 1)}
+COMPOSED = "scaled_dot_product_attention"  # the function recomposed here from the student's steps
+
+
+# the reference's functions its attention calls, in the order it calls them: the steps, read from its source
+STEPS = calls(inspect.getsource(ref))[COMPOSED]
+
+
+def _differentiable(args) -> tuple[int, ...]:
+    """The positions of a step's floating-point tensor arguments: those its vector-Jacobian product is taken for."""
+    return tuple(i for i, arg in enumerate(args) if isinstance(arg, torch.Tensor) and arg.is_floating_point())
+
+
+class _Step(torch.autograd.Function):
+    """One step of the composition in autograd's graph: its forward is ``run``'s result, its backward ``vjp``'s
+    (the student's or the reference's vector-Jacobian product of that one function)."""
+
+    @staticmethod
+    def forward(ctx, name, run, vjp, *args):
+        ctx.name, ctx.vjp = name, vjp
+        ctx.args = tuple(arg.detach() if isinstance(arg, torch.Tensor) else arg for arg in args)
+        return run(name, *ctx.args)
+
+    @staticmethod
+    def backward(ctx, upstream):
+        grads = [None] * len(ctx.args)
+        with torch.enable_grad():  # autograd runs a backward without it; the reference's VJP needs its own graph
+            found = ctx.vjp(ctx.name, ctx.args, upstream)
+        for index, grad in zip(_differentiable(ctx.args), found):
+            grads[index] = grad
+        return (None, None, None, *grads)
+
+
+def _composed(run, vjp=None):
+    """The reference's ``scaled_dot_product_attention``, its own code, with each step it calls done by ``run(name,
+    *args)`` (a device passed by keyword is left out: the grader recomposes on the CPU, and the wire carries no
+    device); with ``vjp``, each step is a node of autograd's graph whose backward is ``vjp(name, args, upstream)``."""
+
+    def step(name):
+        def call(*args, **kwargs):
+            kwargs = {key: value for key, value in kwargs.items() if not isinstance(value, torch.device)}
+            if kwargs:
+                raise TypeError(f"{name} is called with keyword arguments {sorted(kwargs)}, not recomposed here")
+            return _Step.apply(name, run, vjp, *args) if vjp is not None else run(name, *args)
+
+        return call
+
+    function = getattr(ref, COMPOSED)
+    namespace = {**vars(ref), **{name: step(name) for name in STEPS}}
+    return types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__)
 
 
 def _forward(run, Q, K, V, mask, is_causal) -> tuple[torch.Tensor, torch.Tensor]:
-    scores = run("attention_scores", Q, K)
-    scaled = run("scale_scores", scores, Q.size(-1))
-    full = mask
-    if is_causal:
-        causal = run("causal_mask", Q.size(-2), K.size(-2))
-        full = causal if mask is None else mask & causal
-    weights = run("masked_softmax", scaled, full)
-    return run("attention_output", weights, V), weights
+    """(output, weights), composed as the reference composes them, each step by ``run(name, *args)``."""
+    return _composed(run)(Q, K, V, mask, is_causal)
 
 
-def _reference_vjp(name, args, upstream):
-    inputs = [args[i].detach().clone().requires_grad_(True) for i in DIFFERENTIABLE[name]]
-    full = list(args)
-    for i, tensor in zip(DIFFERENTIABLE[name], inputs):
-        full[i] = tensor
-    grads = torch.autograd.grad(getattr(ref, name)(*full), inputs, upstream, allow_unused=True)
+def _gradients(output, weights, inputs, grad_outputs) -> list[torch.Tensor]:
+    """The gradients of the inputs (Q, K, V) through a composition built with a ``vjp`` (each step's backward),
+    given the output's and the weights' gradients."""
+    grads = torch.autograd.grad((output, weights), inputs, grad_outputs, allow_unused=True)
     return [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
 
 
-def _backward(vjp, trace, grad_outputs):
-    """Gradients of Q, K, V through the traced steps, given the output's and the weights' gradients."""
-    grad_output, grad_weights = grad_outputs
-    from_output, grad_v = vjp("attention_output", trace["attention_output"], grad_output)
-    (grad_scaled,) = vjp("masked_softmax", trace["masked_softmax"], grad_weights + from_output)
-    (grad_scores,) = vjp("scale_scores", trace["scale_scores"], grad_scaled)
-    grad_q, grad_k = vjp("attention_scores", trace["attention_scores"], grad_scores)
-    return [grad_q, grad_k, grad_v]
+def _reference_vjp(name, args, upstream):
+    differentiable = _differentiable(args)
+    inputs = [args[i].detach().clone().requires_grad_(True) for i in differentiable]
+    full = list(args)
+    for i, tensor in zip(differentiable, inputs):
+        full[i] = tensor
+    grads = torch.autograd.grad(getattr(ref, name)(*full), inputs, upstream, allow_unused=True)
+    return [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
 
 
 def builds_on(
@@ -76,34 +121,30 @@ def builds_on(
         return getattr(loaded, name)(*args)
 
     def own_vjp(name, args, upstream):
-        return list(loaded.run(name, *args, grad=DIFFERENTIABLE[name], grad_outputs=[upstream]).grads)
+        return list(loaded.run(name, *args, grad=_differentiable(args), grad_outputs=[upstream]).grads)
 
-    def tracing(trace, student):
-        def run(name, *args):
-            trace[name] = args
-            return own(name, *args) if student and name in entered else getattr(ref, name)(*args)
+    def vjp_as_theirs(name, args, upstream):
+        return own_vjp(name, args, upstream) if name in entered else _reference_vjp(name, args, upstream)
 
-        return run
+    def as_theirs(name, *args):
+        return own(name, *args) if name in entered else getattr(ref, name)(*args)
 
     try:
-        as_theirs: dict = {}
-        output, weights = _forward(tracing(as_theirs, True), Q, K, V, mask, is_causal)
-        if not (reproduces(output, result[0], tolerance) and reproduces(weights, result[1], tolerance)):
+        with_grads = grad_outputs is not None
+        inputs = [x.detach().requires_grad_(with_grads) for x in (Q, K, V)]
+        output, weights = _composed(as_theirs, vjp_as_theirs if with_grads else None)(*inputs, mask, is_causal)
+        if not (
+            reproduces(output.detach(), result[0], tolerance) and reproduces(weights.detach(), result[1], tolerance)
+        ):
             return ()
-        path: dict = {}
-        _forward(tracing(path, False), Q, K, V, mask, is_causal)
+        path, upstream = _reference_path(Q, K, V, mask, is_causal, grad_outputs)
         wrong = [name for name in STEPS if name in path and name in entered and not _same_step(own, name, path, steps)]
-        if grad_outputs is not None:
-
-            def vjp_as_theirs(name, args, upstream):
-                return own_vjp(name, args, upstream) if name in entered else _reference_vjp(name, args, upstream)
-
-            recomputed = _backward(vjp_as_theirs, as_theirs, grad_outputs)
+        if with_grads:
+            recomputed = _gradients(output, weights, inputs, grad_outputs)
             if not all(reproduces(mine, theirs, tolerance) for mine, theirs in zip(recomputed, grads)):
                 return ()
-            upstream = _upstream(path, grad_outputs)
-            for name in DIFFERENTIABLE:
-                if name in entered and name not in wrong:
+            for name in STEPS:
+                if name in entered and name not in wrong and name in upstream:
                     expected = _reference_vjp(name, path[name], upstream[name])
                     got = own_vjp(name, path[name], upstream[name])
                     if not all(matches(g, e, steps) for g, e in zip(got, expected)):
@@ -118,16 +159,25 @@ def _same_step(own, name, path, tolerance) -> bool:
     return matches(own(name, *path[name]), getattr(ref, name)(*path[name]), tolerance)
 
 
-def _upstream(path, grad_outputs) -> dict:
-    """The gradient that reaches each step's result on the reference's path (what its VJP is given)."""
-    upstream = {}
+def _reference_path(Q, K, V, mask, is_causal, grad_outputs=None) -> tuple[dict, dict]:
+    """The reference's input to each step (its path), and with ``grad_outputs``, the gradient that reaches each
+    differentiable step's result there (what its VJP is given)."""
+    path: dict = {}
+    upstream: dict = {}
+
+    def run(name, *args):
+        path[name] = args
+        return getattr(ref, name)(*args)
 
     def vjp(name, args, grad):
         upstream[name] = grad
         return _reference_vjp(name, args, grad)
 
-    _backward(vjp, path, grad_outputs)
-    return upstream
+    inputs = [x.detach().requires_grad_(grad_outputs is not None) for x in (Q, K, V)]
+    output, weights = _composed(run, vjp if grad_outputs is not None else None)(*inputs, mask, is_causal)
+    if grad_outputs is not None:
+        _gradients(output, weights, inputs, grad_outputs)
+    return path, upstream
 
 
 def evidence_tolerance(settings, Q, K, V) -> tuple[float, float]:
@@ -147,18 +197,12 @@ def raised_in(loaded, tolerance, Q, K, V, mask, is_causal, expected, grad_output
     weights' gradients), each of the student's other steps the attention entered also gives the reference's
     vector-Jacobian product there. "" otherwise.
     """
-    path: dict = {}
+
+    def theirs(name, *args):
+        return getattr(loaded, name)(*args)
+
     try:
-
-        def theirs(name, *args):
-            return getattr(loaded, name)(*args)
-
-        def reference(name, *args):
-            path[name] = args
-            return getattr(ref, name)(*args)
-
-        _forward(reference, Q, K, V, mask, is_causal)
-        upstream = _upstream(path, grad_outputs) if grad_outputs is not None else {}
+        path, upstream = _reference_path(Q, K, V, mask, is_causal, grad_outputs)
     except Exception:  # the grader's own recomposition does not run on these inputs: no evidence
         return ""
     raising = ""
@@ -192,9 +236,11 @@ def raised_in(loaded, tolerance, Q, K, V, mask, is_causal, expected, grad_output
             matches(output, expected[0], tolerance) and matches(weights, expected[1], tolerance)
         ):
             return ""
-        for name in DIFFERENTIABLE if grad_outputs is not None else ():
-            if name != raising and name in reply.entered:
-                got = loaded.run(name, *path[name], grad=DIFFERENTIABLE[name], grad_outputs=[upstream[name]]).grads
+        for name in STEPS:
+            if name != raising and name in reply.entered and name in upstream:
+                got = loaded.run(
+                    name, *path[name], grad=_differentiable(path[name]), grad_outputs=[upstream[name]]
+                ).grads
                 expected_grads = _reference_vjp(name, path[name], upstream[name])
                 if not all(matches(g, e, tolerance) for g, e in zip(got, expected_grads)):
                     return ""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import re
+import typing
 from collections import defaultdict
 
 from torch import Tensor
@@ -26,14 +28,28 @@ FUNCTIONS = tuple(
     if not name.startswith("_") and (inspect.isfunction(value) or inspect.isclass(value))
     and value.__module__ == ref.__name__
 )  # fmt: skip
-# What each function of the API returns: a reply of another kind is the student's failed check
+
+
+def _returns(value) -> str:
+    """What a function of the reference returns, in words, read from its return annotation (a class: its
+    ``forward``'s): a tensor, a number, nothing to check (no annotation), or a tuple of tensors named as its
+    docstring's Returns section names them."""
+    function = value.forward if inspect.isclass(value) else value
+    returned = typing.get_type_hints(function, vars(ref)).get("return")
+    if returned is None:
+        return ""  # not annotated: any reply is taken as it is
+    if returned in (int, float):
+        return "a number"
+    if typing.get_origin(returned) is tuple:
+        named = re.match(r"\s*(\([\w, ]+\))", (inspect.getdoc(function) or "").partition("Returns:")[2])
+        count = len(typing.get_args(returned))
+        return f"a tuple {named[1]} of tensors" if named else f"a tuple of {count} tensors"
+    return "a tensor"
+
+
+# What each function of the API returns, from the reference: a reply of another kind is the student's failed check
 # (with this message), never a grader error in the check that reads it.
-RETURNS = {
-    "attention_scores": "a tensor", "scale_scores": "a tensor", "causal_mask": "a tensor", "padding_mask": "a tensor",
-    "masked_softmax": "a tensor", "attention_output": "a tensor",
-    "scaled_dot_product_attention": "a tuple (output, weights) of tensors",
-    "MultiHeadAttention": "a tuple (output, weights) of tensors", "dot_product_variance": "a number",
-}  # fmt: skip
+RETURNS = {name: _returns(getattr(ref, name)) for name in FUNCTIONS}
 
 
 def _returns_kind(value, kind: str) -> bool:
