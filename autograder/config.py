@@ -27,10 +27,10 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from autograder.assignment.catalogue import CHECKS
+from autograder.assignment.catalogue import points as declared_points
 from autograder.assignment.deadline import Deadline, DeadlineError
 from autograder.assignment.deadline import parse as parse_deadline
-from autograder.checks.catalogue import CHECKS
-from autograder.checks.catalogue import points as declared_points
 
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 ENV_VAR = "SDPA_GRADE_CONFIG"
@@ -257,7 +257,7 @@ class Scoring:
 
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
 # extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names, each a
-# non-negative number; each check declares its own points in its marker (checks/catalogue.py reads them), and [points]
+# non-negative number; each check declares its own points in its marker (assignment/catalogue reads them), and [points]
 # only overrides them, in defaults.toml or a course's file.
 SECTIONS: dict[str, type] = {
     "tolerance": Tolerance, "timing": Timing, "limits": Limits, "imports": Imports, "gradescope": Gradescope,

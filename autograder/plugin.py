@@ -3,7 +3,7 @@
 Checks never compute points: each declares its facts in its marker,
 ``@pytest.mark.check(function=..., category=..., points=..., exercises=(...), picture=...)``: the student
 function it is about (one the reference defines), its category, what it is worth (a settings file may
-override it: checks/catalogue.py reads the markers for the settings), the kinds of input it exercises
+override it: assignment/catalogue.py reads the markers for the settings), the kinds of input it exercises
 (``checks/mistakes.INPUTS``: where a borrowed cause can show) and the tiny example pictured when it
 fails (``checks/examples.EXAMPLES``, or None). They are validated when the checks are collected and
 carried into each ``Outcome``; points come from the settings and are applied later, by autograder.scoring.

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import torch
 
+from autograder.assignment.catalogue import catalogue
 from autograder.checks.cases import Draw
-from autograder.checks.catalogue import catalogue
 from autograder.checks.expect import CheckFailure
 from autograder.checks.student import Student, StudentFault
 from autograder.config import load_settings

@@ -7,7 +7,7 @@ DEDUCTED says what each submission loses besides under ``borrowed = "deduct"`` (
 
 from __future__ import annotations
 
-from autograder.checks.catalogue import catalogue
+from autograder.assignment.catalogue import catalogue
 from autograder.scoring import GATED
 
 

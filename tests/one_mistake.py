@@ -8,7 +8,7 @@ taken as passed, so what is measured is the scoring of them (withheld or not), n
 
 from __future__ import annotations
 
-from autograder.checks.catalogue import catalogue
+from autograder.assignment.catalogue import catalogue
 from autograder.config import load_settings
 from autograder.grade import _pytest
 from autograder.plugin import GradingPlugin, Outcome

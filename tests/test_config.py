@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from autograder.checks.catalogue import catalogue
+from autograder.assignment.catalogue import catalogue
 from autograder.config import DEFAULTS, SECTIONS, ConfigError, load_settings, tomllib
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
@@ -33,7 +33,7 @@ def test_file_overrides_only_what_it_names(tmp_path):
 
 
 def test_points_are_declared_by_the_checks_and_a_file_only_overrides_them(tmp_path):
-    """Each check's points are its marker's (checks/catalogue.py reads them): the shipped [points] holds none, and a
+    """Each check's points are its marker's (assignment/catalogue.py reads them): the shipped [points] holds none, and a
     course's file changes only the checks it names, in the checks' order."""
     declared = {entry.check: entry.points for entry in catalogue()}
     assert tomllib.loads(DEFAULTS.read_text())["points"] == {}
@@ -104,9 +104,11 @@ def test_every_key_is_declared_once_with_its_type_and_help():
     assert set(defaults) == {"points", "deadline", *SECTIONS}
     assert set(defaults["deadline"]) == set(KEYS)  # [deadline] is declared and checked in deadline.py
     for name, section in SECTIONS.items():
-        fields = {f.name: f for f in dataclasses.fields(section)}
+        fields = {f.name: f for f in dataclasses.fields(section) if not f.metadata.get("table")}
         assert set(fields) == set(defaults[name]), name
         assert all(f.metadata["help"] and "\n" not in f.metadata["help"] for f in fields.values())
+    tables = [f.name for section in SECTIONS.values() for f in dataclasses.fields(section) if f.metadata.get("table")]
+    assert tables == ["checks"]  # [tolerance.<check>]: a course's own tables, none in the defaults
 
 
 def test_settings_are_typed_and_frozen(tmp_path):

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from autograder.assignment.catalogue import catalogue
 from autograder.checks.cases import Draw
-from autograder.checks.catalogue import catalogue
 from autograder.checks.expect import CheckFailure
 from autograder.checks.pictures import picture, tiny_example
 from autograder.checks.student import Student

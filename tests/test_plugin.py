@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.checks.catalogue import catalogue
+from autograder.assignment.catalogue import catalogue
 from autograder.checks.mistakes import SENTENCES
 from autograder.checks.student import FUNCTIONS, RETURNS
 from autograder.config import load_settings

@@ -283,7 +283,7 @@ def test_a_timed_call_that_fails_is_no_verdict_on_a_function_whose_checks_say_wh
 
 def test_every_gated_function_has_a_central_check_of_its_own():
     """scoring.CENTRAL names, for each function with an integrity or timing check, one of that function's checks."""
-    from autograder.checks.catalogue import catalogue
+    from autograder.assignment.catalogue import catalogue
     from autograder.scoring import CENTRAL, GATED
 
     entries = catalogue()

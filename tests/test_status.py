@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from autograder.checks.catalogue import catalogue
+from autograder.assignment.catalogue import catalogue
 from autograder.status import Category, Status
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.checks.catalogue import catalogue
+from autograder.assignment.catalogue import catalogue
 from autograder.release.build import GRADING_DOC, TEMPLATE, build_template, checks_table, stale_files
 from autograder.release.template import MarkerError, solution_lines, stub_source
 from tests.grading_cases import CASES

@@ -26,7 +26,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
-from autograder.checks.catalogue import catalogue
+from autograder.assignment.catalogue import catalogue
 from autograder.config import REQUIRE_SANDBOX, ConfigError, Settings, load_settings
 from autograder.nbgrader_path.cell_feedback import note_output, verdict_outputs
 from autograder.read.bounded import cell_problem

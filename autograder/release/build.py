@@ -58,7 +58,7 @@ def build_requirements(root: Path) -> str:
 def checks_table() -> str:
     """docs/grading.md's table of the hidden checks, one row per check in the order they run: its function, category,
     points (the default settings': its marker's, or defaults.toml's override) and its docstring."""
-    from autograder.checks.catalogue import catalogue
+    from autograder.assignment.catalogue import catalogue
     from autograder.config import load_settings
 
     points = load_settings(environ={}).points

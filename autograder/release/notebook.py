@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.assignment.catalogue import catalogue
 from autograder.assignment.paths import NOTEBOOK
-from autograder.checks.catalogue import catalogue
 from autograder.config import load_settings
 from autograder.release.quiz import POINTS, QUESTIONS
 

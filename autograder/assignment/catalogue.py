@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-CHECKS = Path(__file__).parent
+CHECKS = Path(__file__).parent.parent / "checks"  # autograder/checks/
 
 
 @dataclass(frozen=True)
