@@ -5,8 +5,8 @@
 The class is the corpus of tests/similarity (its submissions, and the results they were graded to, committed
 beside them): its 32 independent students and the first planted copies, N in all. The pass is timed whole, as
 ``--similarity`` runs it after a batch: every graded file read back and checked against its SHA-256, the handed-out
-code's fingerprints, every pair compared, similarity.csv written. It runs in one process (one core); the issue's
-bound is 10 s on two cores. Precision and recall are counted over every pair of the whole corpus: a copy is
+code's fingerprints, every pair compared, similarity.csv written. It runs in one process (one core); the bound it
+must keep is 10 s on two cores. Precision and recall are counted over every pair of the whole corpus: a copy is
 found when the pair (copy, its source) is flagged; any other flagged pair is a false alarm.
 """
 

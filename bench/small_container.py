@@ -18,7 +18,7 @@ The reference is graded ``--runs`` times, each loop variant of bench/timing_reli
 timing check must catch) once, interleaved; with the baseline on, each reference grading is paired with one in a
 group without limits (the same counters), for the ratios. Printed: each grading's score, both timing checks'
 verdicts, wall and CPU seconds, the CPU share it got, the time the quota throttled it, and the memory peak; then
-the medians and the issue's targets (0 false timing fails, every loop caught, peak under 600 MB).
+the medians and the targets (0 false timing fails, every loop caught, peak under 600 MB).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ course's feedback template (assignments/feedback_template) passes each rendered 
 is shown as text, and
 
 - no ``class``, ``id`` or ``style`` is kept: the page inlines Bootstrap, and a student's
-  ``<div class="navbar-fixed-top">`` laid a forged "Score: 65.0 / 65.0" over the real header. The one
+  ``<div class="navbar-fixed-top">`` would lay a forged "Score: 65.0 / 65.0" over the real header. The one
   exception is highlighted code, as nbconvert's markdown renderer writes it: ``div.highlight`` and one
   Pygments token class a ``span`` (colours only; no page style uses those names outside ``.highlight``),
   and the heading's ``a.anchor-link`` (hidden until its heading is hovered). Tables lose markdown's
