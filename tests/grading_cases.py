@@ -71,7 +71,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "loop_at_import": ({"*"}, {"scores_shape": "could not be loaded: Timeout"}),
     "sys_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: SystemExit"}),
     "os_exit_at_import": ({"*"}, {"scores_shape": "could not be loaded: WorkerDied"}),
-    # an exception named as the grader's own "not graded": the student's error (before, taken for an unreadable file)
+    # an exception named as the grader's own "not graded": the student's error, never an unreadable file
     "not_graded_at_import": (
         {"*"},
         {"scores_shape": "attention.py could not be loaded: not graded: the student's own"},
@@ -127,7 +127,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "integrity_sdpa": "the grader's worker",
         },
     ),
-    # what crosses from the worker, bounded and validated (issue 22): each costs the attacking file its own points
+    # what crosses from the worker, bounded and validated: each costs the attacking file its own points
     "shrink_shared_memory": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": ".modules"}),
     "trickle_reply": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "no complete answer within"}),
     "forged_empty_gradients": (
@@ -161,7 +161,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         },
     ),
     "scan_bomb": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": "nested too deeply to scan"}),
-    # a (N, 1, 1) mask for the feedback picture: sized before any work (the grader's peak was 4.2 GB, now 0.3)
+    # a (N, 1, 1) mask for the feedback picture: sized before any work (the grader's peak stays at 0.3 GB, not 4.2)
     "picture_bomb": ({"padding_lengths"}, {"padding_lengths": "entries differ"}),
     # escape sequences in an exception message: shown as text in the terminal, the CSV and the HTML page
     "terminal_escapes": ({"scale_values", "timing_cpu"}, {"scale_values": "ValueError: \x1b[2J"}),
@@ -215,7 +215,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "sdpa_causal": "Correct once causal_mask is fixed",
         },
     ),
-    # is_causal ignored: named now (no cause at all before); the module's causal case builds on it, carried forward
+    # is_causal ignored: named; the module's causal case builds on it, carried forward
     # its own mistake, an edge of the attention: integrity stays, timing (wrong causal answers) is withheld
     "mistake_causal_ignored": ({"sdpa_causal", "timing_cpu"}, {"sdpa_causal": "is_causal=True was ignored"}),
     "mistake_causal_bottom_right": (
@@ -247,7 +247,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         },
     ),
     "mistake_no_max_subtraction": ({"softmax_stability"}, {"softmax_stability": "subtract each row's maximum"}),
-    # the shapes of trouble on every draw (issue 35): each passed on every seed, or on some, while the draw decided
+    # the shapes of trouble on every draw: each passes on every seed, or on some, where the draw decides
     "mistake_one_key_is_one": (
         {"softmax_fully_masked"},
         {
@@ -266,7 +266,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "mistake_mha_mask_query_length": ({"mha_masks"}, {"mha_masks": "with a (B, 1, T_k) padding mask"}),
     "mistake_padding_at_least_one_key": ({"padding_lengths"}, {"padding_lengths": "expected False, got True"}),
     # a C port's running maximum from -10000 (float32): a row entirely below -10088 comes out as zeros; every draw
-    # has such a row now (it passed on 42 seeds of 50 when the draw decided: issue 35)
+    # has such a row (it would pass on 42 seeds of 50 if the draw decided)
     "mistake_running_max_floor": ({"softmax_stability"}, {"softmax_stability": "on scores of size 1e4 in float"}),
     # in place on a tensor that requires grad is an error of its own in the gradient check
     "mistake_mutation": ({"softmax_no_mutation", "softmax_fully_masked"}, {"softmax_no_mutation": "in place"}),
@@ -295,9 +295,9 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         FUSED_UNSEEN,
         {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"},
     ),
-    # issue 32's fused wave (55/55 each before, integrity passed): the block undone through weakref.finalize's
-    # registry, and torch.vmap over the fused function, each on a raw _thread thread; torch's own multi-head
-    # attention source run by code.InteractiveInterpreter().runsource at import
+    # attacks on the fused-attention block (55/55 each without it, integrity passed): the block undone through
+    # weakref.finalize's registry, and torch.vmap over the fused function, each on a raw _thread thread; torch's own
+    # multi-head attention source run by code.InteractiveInterpreter().runsource at import
     "fused_undo_block": (FUSED_UNSEEN, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
     "fused_vmap": (FUSED_UNSEEN, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
     "fused_interpreter_mha": (
@@ -308,9 +308,9 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "integrity_mha": ": import of code, line ",
         },
     ),
-    # issue 44: torch's own attention written in Python (torch.onnx.ops' eager Attention-23); importing torch.onnx
+    # torch's own attention written in Python (torch.onnx.ops' eager Attention-23); importing torch.onnx
     # builds code (dataclasses), so the direct call does not load, and with those texts carried as string constants
-    # (55/55 before: the guard took any constant of the file as code) the call meets the guard instead
+    # (55/55 where the guard takes any constant of the file as code) the call meets the guard instead
     "fused_onnx_attention": (
         {"*"},
         {
@@ -378,7 +378,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "correct_finfo_fill": (set(), {}),
     "correct_scale_q_first": (set(), {}),
     "correct_float64_inside": (set(), {}),
-    # float32-level rounding of correct math costs nothing, even in float64 (issue 13)
+    # float32-level rounding of correct math costs nothing, even in float64
     "correct_float32_sqrt": (set(), {}),
     # correct math in too low a precision: named as precision loss, with where the output first differs
     # (the stability check's near ties at 1e4 show float16 rounding on every draw: lost too; an error that large
@@ -395,7 +395,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     ),
     # edge shapes: each mistake shows on one edge shape only
     "edge_causal_skipped_for_one_query": ({"sdpa_causal"}, {"sdpa_causal": "is_causal=True, T_q=1"}),
-    # caught by masked_softmax's own check now (its single-key case, issue 35): the attention's causal case is carried
+    # caught by masked_softmax's own check (its single-key case): the attention's causal case is carried
     "edge_uniform_row_means_masked": (
         {"softmax_fully_masked"},
         {
@@ -440,7 +440,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     ),
     # a (B, 1, T_k) padding mask handed to the heads as it is; only the 3-D mask case of mha_masks catches it
     "mistake_mha_mask_3d": ({"mha_masks"}, {"mha_masks": "give it the head axis"}),
-    # real code's idioms (issue 25): precision inside float64 work that is correct math, full marks...
+    # real code's idioms: precision inside float64 work that is correct math, full marks...
     "correct_float32_softmax_inside": (set(), {}),
     "correct_float32_logsumexp": (set(), {}),
     "correct_true_means_drop": (set(), {}),
@@ -647,7 +647,7 @@ DEDUCTED: dict[str, set[str]] = {
     },
 }
 
-# name -> {check: a phrase its feedback must NOT contain}: causes claimed without evidence (issue 13)
+# name -> {check: a phrase its feedback must NOT contain}: causes claimed without evidence
 ABSENT: dict[str, dict[str, str]] = {
     "mistake_uniform_rows": {"sdpa_dtypes": "uniform weights"},
     "edge_causal_skipped_for_one_query": {"sdpa_causal": "Likely cause"},
@@ -664,7 +664,7 @@ ABSENT: dict[str, dict[str, str]] = {
     },
     "misattr_mha_bias_blamed_on_sdpa": {"mha_matches_torch": "scaled_dot_product_attention"},
     "misattr_fill_float16": {"sdpa_dtypes": "uniform weights"},
-    # issue 25: no "float16" for float32 rounding, no "builds on X" unless the failing function was seen calling X
+    # no "float16" for float32 rounding, no "builds on X" unless the failing function was seen calling X
     "correct_float32_softmax_inside": {"softmax_stability": "precision loss", "softmax_values": "float16"},
     "correct_float32_logsumexp": {"softmax_stability": "precision loss", "softmax_values": "float16"},
     "misattr_xformers_float32": {
