@@ -297,9 +297,9 @@ def _main(args: argparse.Namespace) -> int:
         return run_batch(options, settings)
     if args.submission is None:
         parser().error("give a SUBMISSION, or --batch DIR")
+    from autograder.record import Result
     from autograder.render.inert import inert
     from autograder.render.terminal import table
-    from autograder.report import Result
 
     with Interrupts() as interrupts:
         try:
@@ -357,7 +357,8 @@ def _late(result: dict, args: argparse.Namespace, settings) -> dict:
     found, no penalty is taken and stderr says why."""
     from autograder.assignment.deadline import apply, gradescope_time
     from autograder.read.handed_in import collected_time
-    from autograder.report import Result, stamp
+    from autograder.record import Result
+    from autograder.report import stamp
 
     deadline, submitted, problem = settings.deadline, None, ""
     if args.metadata is not None:

@@ -41,8 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: the bench folder is importable as a package from the root
     sys.path.insert(0, str(ROOT))
 
+from autograder.record import Result  # noqa: E402
 from autograder.release.gradescope import RUN  # noqa: E402
-from autograder.report import Result, load  # noqa: E402
+from autograder.report import load  # noqa: E402
 from autograder.sandbox.cgroups import Cgroups, remove  # noqa: E402
 from autograder.status import Category, Status, earned  # noqa: E402
 from bench.timing_reliability import LOOPS, submission  # noqa: E402

@@ -1,4 +1,4 @@
-"""The results record (report.Result, docs/architecture.md): every reader's view of a results.json, whatever the file
+"""The results record (record.Result, docs/architecture.md): every reader's view of a results.json, whatever the file
 held, and the one rule for whether a check passed."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 
 from autograder.course.class_results import class_results
 from autograder.course.similarity import answers
+from autograder.record import Result
 from autograder.render.html import check_rows
-from autograder.report import Result, load
+from autograder.report import load
 from autograder.status import Category, Status, Verdict, passed, verdict
 
 TEST = {

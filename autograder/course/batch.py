@@ -29,9 +29,10 @@ from autograder.course.roster import result_names, shown
 from autograder.course.shard import select
 from autograder.interrupts import Interrupts
 from autograder.read.handed_in import MARKER, HandedIn, collected_by_nbgrader, listing, take, with_time
+from autograder.record import Result
 from autograder.render.inert import csv_cell, inert
 from autograder.render.terminal import summary
-from autograder.report import Result, grader_failure, load, stamp, unstamp
+from autograder.report import grader_failure, load, stamp, unstamp
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
 from autograder.sandbox.runner import Zygote

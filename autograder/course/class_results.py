@@ -2,7 +2,7 @@
 
 The text summary and the CSV (batch.py), the dashboard and the feedback pages (render/dashboard.py) all
 read one ``ClassResults``, built once from the results' structured fields (scores, ``tests[].extra_data``,
-``execution_time``, ``ungradable``, ``grader_error``: the record, report.Result), never from their wording.
+``execution_time``, ``ungradable``, ``grader_error``: the record, record.Result), never from their wording.
 Nothing is counted twice, so the summary and the dashboard cannot drift apart, and each student's file names
 come from roster.py.
 """
@@ -13,9 +13,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from autograder.course.roster import page_names, result_names, shown
+from autograder.record import Result
 from autograder.render.html import feedback_text
 from autograder.render.text import graded_file_text
-from autograder.report import Result
 from autograder.status import Verdict, verdict
 
 NO_TIME = "no submission time"  # a flag: the [deadline] policy needed a time this submission does not have

@@ -3,7 +3,7 @@
 OLD and NEW are two results folders as ``--json-dir`` writes them (one results.json per student, named by
 roster.py): the released grades, and a regrade into a folder of its own. A student is the same student on
 both sides when their result file has the same name. Everything is read from the results' fields
-(scores, ``tests[].extra_data``, ``ungradable``, ``grader_error``: the record, report.Result), through
+(scores, ``tests[].extra_data``, ``ungradable``, ``grader_error``: the record, record.Result), through
 class_results.py, the one place a result's status, flags and named mistakes are decided; the words are written
 by render/diff.py.
 """
@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course.class_results import MISSING, flags_of, status_of
-from autograder.report import Result, load
+from autograder.record import Result
+from autograder.report import load
 
 # provenance fields that describe a run as a whole (the same for every student of one run): the diff says
 # which of them differ between the two folders, i.e. what changed between the runs

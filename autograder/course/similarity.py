@@ -39,9 +39,9 @@ from pathlib import Path
 from autograder.assignment.paths import NOTEBOOK, TEMPLATE
 from autograder.config import Limits
 from autograder.read import bounded
+from autograder.record import Result
 from autograder.release.build import find_root
 from autograder.release.template import solution_regions, stub_source
-from autograder.report import Result
 from autograder.status import Status, earned
 
 K = 12  # tokens per k-gram: shorter than the shortest body worth comparing, longer than an idiom (`Q @ K.mT`)

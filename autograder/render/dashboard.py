@@ -17,10 +17,10 @@ from urllib.parse import quote
 from autograder.assignment.deadline import late_by
 from autograder.course.class_results import GRADED, ClassResults, describe
 from autograder.course.diff import Diff
+from autograder.record import Result
 from autograder.render import images
 from autograder.render.html import templates, write_student_page
 from autograder.render.text import neither_count
-from autograder.report import Result
 
 
 def _scores(stats: ClassResults) -> dict:

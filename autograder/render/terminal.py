@@ -1,14 +1,14 @@
 """What the terminal shows, worded here from fields: one result's table (``sdpa-grade FILE``, ``--batch --show``) and
-a class's summary (``sdpa-grade --batch``), each from the record alone (report.Result, class_results.ClassResults).
+a class's summary (``sdpa-grade --batch``), each from the record alone (record.Result, class_results.ClassResults).
 Text from a result is made inert (render/inert.py): shown, never run by the terminal."""
 
 from __future__ import annotations
 
 from autograder.course.class_results import FILE_CHOICE, NO_TIME, ClassResults, describe, reason
 from autograder.course.roster import shown
+from autograder.record import Result
 from autograder.render.inert import inert
 from autograder.render.text import graded_file_text, late_sentence, neither_count, says_passed
-from autograder.report import Result
 
 
 def table(result: dict, width: int = 100) -> str:
