@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import itertools
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from autograder.assignment.catalogue import catalogue
+from autograder.assignment.composition import functions
 from autograder.checks.mistakes import SENTENCES
 from autograder.checks.student import FUNCTIONS, RETURNS
 from autograder.config import load_settings
@@ -132,9 +134,17 @@ def test_every_hidden_check_declares_valid_facts():
 
 def test_the_student_functions_come_from_the_reference():
     """One list: the reference's public functions and classes, in its order; the proxy knows what each returns."""
-    assert FUNCTIONS[0] == "attention_scores" and FUNCTIONS[-1] == "dot_product_variance"
+    assert FUNCTIONS == tuple(functions(inspect.getsource(ref)))  # as the source defines them, read without running it
+    assert FUNCTIONS[0] == "attention_scores"
     assert all(callable(getattr(ref, name)) for name in FUNCTIONS)
     assert tuple(RETURNS) == FUNCTIONS
+    # read from the annotations: a tensor, a number, a tuple named by the Returns section
+    assert RETURNS["masked_softmax"] == "a tensor" and RETURNS["dot_product_variance"] == "a number"
+    assert (
+        RETURNS["scaled_dot_product_attention"]
+        == RETURNS["MultiHeadAttention"]
+        == "a tuple (output, weights) of tensors"
+    )
 
 
 def test_the_proxies_are_made_once_and_raise_no_pytest_deprecation(tmp_path):

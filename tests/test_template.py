@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 from pathlib import Path
@@ -36,15 +37,16 @@ def test_generated_files_are_not_stale():
 
 
 def sources_only(folder):
-    """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests,
-    docs/grading.md (whose table of the checks it writes), pyproject.toml (the torch range) and the default settings
-    (their comments)."""
+    """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests
+    and their conftest, docs/grading.md (whose table of the checks it writes), pyproject.toml (the torch range) and the
+    default settings (their comments)."""
     for path in (
         REFERENCE,
         ROOT / "docs" / "handout.md",
         ROOT / "docs" / "saturation.svg",
         ROOT / "docs" / "grading.md",  # its table of the checks
         TEMPLATE_DIR / "test_attention.py",
+        TEMPLATE_DIR / "conftest.py",  # its order of the functions and what each builds on
         ROOT / "pyproject.toml",
         ROOT / "autograder" / "defaults.toml",
     ):
@@ -148,6 +150,12 @@ def test_unbalanced_markers_are_refused(source, problem):
         stub_source(source)
 
 
+def public_tests() -> int:
+    """How many public tests the template holds (its test functions), counted, never written by hand."""
+    tree = ast.parse((TEMPLATE_DIR / "test_attention.py").read_text())
+    return sum(isinstance(node, ast.FunctionDef) and node.name.startswith("test_") for node in tree.body)
+
+
 def test_public_tests_guide_a_student_on_the_untouched_template(tmp_path):
     """In a folder holding only student_template/, every test fails in one line and names the next function."""
     folder = student_folder(tmp_path)
@@ -157,8 +165,8 @@ def test_public_tests_guide_a_student_on_the_untouched_template(tmp_path):
     assert "Next: implement attention_scores in attention.py" in result.stdout
     assert "Traceback" not in result.stdout
     lines = [line for line in result.stdout.splitlines() if "is not implemented yet" in line]
-    assert len(lines) == 14
-    assert "14 failed" in result.stdout
+    assert len(lines) == public_tests()
+    assert f"{public_tests()} failed" in result.stdout
 
 
 def test_public_tests_pass_on_the_reference(tmp_path):
@@ -166,7 +174,7 @@ def test_public_tests_pass_on_the_reference(tmp_path):
     folder = student_folder(tmp_path, REFERENCE.read_text())
     result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
     assert result.returncode == 0, result.stdout
-    assert "14 passed" in result.stdout
+    assert f"{public_tests()} passed" in result.stdout
 
 
 def test_public_tests_are_not_the_hidden_suite(tmp_path):
