@@ -52,7 +52,8 @@ def history(lines: list[tuple[int, str]], path: Path) -> list[str]:
     # A marker split over two lines ("issue\n37") is found too: each line is read with the start of the next
     found = []
     for index, (number, text) in enumerate(lines):
-        following = lines[index + 1][1].lstrip(" #") if index + 1 < len(lines) else ""
+        adjacent = index + 1 < len(lines) and lines[index + 1][0] == number + 1
+        following = lines[index + 1][1].lstrip(" #") if adjacent else ""
         for match in HISTORY.finditer(f"{text} {following}"):
             if match.start() < len(text):
                 found.append(f"{where(path)}:{number}: {match.group()!r} in {text.strip()!r}")
