@@ -1,12 +1,18 @@
-"""``sdpa-grade``: grade one submission, or a class with ``--batch``."""
+"""``sdpa-grade VERB``: grade one submission, batch a class, summary of a class's results, diff of two results
+folders; the older command lines (``sdpa-grade FILE``, ``--batch DIR``, ...) are read as the verb they mean."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import sys
 import traceback
+from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
+from typing import NoReturn
 
 from autograder.atomic import write_atomically
 from autograder.config import REQUIRE_SANDBOX, ConfigError, load_settings
@@ -14,168 +20,247 @@ from autograder.course.shard import parse_shard
 from autograder.interrupts import Interrupts
 from autograder.quick_exit import exit_now
 
+JOBS = 2
+
+# the verbs, each with its one line in ``sdpa-grade --help``
+VERBS = {
+    "grade": "grade one submission (--json: Gradescope's results.json)",
+    "batch": "grade a class: each subfolder or file of DIR a student",
+    "summary": "summarise a class's results already written (merges shards)",
+    "diff": "compare two results folders, student by student",
+}
+# what each verb takes besides its options, said when it is missing or wrong
+TAKES = {
+    "grade": "one SUBMISSION: an attention.py, a notebook, or a student's folder",
+    "batch": "one class folder, DIR",
+    "summary": "one class folder, DIR",
+    "diff": "two results folders, OLD NEW",
+}
+# the older command lines (SPEC section 4 and the docs), each read as its verb's (verb_form)
+OLDER = {
+    "grade": ("sdpa-grade SUBMISSION", "sdpa-grade grade SUBMISSION"),
+    "batch": ("sdpa-grade --batch DIR", "sdpa-grade batch DIR"),
+    "summary": ("sdpa-grade --batch DIR --summary-only", "sdpa-grade summary DIR"),
+    "diff": ("sdpa-grade --diff OLD NEW", "sdpa-grade diff OLD NEW"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors also say what the command or its verb takes (``takes``). An option is
+    taken by its whole name only: batch's --json-dir is never read from a --json meant for grade."""
+
+    def __init__(self, *args, takes: str = "", **kwargs) -> None:
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+        self.takes = takes
+        self.verbs: dict[str, _Parser] = {}  # the command's: each verb's own parser
+
+    def error(self, message: str) -> NoReturn:
+        self.refuse(f"{message} ({self.prog} takes {self.takes})" if self.takes else message)
+
+    def refuse(self, message: str) -> NoReturn:
+        """The usage, then one line saying why; exit 2."""
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sdpa-grade", description="Grade scaled dot-product attention submissions.")
-    p.add_argument("submission", nargs="?", type=Path, help="an attention.py, a notebook, or a student's folder")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write Gradescope's results.json here")
-    p.add_argument(
-        "--html", type=Path, metavar="FILE", help="also write the feedback as a self-contained HTML page, with pictures"
+    """``sdpa-grade VERB ...``: one parser, a subparser per verb with the options that verb uses, and nothing else."""
+    p = _Parser(
+        prog="sdpa-grade",
+        description="Grade scaled dot-product attention submissions.",
+        epilog="sdpa-grade VERB --help lists a verb's options. The older forms are read as verbs: "
+        + "; ".join(f"{old} as {new}" for old, new in OLDER.values())
+        + ".",
+        takes="a verb: " + ", ".join(new.removeprefix("sdpa-grade ") for _, new in OLDER.values()),
     )
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the timing check runs")
-    p.add_argument("--config", type=Path, metavar="FILE", help="settings that override the defaults")
-    p.add_argument(
-        "--batch",
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+
+    # the options shared by the verbs that take them, each declared once
+    settings = _Parser(add_help=False)
+    settings.add_argument("--config", type=Path, metavar="FILE", help="settings that override the defaults")
+    grading = _Parser(add_help=False)
+    grading.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the timing check runs")
+    grading.add_argument("--require-sandbox", action="store_true", help=f"{REQUIRE_SANDBOX} (exit 3)")
+    a_class = _Parser(add_help=False)
+    a_class.add_argument(
+        "batch",
         type=Path,
         metavar="DIR",
-        help="grade a class: each subfolder of DIR is a student (nbgrader's submitted/ works), and so is each .py"
-        " or .ipynb file at DIR's top",
+        help="the class: each subfolder of DIR is a student (nbgrader's submitted/ works), and so is each .py or"
+        " .ipynb file at DIR's top",
     )
-    p.add_argument("--jobs", type=int, help=f"submissions graded at once in --batch (default {JOBS})")
-    p.add_argument("--csv", type=Path, metavar="FILE", help="--batch: write the grades as CSV")
-    p.add_argument(
-        "--json-dir",
-        type=Path,
-        metavar="DIR",
-        help="--batch: one results.json per student (default DIR-grades beside DIR)",
+    a_class.add_argument(
+        "--json-dir", type=Path, metavar="DIR", help="one results.json per student (default DIR-grades beside DIR)"
     )
-    p.add_argument(
-        "--report",
-        type=Path,
-        metavar="FILE",
-        help="--batch: write a class dashboard (self-contained HTML), with a feedback page per student beside it",
-    )
-    p.add_argument("--force", action="store_true", help="--batch: grade again students already graded")
-    p.add_argument(
-        "--shard",
-        type=parse_shard,
-        metavar="K/N",
-        help="--batch: grade only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)",
-    )
-    p.add_argument(
-        "--summary-only",
-        action="store_true",
-        help="--batch: grade nothing; summarise (and --csv) the results already in --json-dir (merges shards);"
-        " with students missing, name them, write nothing and exit 1",
-    )
-    p.add_argument(
-        "--partial",
-        action="store_true",
-        help="--summary-only: with students missing, summarise and write the CSV all the same (their rows"
-        " say missing); still exit 1",
-    )
-    p.add_argument(
-        "--show", metavar="STUDENT", help="--batch: also print STUDENT's checks and feedback, as one grading does"
-    )
-    p.add_argument(
-        "--require-sandbox",
-        action="store_true",
-        help=f"{REQUIRE_SANDBOX} (exit 3)",
-    )
-    p.add_argument(
-        "--diff",
-        type=Path,
-        nargs="+",
-        metavar="FOLDER",
-        help="--diff OLD NEW: compare two results folders (as --json-dir writes them), one line per student"
-        " whose grade changed (with --csv FILE, one row per student and check that moved); with --batch DIR,"
-        " --diff OLD compares OLD with this batch's results (and --report shows the changes)",
-    )
-    p.add_argument(
+    a_class.add_argument("--csv", type=Path, metavar="FILE", help="write the grades as CSV")
+    a_class.add_argument(
         "--csv-format",
         choices=("plain", "canvas", "moodle"),
-        help="--batch --csv: plain (the default: student, score, ...), or a gradebook file Canvas or Moodle imports,"
-        " made from --roster",
+        default="plain",
+        help="--csv's: plain (the default: student, score, ...), or a gradebook file Canvas or Moodle imports, made"
+        " from --roster",
     )
-    p.add_argument(
+    a_class.add_argument(
         "--roster",
         type=Path,
         metavar="FILE",
         help="--csv-format canvas|moodle: the gradebook CSV the LMS itself exports (its students and identity columns)",
     )
-    p.add_argument(
+    a_class.add_argument(
         "--assignment",
         default="sdpa",
         metavar="TITLE",
         help="--csv-format canvas|moodle: the assignment's name in the LMS (Canvas's 'TITLE (id)' column is found by"
         " it; default sdpa)",
     )
-    p.add_argument(
+    a_class.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="write a class dashboard (self-contained HTML), with a feedback page per student beside it",
+    )
+    a_class.add_argument(
+        "--shard",
+        type=parse_shard,
+        metavar="K/N",
+        help="only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)",
+    )
+    a_class.add_argument(
         "--times",
         type=Path,
         metavar="FILE",
-        help="--batch: submission times, a CSV with columns student,submitted_at (ISO 8601 with an offset), for the"
-        " [deadline] policy; without it, nbgrader's timestamp.txt in each student's folder",
+        help="submission times, a CSV with columns student,submitted_at (ISO 8601 with an offset), for the [deadline]"
+        " policy; without it, nbgrader's timestamp.txt in each student's folder",
     )
-    p.add_argument(
+    a_class.add_argument(
+        "--similarity",
+        action="store_true",
+        help="also compare every pair of students, by their code and by their answers (identical wrong answers weigh"
+        " most); writes similarity.csv in --json-dir, and --report lists the pairs that stand out, for the"
+        " instructor's review (never a deduction)",
+    )
+    a_class.add_argument(
+        "--diff",
+        type=Path,
+        metavar="OLD",
+        help="compare OLD, an earlier results folder, with these results: one line per student whose grade changed"
+        " (and --report shows the changes)",
+    )
+
+    grade = verbs.add_parser(
+        "grade", parents=[settings, grading], help=VERBS["grade"], description=VERBS["grade"], takes=TAKES["grade"]
+    )
+    grade.add_argument(
+        "submission", type=Path, metavar="SUBMISSION", help="an attention.py, a notebook, or a student's folder"
+    )
+    grade.add_argument("--json", type=Path, metavar="FILE", help="write Gradescope's results.json here")
+    grade.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write the feedback as a self-contained HTML page, with pictures"
+    )
+    grade.add_argument(
         "--submitted-at",
         metavar="TIME",
-        help="one submission: when it was handed in (ISO 8601 with an offset, or nbgrader's timestamp.txt format such"
-        " as '2026-12-01 23:59:00.000000 UTC'), for the [deadline] policy; a notebook nbgrader collected takes"
-        " the timestamp.txt beside it without this",
+        help="when it was handed in (ISO 8601 with an offset, or nbgrader's timestamp.txt format such as"
+        " '2026-12-01 23:59:00.000000 UTC'), for the [deadline] policy; a notebook nbgrader collected takes the"
+        " timestamp.txt beside it without this",
     )
-    p.add_argument(
+    grade.add_argument(
         "--metadata",
         type=Path,
         metavar="FILE",
-        help="one submission: Gradescope's submission_metadata.json (its time, the student's extension there, and"
-        " its due date where the settings set a policy but no due date); the bundle's run_autograder passes it",
+        help="Gradescope's submission_metadata.json (its time, the student's extension there, and its due date where"
+        " the settings set a policy but no due date); the bundle's run_autograder passes it",
     )
-    p.add_argument(
-        "--similarity",
+    grade.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+
+    batch = verbs.add_parser(
+        "batch",
+        parents=[settings, grading, a_class],
+        help=VERBS["batch"],
+        description=VERBS["batch"],
+        takes=TAKES["batch"],
+    )
+    batch.add_argument("--jobs", type=int, default=JOBS, help=f"submissions graded at once (default {JOBS})")
+    batch.add_argument("--force", action="store_true", help="grade again students already graded")
+    batch.add_argument(
+        "--show", metavar="STUDENT", help="also print STUDENT's checks and feedback, as one grading does"
+    )
+
+    summary = verbs.add_parser(
+        "summary", parents=[settings, a_class], help=VERBS["summary"], description=VERBS["summary"],
+        takes=TAKES["summary"],
+    )  # fmt: skip
+    summary.add_argument(
+        "--partial",
         action="store_true",
-        help="--batch: also compare every pair of students, by their code and by their answers (identical wrong"
-        " answers weigh most); writes similarity.csv in --json-dir, and --report lists the pairs that stand out,"
-        " for the instructor's review (never a deduction)",
+        help="with students missing, summarise and write the CSV all the same (their rows say missing); still exit 1"
+        " (without it: name them, write nothing and exit 1)",
     )
-    p.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    summary.set_defaults(summary_only=True)
+
+    diff = verbs.add_parser("diff", help=VERBS["diff"], description=VERBS["diff"], takes=TAKES["diff"])
+    diff.add_argument("old", type=Path, metavar="OLD", help="the earlier results folder (as batch's --json-dir writes)")
+    diff.add_argument("new", type=Path, metavar="NEW", help="the later results folder")
+    diff.add_argument("--csv", type=Path, metavar="FILE", help="also write one row per student and check that moved")
+    p.verbs = verbs.choices
     return p
 
 
-JOBS = 2
-# options that mean something for one mode only: given in the other, they would be ignored, so they are refused
-BATCH_ONLY = (
-    "csv", "json_dir", "report", "force", "shard", "summary_only", "partial", "show", "jobs", "times", "csv_format",
-    "roster", "similarity",
-)  # fmt: skip
-ONE_ONLY = {
-    "json": "--json-dir DIR (one results.json per student)",
-    "html": "--report FILE (a dashboard and a page per student)",
-    "submitted_at": "--times FILE (a CSV of student,submitted_at)",
-    "metadata": "--times FILE (a CSV of student,submitted_at)",
-}
-
-# what one submission takes instead of a batch's option, where it is not --json / --html
-ONE_INSTEAD = {"times": "--submitted-at TIME (ISO 8601 with an offset) or --metadata FILE (Gradescope's)"}
+class OlderForm(ValueError):
+    """An older command line that names no verb's arguments: what to write instead."""
 
 
-def refused(args: argparse.Namespace) -> str:
-    """Why these options cannot go together (one line), or "" when they can: nothing given is ever ignored."""
-    given = [name for name in BATCH_ONLY if getattr(args, name) not in (None, False)]
-    if args.diff is not None:
-        wanted = 1 if args.batch is not None else 2
-        if len(args.diff) != wanted:
-            return "--diff takes two results folders, OLD NEW (with --batch DIR: one, OLD)"
-        others = [name for name in given if name != "csv"] + [
-            n for n in ("submission", "json", "html") if getattr(args, n)
-        ]
-        if args.batch is None and others:
-            option = others[0] if others[0] == "submission" else "--" + others[0].replace("_", "-")
-            return f"--diff OLD NEW compares two results folders and grades nothing: {option} does not apply"
-    if args.batch is None and args.diff is not None:
-        return ""
-    if args.batch is None:
-        if given:
-            option = "--" + given[0].replace("_", "-")
-            instead = ONE_INSTEAD.get(given[0], "--json FILE and --html FILE")
-            return f"{option} applies to --batch DIR only; for one submission use {instead}"
-        return ""
-    if args.submission is not None:
-        return f"give a SUBMISSION or --batch DIR, not both (got {args.submission} and --batch {args.batch})"
-    for name, instead in ONE_ONLY.items():
-        if getattr(args, name) is not None:
-            return f"--{name.replace('_', '-')} applies to one submission only; with --batch use {instead}"
-    return ""
+def verb_form(argv: Sequence[str]) -> list[str]:
+    """The command line as its verb's, decided here once. A verb (or -h, --help) first, or nothing, is kept as it is;
+    the older forms are read as the verb they mean: ``--batch DIR`` as ``batch DIR`` (with ``--summary-only``:
+    ``summary DIR``), ``--diff OLD NEW`` as ``diff OLD NEW``, and anything else as ``grade`` (``sdpa-grade FILE``).
+    Raises OlderForm for ``--summary-only`` without ``--batch DIR``, and ``--batch`` without its DIR."""
+    words = list(argv)
+    if not words or words[0] in VERBS or words[0] in ("-h", "--help"):
+        return words
+    summary = "--summary-only" in words
+    if summary:
+        words.remove("--summary-only")
+    if "--batch" in words:
+        at = words.index("--batch")
+        if at + 1 == len(words) or words[at + 1].startswith("-"):
+            raise OlderForm(f"--batch takes the class's folder: use: {OLDER['batch'][1]}")
+        folder = words.pop(at + 1)
+        del words[at]
+        return ["summary" if summary else "batch", folder, *words]
+    given = [word for word in words if word.startswith("--batch=")]
+    if given:
+        words.remove(given[0])
+        return ["summary" if summary else "batch", given[0].removeprefix("--batch="), *words]
+    if summary:
+        raise OlderForm(f"--summary-only summarises a class's results: use: {OLDER['summary'][1]}")
+    if "--diff" in words:
+        words.remove("--diff")
+        return ["diff", *words]
+    return ["grade", *words]
+
+
+def command(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line (``sys.argv[1:]`` by default), read once: the verb (``verb``) and its options; a usage error
+    (exit 2, naming the option and the verbs it fits) for anything else."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    p = parser()
+    try:
+        words = verb_form(argv)
+    except OlderForm as error:
+        p.refuse(str(error))
+    args, extra = p.parse_known_args(words)
+    if extra:
+        option = extra[0].split("=", 1)[0]
+        owners = [verb for verb, sub in p.verbs.items() if option in sub._option_string_actions]  # by whole name
+        if owners:
+            said = f"{option} does not apply to {args.verb}: it is an option of {', '.join(owners)}"
+        else:
+            said = f"unrecognized arguments: {' '.join(extra)}"
+        if words[:1] != argv[:1]:  # an older form, read as a verb
+            said += f" ({OLDER[args.verb][0]} is {OLDER[args.verb][1]})"
+        p.verbs[args.verb].refuse(said)
+    return args
 
 
 def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
@@ -197,7 +282,7 @@ def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
 def main(argv: list[str] | None = None) -> int:
     zygote = _early_zygote(argv)  # first: forked before anything of the grading is loaded (no settings, no reference)
     try:
-        args = parser().parse_args(argv)
+        args = command(argv)
         args.zygote = zygote
         try:
             return _main(args)
@@ -208,18 +293,21 @@ def main(argv: list[str] | None = None) -> int:
             zygote.close()
 
 
-# options (as argparse takes their shortest prefixes) after which no zygote is forked at the start: a batch and a
-# diff grade otherwise or not at all, help grades nothing, and a seed given on the command line is a secret that
-# this process's memory holds from its start (the zygote is then started afresh, as a batch's is)
-_NOT_FORKED = ("--b", "--di", "--se", "-h", "--h")
-
-
-def forks_zygote(argv: list[str], loaded=sys.modules) -> bool:
-    """Whether ``sdpa-grade`` with these arguments forks its worker zygote at the start: one submission, no seed
-    given, and a process that has loaded nothing of a grading (not a test's or a caller's: their memory is not the
-    zygote's)."""
-    fresh = not any(name in loaded for name in ("pytest", "reference", "autograder.grade"))
-    return fresh and not any(arg.startswith(_NOT_FORKED) for arg in argv)
+def forks_zygote(argv: Sequence[str], loaded=sys.modules) -> bool:
+    """Whether ``sdpa-grade`` with these arguments forks its worker zygote at the start: the command line, read as
+    ``command`` reads it, is the grade verb with no seed given, and the process has loaded nothing of a grading (not a
+    test's or a caller's: their memory is not the zygote's). A batch and a diff grade otherwise or not at all, help and
+    a usage error grade nothing, and a seed given on the command line is a secret that this process's memory holds
+    from its start (the zygote is then started afresh, as a batch's is)."""
+    if any(name in loaded for name in ("pytest", "reference", "autograder.grade")):
+        return False
+    quiet = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):  # main reads it again, and says
+            args = command(argv)
+    except SystemExit:  # help, or a usage error
+        return False
+    return args.verb == "grade" and args.seed is None
 
 
 def _early_zygote(argv: list[str] | None):
@@ -233,7 +321,9 @@ def _early_zygote(argv: list[str] | None):
 
 
 def _interrupted(args: argparse.Namespace) -> int:
-    if getattr(args, "written", False):
+    if getattr(args, "json", None) is None:  # a verb that writes no results file of its own here (grade's --json)
+        print("sdpa-grade: interrupted: nothing written", file=sys.stderr)
+    elif getattr(args, "written", False):
         print(f"sdpa-grade: interrupted: {args.json} is written, whole; nothing else is", file=sys.stderr)
     else:
         kept = f" ({args.json} is as it was)" if args.json else ""
@@ -242,14 +332,11 @@ def _interrupted(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    reason = refused(args)
-    if reason:
-        print(f"sdpa-grade: {reason}", file=sys.stderr)
-        return 2
-    args.jobs = JOBS if args.jobs is None else args.jobs
-    if args.diff is not None and args.batch is None:
-        return compare(args.diff[0], args.diff[1], args.csv)
-    if args.submitted_at is not None:
+    """The verb, run: diff compares two folders; grade, batch and summary read the settings first."""
+    if args.verb == "diff":
+        return compare(args.old, args.new, args.csv)
+    one = args.verb == "grade"
+    if one and args.submitted_at is not None:
         from autograder.assignment.deadline import DeadlineError, parse_given_time
 
         try:
@@ -262,41 +349,34 @@ def _main(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"sdpa-grade: {error}", file=sys.stderr)
         return 2
-    if args.html or args.report:
+    if args.html if one else args.report:
         from autograder.render.images import MissingMatplotlib, require
 
         try:
             require()
         except MissingMatplotlib as error:
             print(
-                f"sdpa-grade: {'--html' if args.html else '--report'} draws with matplotlib,"
-                f" which is not installed: {error}",
+                f"sdpa-grade: {'--html' if one else '--report'} draws with matplotlib, which is not installed: {error}",
                 file=sys.stderr,
             )
             return 2
-    if args.require_sandbox:
+    if args.verb != "summary" and args.require_sandbox:  # summary grades nothing
         settings = settings.replace("limits", require_sandbox=True)
-    if args.batch is not None:
+    if not one:
         from autograder.course.batch import BatchOptions, run_batch
 
-        if (args.csv_format or "plain") != "plain" and (args.csv is None or args.roster is None):
+        if args.csv_format != "plain" and (args.csv is None or args.roster is None):
             print(f"sdpa-grade: --csv-format {args.csv_format} needs --csv FILE and --roster FILE (the LMS's own"
                   " gradebook export)", file=sys.stderr)  # fmt: skip
             return 2
-        if args.roster is not None and (args.csv_format or "plain") == "plain":
+        if args.roster is not None and args.csv_format == "plain":
             print("sdpa-grade: --roster goes with --csv-format canvas or moodle", file=sys.stderr)
             return 2
 
-        options = BatchOptions(
-            folder=args.batch, jobs=args.jobs, device=args.device, json_dir=args.json_dir, csv=args.csv,
-            report=args.report, show=args.show, force=args.force, shard=args.shard, summary_only=args.summary_only,
-            partial=args.partial, diff=args.diff[0] if args.diff else None, times=args.times,
-            csv_format=args.csv_format or "plain", roster=args.roster, assignment=args.assignment,
-            similarity=args.similarity,
-        )  # fmt: skip
+        given = vars(args)  # the verb's options: summary's lack batch's --jobs, --device, --show and --force
+        taken = {field.name: given[field.name] for field in fields(BatchOptions) if field.name in given}
+        options = BatchOptions(folder=args.batch, **taken)
         return run_batch(options, settings)
-    if args.submission is None:
-        parser().error("give a SUBMISSION, or --batch DIR")
     from autograder.record import Result
     from autograder.render.inert import inert
     from autograder.render.terminal import table

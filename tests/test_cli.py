@@ -9,6 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.cli import VERBS, command, forks_zygote, main, verb_form
 from autograder.read.submission import notebook_source
 from autograder.release import quiz
 from autograder.status import Category
@@ -116,9 +117,9 @@ def test_notebook_cells_skip_magics_tests_and_keep_going(tmp_path):
 
 
 def test_grader_needs_a_submission_or_a_batch():
-    """No arguments: a usage error (exit 2), not a traceback."""
+    """No arguments: a usage error (exit 2) naming the verbs, not a traceback."""
     result = run([str(BIN / "sdpa-grade")])
-    assert result.returncode == 2 and "give a SUBMISSION" in result.stderr
+    assert result.returncode == 2 and "takes a verb: grade SUBMISSION, batch DIR" in result.stderr
 
 
 def test_grader_failure_still_writes_results(tmp_path):
@@ -161,27 +162,38 @@ def test_no_message_claims_the_instructor_was_told(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("options", "reason"),
+    ("options", "reason", "instead"),
     [
-        (["REFERENCE", "--csv", "OUT"], "--csv applies to --batch DIR only"),
-        (["REFERENCE", "--shard", "0/2"], "--shard applies to --batch DIR only"),
-        (["REFERENCE", "--json-dir", "OUT"], "--json-dir applies to --batch DIR only"),
-        (["REFERENCE", "--jobs", "4"], "--jobs applies to --batch DIR only"),
-        (["REFERENCE", "--similarity"], "--similarity applies to --batch DIR only"),
-        (["--batch", "CLASS", "--html", "OUT"], "--html applies to one submission only; with --batch use --report"),
-        (["--batch", "CLASS", "--json", "OUT"], "--json applies to one submission only; with --batch use --json-dir"),
-        (["REFERENCE", "--batch", "CLASS"], "give a SUBMISSION or --batch DIR, not both"),
-        (["REFERENCE", "--times", "OUT"], "--times applies to --batch DIR only; for one submission use --submitted-at"),
-        (["--batch", "CLASS", "--submitted-at", "2026-12-01T23:59:00Z"], "--submitted-at applies to one submission"),
+        (["REFERENCE", "--csv", "OUT"], "--csv does not apply to grade: it is an option of batch, summary, diff",
+         ["--json FILE", "--html FILE"]),
+        (["REFERENCE", "--shard", "0/2"], "--shard does not apply to grade: it is an option of batch, summary", []),
+        (["REFERENCE", "--json-dir", "OUT"], "--json-dir does not apply to grade: it is an option of batch, summary",
+         ["--json FILE"]),
+        (["REFERENCE", "--jobs", "4"], "--jobs does not apply to grade: it is an option of batch", []),
+        (["REFERENCE", "--similarity"], "--similarity does not apply to grade: it is an option of batch, summary", []),
+        (["--batch", "CLASS", "--html", "OUT"], "--html does not apply to batch: it is an option of grade",
+         ["--report FILE"]),
+        (["--batch", "CLASS", "--json", "OUT"], "--json does not apply to batch: it is an option of grade",
+         ["--json-dir DIR"]),
+        (["REFERENCE", "--batch", "CLASS"], "unrecognized arguments: REFERENCE", []),
+        (["REFERENCE", "--times", "OUT"], "--times does not apply to grade: it is an option of batch, summary",
+         ["--submitted-at TIME"]),
+        (["--batch", "CLASS", "--submitted-at", "2026-12-01T23:59:00Z"],
+         "--submitted-at does not apply to batch: it is an option of grade", ["--times FILE"]),
     ],
-)
-def test_options_that_would_be_ignored_are_refused(tmp_path, options, reason):
-    """An option that does not apply is refused with one line (exit 2) before anything is graded or written."""
+)  # fmt: skip
+def test_options_that_would_be_ignored_are_refused(tmp_path, options, reason, instead):
+    """An option that does not apply is refused (exit 2) before anything is graded or written: the verb's usage, which
+    shows what that verb takes instead, then one line naming the option, the verbs it fits and the verb form that the
+    older command line is read as."""
     names = {"REFERENCE": str(REFERENCE), "OUT": str(tmp_path / "out"), "CLASS": str(ROOT / "examples" / "class")}
     result = run([str(BIN / "sdpa-grade"), *[names.get(option, option) for option in options]])
     assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sdpa-grade: ") and reason in lines[0], result.stderr
+    usage, _, last = result.stderr.strip().rpartition("\n")
+    verb = "batch" if "--batch" in options else "grade"
+    assert usage.startswith(f"usage: sdpa-grade {verb} ") and all(option in usage for option in instead), usage
+    assert last.startswith(f"sdpa-grade {verb}: error: ") and names.get(reason[-9:], "") in last, result.stderr
+    assert reason.replace("REFERENCE", "") in last and f"is sdpa-grade {verb} " in last, result.stderr
     assert not (tmp_path / "out").exists() and not (ROOT / "examples" / "class-grades").exists()
 
 
@@ -270,3 +282,135 @@ def test_a_batchs_own_output_is_never_a_student(tmp_path):
     assert summary.returncode == 1, summary.stderr  # nothing graded yet: alice has no result
     assert (course / "class-grades" / MARKER).is_file()
     assert sorted(students(course)) == ["class"]
+
+
+# ---- verbs: grade, batch, summary, diff; the older forms read as the verb they mean ------------------------------
+
+
+def said(argv: list[str], capsys) -> tuple[int, str, str]:
+    """``sdpa-grade`` with these arguments, in this process, for what parsing alone decides: exit code, stdout,
+    stderr."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    out, err = capsys.readouterr()
+    return stopped.value.code, out, err
+
+
+def test_help_lists_each_verb_on_one_line(capsys, monkeypatch):
+    """`sdpa-grade --help` names every verb, each on one line of its own (80 columns), with what it does."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = said(["--help"], capsys)
+    assert code == 0
+    listed = out.split("  VERB\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line.split()[0] for line in listed] == list(VERBS), listed
+    assert all(len(line.split(maxsplit=1)[1]) > 20 for line in listed), listed
+
+
+@pytest.mark.parametrize(
+    ("verb", "own", "others"),
+    [
+        ("grade", ["--json", "--html", "--config", "--device", "--require-sandbox", "--submitted-at", "--metadata"],
+         ["--jobs", "--csv", "--json-dir", "--batch"]),
+        ("batch", ["--jobs", "--csv", "--force", "--shard", "--report", "--show", "--json-dir", "--config", "--device",
+                   "--require-sandbox", "--times", "--similarity", "--diff"], ["--json", "--html", "--partial"]),
+        ("summary", ["--json-dir", "--csv", "--partial", "--shard", "--report", "--config", "--similarity"],
+         ["--jobs", "--force", "--show", "--html", "--device"]),
+        ("diff", ["--csv"], ["--config", "--shard", "--force", "--report"]),
+    ],
+)  # fmt: skip
+def test_each_verb_lists_its_own_options(capsys, verb, own, others):
+    """`sdpa-grade VERB --help` lists that verb's options and no other verb's."""
+    code, out, _ = said([verb, "--help"], capsys)
+    assert code == 0 and out.startswith(f"usage: sdpa-grade {verb} ")
+    words = set(out.replace(",", " ").replace("[", " ").replace("]", " ").split())
+    assert set(own) <= words and not set(others) & words, (set(own) - words, set(others) & words)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (["a.py"], ["grade", "a.py"]),
+        (["a.py", "--json", "r.json", "--device", "cpu", "--config", "c.toml"],
+         ["grade", "a.py", "--json", "r.json", "--device", "cpu", "--config", "c.toml"]),
+        (["--json", "r.json", "a.py"], ["grade", "--json", "r.json", "a.py"]),
+        (["--batch", "D", "--jobs", "4", "--csv", "g.csv", "--json-dir", "out", "--force"],
+         ["batch", "D", "--jobs", "4", "--csv", "g.csv", "--json-dir", "out", "--force"]),
+        (["--jobs", "4", "--batch=D"], ["batch", "D", "--jobs", "4"]),
+        (["--batch", "D", "--json-dir", "g", "--summary-only", "--csv", "c.csv"],
+         ["summary", "D", "--json-dir", "g", "--csv", "c.csv"]),
+        (["--diff", "old", "new", "--csv", "c.csv"], ["diff", "old", "new", "--csv", "c.csv"]),
+        (["--batch", "D", "--json-dir", "new", "--diff", "old", "--report", "r.html"],
+         ["batch", "D", "--json-dir", "new", "--diff", "old", "--report", "r.html"]),
+        (["grade", "a.py"], ["grade", "a.py"]),
+        (["batch", "D", "--jobs", "4"], ["batch", "D", "--jobs", "4"]),
+        (["summary", "D"], ["summary", "D"]),
+        (["diff", "old", "new"], ["diff", "old", "new"]),
+        (["--help"], ["--help"]),
+        ([], []),
+    ],
+)  # fmt: skip
+def test_the_older_forms_read_as_the_verb_they_mean(old, new):
+    """SPEC's and the docs' forms (`FILE`, `--batch DIR`, `--summary-only`, `--diff OLD NEW`) become the verb's
+    command line; a verb's own is kept as it is."""
+    assert verb_form(old) == new
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        ["examples/class/bob.py", "--json", "r.json", "--device", "cpu", "--config", "c.toml"],
+        ["--batch", "submitted", "--jobs", "2", "--csv", "grades.csv", "--json-dir", "grades", "--force"],
+        ["--batch", "submitted", "--json-dir", "grades", "--shard", "3/8", "--jobs", "16"],
+        ["--batch", "submitted", "--json-dir", "grades", "--summary-only", "--csv", "grades.csv"],
+        ["--batch", "submitted", "--json-dir", "grades", "--summary-only", "--similarity"],
+        ["--diff", "grades", "grades-v2", "--csv", "changes.csv"],
+        ["--batch", "submitted", "--config", "v2.toml", "--json-dir", "grades-v2", "--diff", "grades", "--report",
+         "class-v2.html"],
+        ["--batch", "submitted", "--csv", "canvas.csv", "--csv-format", "canvas", "--roster", "export.csv"],
+    ],
+)  # fmt: skip
+def test_each_documented_older_form_parses_as_its_verb_form(old):
+    """An older form and the verb form it reads as give the same options, option by option."""
+    assert vars(command(old)) == vars(command(verb_form(old)))
+    assert command(old).verb == verb_form(old)[0]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (["--summary-only"], "use: sdpa-grade summary DIR"),
+        (["--json-dir", "grades", "--summary-only", "--csv", "g.csv"], "use: sdpa-grade summary DIR"),
+        (["--batch"], "use: sdpa-grade batch DIR"),
+        (["--jobs", "2", "--batch", "--json-dir", "g"], "use: sdpa-grade batch DIR"),
+    ],
+)
+def test_an_older_form_that_names_no_folder_is_refused_naming_the_verb(capsys, old, new):
+    """`--summary-only` without `--batch DIR`, or `--batch` without its DIR: exit 2, naming the verb's form."""
+    code, _, err = said(old, capsys)
+    assert code == 2 and new in err.strip().splitlines()[-1], err
+
+
+@pytest.mark.parametrize(
+    ("argv", "option", "owners"),
+    [
+        (["grade", "a.py", "--jobs", "4"], "--jobs", "batch"),
+        (["grade", "a.py", "--csv=g.csv"], "--csv", "batch, summary, diff"),
+        (["batch", "D", "--json", "r.json"], "--json", "grade"),
+        (["summary", "D", "--force"], "--force", "batch"),
+        (["diff", "old", "new", "--report", "r.html"], "--report", "batch, summary"),
+        (["batch", "D", "--partial"], "--partial", "summary"),
+    ],
+)
+def test_an_option_of_another_verb_is_refused_by_the_parser(capsys, argv, option, owners):
+    """A verb given another verb's option: exit 2 before anything runs, naming the option and the verbs it fits."""
+    code, out, err = said(argv, capsys)
+    assert code == 2 and out == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"sdpa-grade {argv[0]}: error: {option} does not apply to {argv[0]}"), err
+    assert f"it is an option of {owners}" in last, err
+
+
+@pytest.mark.parametrize("argv", [["grade", "a.py", "--html", "x.html"], ["a.py", "--html", "x.html"]])
+def test_a_page_asked_for_keeps_the_early_zygote(argv):
+    """`--html` is grade's option, not a help request: one submission's grading still forks its zygote at the start."""
+    assert forks_zygote(argv, {"autograder.cli": None})

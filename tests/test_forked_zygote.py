@@ -1,4 +1,4 @@
-"""`sdpa-grade FILE` forks its worker zygote from its own torch (issue 37): the zygote holds nothing of the grading."""
+"""`sdpa-grade grade FILE` forks its worker zygote from its own torch: the zygote holds nothing of the grading."""
 
 from __future__ import annotations
 
@@ -98,8 +98,11 @@ def test_only_a_fresh_grading_of_one_submission_forks_its_zygote():
     """A batch, a diff, help, a seed on the command line, or a process with a grading loaded start the zygote afresh."""
     fresh = {"autograder.cli": None}
     assert forks_zygote(["attention.py", "--json", "out.json", "--config", "c.toml"], fresh)
+    assert forks_zygote(["grade", "attention.py", "--json", "out.json", "--config", "c.toml"], fresh)
     for argv in (["--batch", "class"], ["--bat", "class"], ["--diff", "a", "b"], ["a.py", "--seed", "3"],
-                 ["a.py", "--seed=3"], ["-h"], ["--help"]):  # fmt: skip
+                 ["a.py", "--seed=3"], ["-h"], ["--help"], ["batch", "class"], ["summary", "class"],
+                 ["diff", "a", "b"], ["grade", "a.py", "--seed", "3"], ["grade", "-h"], ["grade", "a.py", "--help"],
+                 ["grade", "a.py", "--jobs", "2"], ["grade"]):  # fmt: skip
         assert not forks_zygote(argv, fresh), argv
     for loaded in ("pytest", "reference", "autograder.grade"):
         assert not forks_zygote(["attention.py"], {**fresh, loaded: None}), loaded
