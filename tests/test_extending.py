@@ -1,0 +1,153 @@
+"""docs/extending.md's worked example, applied as written to a copy of the project: the guide cannot rot.
+
+The guide's pieces are its code blocks, each under a line naming the file it goes into (appended, or a new file).
+The copy is the project's tracked files; its own autograder and reference are the ones imported there
+(``PYTHONPATH``), so the build and the grading run on the copy's code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+GUIDE = ROOT / "docs" / "extending.md"
+# a piece: "**`path`**, appended at the end:" or "**`path`**, a new file:", then its fenced block
+PIECE = re.compile(
+    r"^\*\*`(?P<path>[^`]+)`\*\*, (?P<how>appended at the end|a new file):\n\n```\w+\n(?P<code>.*?)^```$", re.M | re.S
+)
+FUNCTION = "sliding_window_mask"
+CHECK = "window_values"
+# the wrong body the guide names: it ignores the window (a plain causal mask)
+RIGHT_LINE = "    return torch.tril(allowed) & ~torch.tril(allowed, diagonal=-window)\n"
+WRONG_LINE = "    return torch.tril(allowed)\n"
+GRADE = "import sys; from autograder.cli import run; sys.argv[0] = 'sdpa-grade'; run()"  # sdpa-grade, the copy's
+
+
+def pieces() -> list[tuple[str, str, str]]:
+    """The guide's pieces: (path, how, code), in its order."""
+    return [(m["path"], m["how"], m["code"]) for m in PIECE.finditer(GUIDE.read_text())]
+
+
+def run(args: list[str], cwd, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, **kwargs)
+
+
+def git(cwd, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def extended(tmp_path_factory):
+    """A copy of the project (its tracked files, committed in a fresh repository) with the guide's three pieces
+    applied and `sdpa-build` run, as a new TA would do it."""
+    copy = tmp_path_factory.mktemp("extended")
+    for name in git(ROOT, "ls-files", "-z").split("\0"):
+        if name and (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    git(copy, "init", "-q")
+    git(copy, "add", "-A")
+    git(copy, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "before")
+    for path, how, code in pieces():
+        target = copy / path
+        if how == "a new file":
+            assert not target.exists(), f"{path} exists already: the guide says it is new"
+            target.write_text(code)
+        else:
+            target.write_text(target.read_text() + code)
+    build = run([sys.executable, "-m", "autograder.release.build", "--root", str(copy)], copy)
+    return copy, build
+
+
+def test_the_guide_has_the_three_pieces():
+    """The reference body, one check file and one handout section: nothing else to write by hand."""
+    assert [(path, how) for path, how, _ in pieces()] == [
+        ("reference/attention.py", "appended at the end"),
+        ("autograder/checks/check_6_window.py", "a new file"),
+        ("docs/handout.md", "appended at the end"),
+    ]
+    assert RIGHT_LINE in pieces()[0][2]
+
+
+def test_the_copy_imports_its_own_code(extended):
+    """The build and the gradings below run the copy's autograder and reference, not this checkout's."""
+    copy, _ = extended
+    found = run(
+        [sys.executable, "-c", "import autograder, reference; print(autograder.__file__, reference.__file__)"], copy
+    )
+    assert found.stdout.split() == [str(copy / "autograder" / "__init__.py"), str(copy / "reference" / "__init__.py")]
+
+
+def test_the_build_derives_everything_else(extended):
+    """sdpa-build passes; the template, the notebook and the handout show the new stub; and no file but the three
+    pieces and the files sdpa-build writes changed."""
+    copy, build = extended
+    assert build.returncode == 0, build.stderr
+    check = run([sys.executable, "-m", "autograder.release.build", "--root", str(copy), "--check"], copy)
+    assert check.returncode == 0, check.stdout + check.stderr
+    template = (copy / "student_template" / "attention.py").read_text()
+    assert f"def {FUNCTION}(" in template
+    assert f"raise NotImplementedError('{FUNCTION} is not implemented yet')" in template
+    assert "torch.tril(allowed, diagonal=-window)" not in template  # the solution does not leak
+    assert "## Sliding windows" in (copy / "student_template" / "handout.md").read_text()
+    cells = json.loads((copy / "assignments" / "source" / "sdpa" / "sdpa.ipynb").read_text())["cells"]
+    sources = ["".join(cell["source"]) for cell in cells]
+    stub = next(i for i, text in enumerate(sources) if text.startswith(f"def {FUNCTION}("))
+    assert sources[stub - 2].startswith("## Sliding windows")  # the handout section, then the cell's heading
+    assert any(text.startswith(f"# Hidden check {CHECK} (2 points)") for text in sources[stub:])
+    conftest = (copy / "student_template" / "conftest.py").read_text()
+    assert f'    "{FUNCTION}",\n]' in conftest  # last in the order "Next:" follows
+    changed = set(git(copy, "status", "--porcelain", "--untracked-files=all").split("\n")) - {""}
+    changed = {line[3:] for line in changed}
+    pieces_ = {path for path, _, _ in pieces()}
+    generated = set(
+        run(
+            [sys.executable, "-c", "from autograder.release.build import targets; print(*targets(), sep='\\n')"], copy
+        ).stdout.split()
+    )
+    assert pieces_ <= changed
+    assert changed - pieces_ <= generated, (
+        f"edited besides the pieces and the generated files: {changed - pieces_ - generated}"
+    )
+
+
+def grade(root, source: str, name: str, folder=None) -> dict:
+    """results.json of ``source`` graded by ``root``'s grader (in ``folder``, or the copy's graded/NAME)."""
+    submission = (folder or root / "graded" / name) / "attention.py"
+    submission.parent.mkdir(parents=True, exist_ok=True)
+    submission.write_text(source)
+    out = submission.with_name("results.json")
+    result = run([sys.executable, "-c", GRADE, str(submission), "--json", str(out)], root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_the_reference_scores_the_old_total_plus_the_new_points_and_a_wrong_body_loses_only_the_new_check(
+    extended, tmp_path
+):
+    """Graded in the copy: the reference earns every point, the new check's 2 included; the body that ignores the
+    window loses exactly the new check."""
+    copy, build = extended
+    assert build.returncode == 0, build.stderr
+    before = grade(ROOT, (ROOT / "reference" / "attention.py").read_text(), "", tmp_path)
+    reference = (copy / "reference" / "attention.py").read_text()
+    right = grade(copy, reference, "right")
+    checks = {test["name"].split(": ")[-1]: test for test in right["tests"]}  # "function: check"
+    assert before["score"] == before["max_score"]
+    assert right["score"] == right["max_score"] == before["max_score"] + 2
+    assert checks[CHECK]["score"] == checks[CHECK]["max_score"] == 2
+    assert FUNCTION in checks[CHECK]["tags"]
+    wrong = grade(copy, reference.replace(RIGHT_LINE, WRONG_LINE), "wrong")
+    lost = {test["name"].split(": ")[-1] for test in wrong["tests"] if test["score"] < test["max_score"]}
+    assert lost == {CHECK}
+    assert wrong["score"] == right["score"] - 2
