@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from autograder.assignment.composition import functions
 from tests.helpers import BIN, ROOT, run, total
 
 EXAMPLES = ROOT / "examples" / "class"
@@ -59,7 +60,12 @@ def test_example_class_grades_as_its_files_say(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     grades = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
     assert set(grades) == {"alice", "bob", "carol", "mallory"}
-    assert grades["alice"]["score"] == grades["alice"]["max_score"] == total()
+    # alice is right on every function her file defines (a function the assignment has and she lacks is not hers)
+    wrote = set(functions((EXAMPLES / "alice.py").read_text()))
+    own = [test for test in grades["alice"]["tests"] if test["tags"][0] in wrote]
+    assert own and all(test["score"] == test["max_score"] for test in own)
+    assert grades["alice"]["score"] == sum(test["max_score"] for test in own)
+    assert grades["alice"]["max_score"] == total()
     mistakes = {name: {t["extra_data"]["mistake"] for t in g["tests"]} for name, g in grades.items()}
     assert "divide_by_dk" in mistakes["bob"] and "mask_inverted" in mistakes["carol"]
     assert grades["mallory"]["score"] < total() and "no_scale" in mistakes["mallory"]
