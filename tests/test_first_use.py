@@ -16,9 +16,10 @@ from tests.helpers import BIN, TEMPLATE_DIR, run, student_folder
 pytestmark = pytest.mark.timeout(120)
 
 
-def help_of(option: str) -> str:
-    """The help text of one option of sdpa-grade, as argparse prints it."""
-    [action] = [a for a in parser()._actions if option in a.option_strings]
+def help_of(option: str, verb: str = "batch") -> str:
+    """The help text of one option (or argument, by its metavar) of a sdpa-grade verb, as argparse prints it."""
+    actions = parser().verbs[verb]._actions
+    [action] = [a for a in actions if option in a.option_strings or (option == a.metavar and not a.option_strings)]
     return action.help
 
 
@@ -29,8 +30,8 @@ def test_json_dir_help_names_the_real_default(tmp_path):
 
 
 def test_batch_help_says_top_level_files_are_students_too():
-    """--batch DIR's help names what it grades: every subfolder, and every .py or .ipynb at DIR's top."""
-    text = help_of("--batch")
+    """batch DIR's help names what it grades: every subfolder, and every .py or .ipynb at DIR's top."""
+    text = help_of("DIR")
     assert "subfolder" in text and ".py" in text and ".ipynb" in text
 
 
