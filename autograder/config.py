@@ -27,7 +27,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from autograder.assignment.catalogue import CHECKS
+from autograder.assignment.catalogue import CHECKS, catalogue
 from autograder.assignment.catalogue import points as declared_points
 from autograder.assignment.deadline import Deadline, DeadlineError
 from autograder.assignment.deadline import parse as parse_deadline
@@ -64,15 +64,22 @@ def setting(
 class Tolerance:
     """[tolerance]: how far a student's value may be from the reference's (docs/grading.md).
 
-    Called, it gives a dtype's (atol, rtol): ``settings.tolerance("float32", scale=size)``."""
+    Called, it gives a dtype's (atol, rtol): ``settings.tolerance("float32", scale=size)``. ``checks`` holds the
+    [tolerance.<check>] tables: one check's own atol and rtol keys (``for_check``)."""
 
     ABOUT: ClassVar[str] = (
-        "Largest allowed |student - reference| is atol + rtol * |reference|, with the reference in float64. Each is 10x"
+        "Largest allowed |student - reference| is atol + scale_rtol * scale + rtol * |reference|, each of the compared"
+        " dtype (times gradient_factor for gradients), with the reference in float64 and scale the size of the numbers"
+        " the compared values are computed from (see float64_scale_rtol). Each is 10x"
         " or more above the largest error of correct math written the ways students write it (float32-rounded"
         " constants and a float32 softmax included), measured by bench/tolerances.py; float64 values therefore accept"
         " float32-level rounding (keeping the dtype is the dtype check's job). Wrong math misses by 0.17 or more, 10^4"
         " times the float64/float32 tolerance. In float16 and bfloat16 honest and wrong are too close for 10x on both"
         " sides: the check that uses them (sdpa_dtypes) judges wrong math by its float32 case. See docs/grading.md."
+        " One check's own tolerance: a table [tolerance.<check>], such as [tolerance.softmax_masked] with"
+        " float32_atol = 1e-4, sets these atol and rtol keys for that check alone (the checks that compare within"
+        " this tolerance: docs/grading.md, section Tolerances); the check's other keys, and every other check, keep"
+        " this section's."
     )
 
     float64_atol: float = setting("absolute tolerance for float64 results")
@@ -100,6 +107,10 @@ class Tolerance:
     variance_rtol: float = setting(
         "dot_product_variance must land within this fraction of d_k (about 7 standard errors at 10000 samples)"
     )
+    checks: Mapping[str, Mapping[str, float]] = field(
+        default_factory=dict,
+        metadata={"help": "check -> its [tolerance.<check>] table: its own atol and rtol keys", "table": True},
+    )
 
     def __call__(self, dtype_name: str, gradient: bool = False, scale: float = 0.0) -> tuple[float, float]:
         """(atol, rtol) for a dtype, widened for gradients.
@@ -114,6 +125,20 @@ class Tolerance:
         factor = self.gradient_factor if gradient else 1.0
         atol = getattr(self, f"{dtype_name}_atol") + getattr(self, f"{dtype_name}_scale_rtol") * scale
         return atol * factor, getattr(self, f"{dtype_name}_rtol") * factor
+
+    def for_check(self, check: str) -> Tolerance:
+        """This tolerance as ``check`` compares within it: its [tolerance.<check>] keys in place of this section's."""
+        own = self.checks.get(check)
+        return dataclasses.replace(self, **own) if own else self
+
+
+# the keys a [tolerance.<check>] table may set: each dtype's atol and rtol
+CHECK_TOLERANCE_KEYS = tuple(f"{dtype}_{kind}" for dtype in DTYPES for kind in ("atol", "rtol"))
+
+
+def tolerance_checks() -> list[str]:
+    """The checks a [tolerance.<check>] table may name: those that compare values within settings.tolerance(...)."""
+    return [entry.check for entry in catalogue() if entry.tolerance]
 
 
 @dataclass(frozen=True)
@@ -255,13 +280,35 @@ class Scoring:
     )
 
 
+@dataclass(frozen=True)
+class Lesson:
+    """[lesson]: the lesson's example shapes, graded by sdpa_lesson_shape and written by ``sdpa-build`` into the
+    handout, the public tests and the knowledge check (autograder/release/lesson.py)."""
+
+    ABOUT: ClassVar[str] = (
+        "The lesson's example: queries (batch, sequence, d_k), keys (batch, sequence, d_k) and values (batch,"
+        " sequence, d_v) give weights (batch, sequence, sequence) and an output (batch, sequence, d_v). The hidden"
+        " check sdpa_lesson_shape grades these shapes; sdpa-build writes them into the handout, the public tests and"
+        " the notebook's knowledge check (sdpa-build --config FILE builds them with a course's own)."
+    )
+
+    batch: int = setting("the batch size")
+    sequence: int = setting("the length of the queries' sequence, and of the keys'")
+    key_sequence: int = setting(
+        "the keys' length in the knowledge check's question on the scores' shape (unlike sequence, so that T_q and T_k"
+        " are told apart)"
+    )
+    d_k: int = setting("the width of a query and of a key")
+    d_v: int = setting("the width of a value, and of the output")
+
+
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
 # extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names, each a
 # non-negative number; each check declares its own points in its marker (assignment/catalogue reads them), and [points]
 # only overrides them, in defaults.toml or a course's file.
 SECTIONS: dict[str, type] = {
     "tolerance": Tolerance, "timing": Timing, "limits": Limits, "imports": Imports, "gradescope": Gradescope,
-    "scoring": Scoring,
+    "scoring": Scoring, "lesson": Lesson,
 }  # fmt: skip
 
 
@@ -276,6 +323,7 @@ class Settings:
     imports: Imports
     gradescope: Gradescope
     scoring: Scoring
+    lesson: Lesson
     source: str = "defaults"
     deadline: Deadline = Deadline()
 
@@ -286,6 +334,12 @@ class Settings:
         for key, value in changes.items():
             _check(SECTIONS[section], key, value, f"Invalid {section}.{key} {value!r}")
         return dataclasses.replace(self, **{section: dataclasses.replace(current, **changes)})
+
+    def for_check(self, check: str) -> Settings:
+        """These settings as one check reads them: its [tolerance.<check>] table, if any, in place of [tolerance]'s
+        keys (the checks' ``settings`` fixture gives each check its own)."""
+        tolerance = self.tolerance.for_check(check)
+        return self if tolerance is self.tolerance else dataclasses.replace(self, tolerance=tolerance)
 
 
 def _read(path: Path, where: str) -> dict:
@@ -299,9 +353,9 @@ def _read(path: Path, where: str) -> dict:
 
 
 def _declared(section: type) -> dict[str, tuple[type, dict]]:
-    """key -> (type, declaration) of one section's dataclass."""
+    """key -> (type, declaration) of one section's dataclass: its keys, not its tables ([tolerance.<check>])."""
     hints = typing.get_type_hints(section)
-    return {f.name: (hints[f.name], f.metadata) for f in dataclasses.fields(section)}
+    return {f.name: (hints[f.name], f.metadata) for f in dataclasses.fields(section) if not f.metadata.get("table")}
 
 
 def _check(section: type, key: str, value, label: str) -> None:
@@ -348,6 +402,9 @@ def _validate(overrides: dict, defaults: dict, where: str) -> None:
                 raise ConfigError(str(error)) from None
             continue
         for key, value in table.items():
+            if section == "tolerance" and isinstance(value, dict):
+                _check_tolerance_table(key, value, where)
+                continue
             if key not in defaults[section]:
                 import difflib
 
@@ -361,11 +418,36 @@ def _validate(overrides: dict, defaults: dict, where: str) -> None:
                 _check(SECTIONS[section], key, value, label)
 
 
+def _check_tolerance_table(check: str, table: dict, where: str) -> None:
+    """A [tolerance.<check>] table: a check that compares within the tolerance, each key a dtype's atol or rtol, each
+    value as [tolerance] declares that key."""
+    import difflib
+
+    known = tolerance_checks()
+    if check not in known:
+        near = difflib.get_close_matches(check, known, n=1)
+        hint = f"; did you mean [tolerance.{near[0]}]?" if near else f"; known: {', '.join(known)}"
+        raise ConfigError(
+            f"unknown check [tolerance.{check}] in {where}: a [tolerance.<check>] table names a check that compares"
+            f" values within the tolerance{hint}"
+        )
+    for key, value in table.items():
+        if key not in CHECK_TOLERANCE_KEYS:
+            raise ConfigError(
+                f"unknown setting tolerance.{check}.{key} in {where}; a check's own tolerance sets"
+                f" {', '.join(CHECK_TOLERANCE_KEYS)}"
+            )
+        _check(Tolerance, key, value, f"Invalid tolerance.{check}.{key} {value!r} from {where}")
+
+
 def _build(values: dict, source: str) -> Settings:
     """The typed settings from checked values (a float setting given as 7 becomes 7.0)."""
     sections = {}
     for name, section in SECTIONS.items():
         table = {key: _typed(kind, values[name][key]) for key, (kind, _) in _declared(section).items()}
+        if section is Tolerance:  # the [tolerance.<check>] tables, in the checks' order
+            own = {check: values[name][check] for check in tolerance_checks() if check in values[name]}
+            table["checks"] = {check: {key: float(own[check][key]) for key in sorted(own[check])} for check in own}
         sections[name] = section(**table)
     deadline = parse_deadline(values["deadline"], source)
     return Settings(MappingProxyType(dict(values["points"])), **sections, source=source, deadline=deadline)

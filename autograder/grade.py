@@ -225,7 +225,8 @@ def knowledge_check(grading: Grading) -> Grading:
         cells = bounded.notebook_cells(bounded.load_json(text, limits.notebook_depth, limits.notebook_containers))
     except bounded.Refused:  # its code was read from it: not reached, and never a grader error
         return grading
-    questions = quiz.results(cells, grading.settings.gradescope.visibility, limits.answer_chars)
+    settings = grading.settings
+    questions = quiz.results(cells, settings.gradescope.visibility, limits.answer_chars, settings.lesson)
     tests = [*grading.result["tests"], *questions]
     total = {key: round(sum(test[key] for test in tests), 6) for key in ("score", "max_score")}
     grading.result = {**grading.result, "tests": tests, **total}

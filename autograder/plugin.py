@@ -154,7 +154,7 @@ class GradingPlugin:
         student = item.funcargs.get("loaded")
         if example is None or student is None or function in self._pictured:
             return None
-        shown = picture(student, function, example, self._settings.tolerance)
+        shown = picture(student, function, example, self._settings.for_check(check_id(item)).tolerance)
         if shown is not None:
             self._pictured.add(function)
         return shown
@@ -209,8 +209,10 @@ class GradingPlugin:
         return self._runner.source
 
     @pytest.fixture
-    def settings(self) -> Settings:
-        return self._settings
+    def settings(self, request: pytest.FixtureRequest) -> Settings:
+        """The grading's settings as this check reads them: its own [tolerance.<check>], if set, in place of
+        [tolerance]'s keys."""
+        return self._settings.for_check(check_id(request.node))
 
     @pytest.fixture
     def device(self) -> str:

@@ -88,12 +88,13 @@ def test_attention_output_by_hand():
 
 
 def test_scaled_dot_product_attention_lesson_shapes():
-    """The lesson's question: (32, 50, 64), (32, 50, 64), (32, 50, 128) -> (32, 50, 128)."""
+    """The lesson's question: (B, T, d_k), (B, T, d_k), (B, T, d_v) -> output (B, T, d_v), weights (B, T, T)."""
+    B, T, d_k, d_v = 32, 50, 64, 128  # the lesson's sizes (the handout's example)
     torch.manual_seed(0)
-    Q, K, V = torch.randn(32, 50, 64), torch.randn(32, 50, 64), torch.randn(32, 50, 128)
+    Q, K, V = torch.randn(B, T, d_k), torch.randn(B, T, d_k), torch.randn(B, T, d_v)
     output, weights = scaled_dot_product_attention(Q, K, V)
-    assert output.shape == (32, 50, 128)
-    assert weights.shape == (32, 50, 50)
+    assert output.shape == (B, T, d_v)
+    assert weights.shape == (B, T, T)
     close(output, F.scaled_dot_product_attention(Q, K, V))
 
 

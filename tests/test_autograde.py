@@ -56,7 +56,8 @@ def test_answers_are_read_never_run(tmp_path):
     assert "written out" in verdict("q_variance", run_it) and not marker.exists()
     assert "written out" in verdict("q_variance", "q_variance = 8 * 8")
     assert verdict("q_variance", "q_variance = 0\nq_variance = 64.0") == ""  # the last assignment counts
-    assert answer_in("q_scores_shape = (32, 50, 40)  # Q K^T", "q_scores_shape") == (32, 50, 40)
+    shape = BY_NAME["q_scores_shape"].answer  # the lesson's ([lesson] in the settings)
+    assert answer_in(f"q_scores_shape = {shape}  # Q K^T", "q_scores_shape") == shape
     assert "does not set q_variance" in verdict("q_variance", "# YOUR CODE HERE\nraise NotImplementedError()")
     assert "not valid Python" in verdict("q_variance", "q_variance = (")
     assert "over 10000 characters" in verdict("q_variance", "q_variance = 64" + " " * 10_000)

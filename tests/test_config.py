@@ -162,3 +162,90 @@ def test_the_defaults_comments_are_written_from_the_declarations(tmp_path):
     copy.write_text(text.replace("memory_mb = 4096\n", ""))
     with pytest.raises(ValueError, match=r"no value for \[limits\] memory_mb"):
         build_defaults(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "[tolerance.no_such_check]\nfloat32_atol = 1e-4\n",
+            "unknown check [tolerance.no_such_check] in {where}: a [tolerance.<check>] table names a check that"
+            " compares values within the tolerance; known: ",
+        ),
+        ("[tolerance.softmax_maskd]\nfloat32_atol = 1e-4\n", "did you mean [tolerance.softmax_masked]?"),
+        ("[tolerance.causal_square]\nfloat32_atol = 1e-4\n", "unknown check [tolerance.causal_square] in {where}"),
+        (
+            "[tolerance.softmax_masked]\natol = 1e-4\n",
+            "unknown setting tolerance.softmax_masked.atol in {where}; a check's own tolerance sets float64_atol,",
+        ),
+        (
+            "[tolerance.softmax_masked]\nvariance_rtol = 0.5\n",
+            "unknown setting tolerance.softmax_masked.variance_rtol in {where}",
+        ),
+        (
+            "[tolerance.softmax_masked]\nfloat32_atol = -1e-4\n",
+            "Invalid tolerance.softmax_masked.float32_atol -0.0001 from {where}: expected a positive number",
+        ),
+        (
+            "[tolerance.softmax_masked]\nfloat64_rtol = 'loose'\n",
+            "Invalid tolerance.softmax_masked.float64_rtol 'loose' from {where}: expected a number",
+        ),
+        (
+            "[tolerance.softmax_masked]\nfloat64_rtol = true\n",
+            "Invalid tolerance.softmax_masked.float64_rtol True from {where}: expected a number",
+        ),
+        ("[lesson]\nbatch = 0\n", "Invalid lesson.batch 0 from {where}: expected a positive number"),
+        ("[lesson]\nd_k = 6.5\n", "Invalid lesson.d_k 6.5 from {where}: expected a whole number"),
+        ("[lesson]\nheads = 8\n", "unknown setting lesson.heads in {where}"),
+    ],
+)
+def test_a_checks_own_tolerance_and_the_lesson_are_validated(tmp_path, text, message):
+    """A [tolerance.<check>] table names a check that compares within the tolerance and only its dtypes' atol and
+    rtol, each a positive number; [lesson]'s sizes are positive whole numbers; each error names the check (or
+    section) and the key, and the file."""
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_settings(path, environ={})
+    assert message.format(where=f"{path} (--config)") in str(error.value)
+
+
+def test_a_checks_own_tolerance_applies_to_that_check_and_changes_the_digest(tmp_path):
+    """[tolerance.<check>] replaces the keys it sets for that check alone; the settings digest changes with it, and
+    names it in the settings' record; without one, every check reads [tolerance]."""
+    from autograder import provenance
+
+    defaults = load_settings(environ={})
+    path = tmp_path / "course.toml"
+    path.write_text("[tolerance.softmax_masked]\nfloat32_atol = 1e-4\nfloat64_rtol = 2e-5\n")
+    settings = load_settings(path, environ={})
+    own = settings.for_check("softmax_masked")
+    assert own.tolerance("float32") == (1e-4, 1e-5) and own.tolerance("float64") == (1e-5, 2e-5)
+    assert own.tolerance("float16") == defaults.tolerance("float16") and own.points == defaults.points
+    for entry in catalogue():
+        if entry.check != "softmax_masked":
+            assert settings.for_check(entry.check).tolerance("float32", scale=3.0) == defaults.tolerance(
+                "float32", scale=3.0
+            )
+    assert defaults.for_check("softmax_masked") is defaults and settings.tolerance("float32") == (1e-5, 1e-5)
+    assert provenance.settings_sha256(settings) != provenance.settings_sha256(defaults)
+    record = provenance.settings_record(settings)
+    assert record["tolerance"]["checks"] == {"softmax_masked": {"float32_atol": 1e-4, "float64_rtol": 2e-5}}
+    again = tmp_path / "again.toml"  # the same values, written in another order and form: the same digest
+    again.write_text("[tolerance.softmax_masked]\nfloat64_rtol = 2e-5\nfloat32_atol = 0.0001\n")
+    assert provenance.settings_sha256(load_settings(again, environ={})) == provenance.settings_sha256(settings)
+
+
+def test_the_lesson_is_a_setting_in_the_digest(tmp_path):
+    """[lesson] holds the lesson's sizes, whole numbers; a file changes the ones it names, and the digest with them."""
+    from autograder import provenance
+
+    defaults = load_settings(environ={})
+    lesson = defaults.lesson
+    assert dataclasses.asdict(lesson) == tomllib.loads(DEFAULTS.read_text())["lesson"]
+    assert all(isinstance(size, int) for size in dataclasses.asdict(lesson).values())
+    path = tmp_path / "course.toml"
+    path.write_text("[lesson]\nbatch = 4\n")
+    settings = load_settings(path, environ={})
+    assert settings.lesson == dataclasses.replace(lesson, batch=4)
+    assert provenance.settings_sha256(settings) != provenance.settings_sha256(defaults)

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from autograder.config import load_settings
 from reference import attention as ref
 
 
@@ -14,10 +15,13 @@ def randn(*shape, dtype=torch.float64):
 
 
 def test_lesson_shapes():
-    """(32, 50, 64) x (32, 50, 64) x (32, 50, 128) -> (32, 50, 128) and weights (32, 50, 50)."""
-    output, weights = ref.scaled_dot_product_attention(randn(32, 50, 64), randn(32, 50, 64), randn(32, 50, 128))
-    assert output.shape == (32, 50, 128)
-    assert weights.shape == (32, 50, 50)
+    """The lesson's shapes ([lesson] in the settings): (B, T, d_k) x (B, T, d_k) x (B, T, d_v) -> (B, T, d_v) and
+    weights (B, T, T)."""
+    lesson = load_settings(environ={}).lesson
+    B, T, d_k, d_v = lesson.batch, lesson.sequence, lesson.d_k, lesson.d_v
+    output, weights = ref.scaled_dot_product_attention(randn(B, T, d_k), randn(B, T, d_k), randn(B, T, d_v))
+    assert output.shape == (B, T, d_v)
+    assert weights.shape == (B, T, T)
 
 
 def test_matches_fused_attention_with_masks_and_causal():

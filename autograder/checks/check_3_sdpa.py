@@ -107,13 +107,14 @@ def _pair(result, label):
 @pytest.mark.check(function="scaled_dot_product_attention", category="shape", points=2, exercises=(), picture=None)
 def test_sdpa_lesson_shape(loaded, draw, settings):
     """The lesson's question: (32, 50, 64), (32, 50, 64), (32, 50, 128) -> (32, 50, 128) and weights (32, 50, 50)."""
+    B, T, d_k, d_v = settings.lesson.batch, settings.lesson.sequence, settings.lesson.d_k, settings.lesson.d_v
     Q, K, V = (
-        draw.normal(32, 50, 64, dtype=torch.float32),
-        draw.normal(32, 50, 64, dtype=torch.float32),
-        draw.normal(32, 50, 128, dtype=torch.float32),
+        draw.normal(B, T, d_k, dtype=torch.float32),
+        draw.normal(B, T, d_k, dtype=torch.float32),
+        draw.normal(B, T, d_v, dtype=torch.float32),
     )
     output, weights = _pair(_run(loaded, settings, Q, K, V).value, "on the lesson's shapes")
-    for tensor, shape, what in ((output, (32, 50, 128), "output"), (weights, (32, 50, 50), "weights")):
+    for tensor, shape, what in ((output, (B, T, d_v), "output"), (weights, (B, T, T), "weights")):
         if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
             found = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
             fail(f"the {what} on the lesson's shapes: shape {found}, expected {shape}")

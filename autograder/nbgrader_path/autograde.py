@@ -175,7 +175,7 @@ class GradeNotebook(NbGraderPreprocessor):
         for cell in tests:
             name = _check_of(cell)
             if name in BY_NAME:
-                message = verdict(name, _answer_cell(nb, name), answer_chars)
+                message = verdict(name, _answer_cell(nb, name), answer_chars, settings.lesson)
             elif name:
                 if name not in verdicts:
                     raise GraderFailed(f"the grading has no result for the hidden cell check_{name}")

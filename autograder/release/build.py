@@ -6,9 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.assignment.paths import REFERENCE, REQUIREMENTS, TEMPLATE
 from autograder.release.template import stub_source
+
+if TYPE_CHECKING:
+    from autograder.config import Lesson
 
 # the handout and its picture, beside the stubs: the feedback sends students to the handout's sections
 HANDOUT_COPIES = (Path("docs/handout.md"), Path("docs/saturation.svg"))
@@ -18,6 +22,9 @@ TABLE_BEGIN = (
     "<!-- the checks' table: written by sdpa-build from their markers and docstrings; edit those, not this -->"
 )
 TABLE_END = "<!-- end of the checks' table -->"
+CONFTEST = Path("student_template/conftest.py")  # its order of the functions and what each builds on are derived
+CONFTEST_BEGIN = "# --- written by sdpa-build from the reference: the functions in order, and what each builds on ---"
+CONFTEST_END = "# --- end of what sdpa-build writes ---"
 
 HEADER = "# Your implementation. Replace every `raise NotImplementedError`, then run `pytest` in this folder.\n"
 
@@ -78,28 +85,63 @@ def build_grading_doc(root: Path) -> str:
     return before + TABLE_BEGIN + "\n" + checks_table() + TABLE_END + rest.split(TABLE_END, 1)[1]
 
 
-def targets() -> dict[Path, Callable[[Path], str | bytes]]:
-    """Every generated file, relative to the project folder, with the function that writes it."""
+def derived_block(functions: list[str], built_from: dict[str, tuple[str, ...]]) -> str:
+    """The student's conftest's lines that sdpa-build writes: the functions in the reference's order (the order "Next:"
+    follows) and, for each built from others, those (its tests may fail only because one of them does)."""
+    lines = [CONFTEST_BEGIN, "ORDER = ["]
+    lines += [f"    {name!r}," for name in functions]
+    lines += ["]", "BUILDS_ON = {"]
+    lines += [f"    {name!r}: {built_from[name]!r}," for name in functions if built_from[name]]
+    lines += ["}", CONFTEST_END]
+    return "\n".join(lines).replace("'", '"') + "\n"
+
+
+def build_conftest(root: Path) -> str:
+    """student_template/conftest.py with its derived lines (between CONFTEST_BEGIN and CONFTEST_END) written anew
+    from reference/attention.py."""
+    from autograder.assignment.composition import calls, functions
+
+    source = (root / "reference" / "attention.py").read_text()
+    text = (root / CONFTEST).read_text()
+    before, rest = text.split(CONFTEST_BEGIN + "\n", 1)
+    return before + derived_block(functions(source), calls(source)) + rest.split(CONFTEST_END + "\n", 1)[1]
+
+
+def targets(lesson: Lesson | None = None) -> dict[Path, Callable[[Path], str | bytes]]:
+    """Every generated file, relative to the project folder, with the function that writes it; the lesson's shapes
+    are ``lesson``'s (the default settings' without one: release/lesson.py)."""
+    from autograder.config import load_settings
+    from autograder.release import lesson as shapes
     from autograder.release import notebook, settings_file
 
-    def copy(source: Path) -> Callable[[Path], bytes]:
+    written = load_settings(environ={}).lesson  # the shapes the sources are written with
+    lesson = lesson or written
+
+    def copy(source: Path) -> Callable[[Path], str | bytes]:
+        if source.suffix == ".md":  # the handout, with the lesson's shapes
+            return lambda root: shapes.render((root / source).read_text(), written, lesson)
         return lambda root: (root / source).read_bytes()
+
+    def public_tests(root: Path) -> str:  # the file students receive is its own source: its lesson line rewritten
+        return shapes.render_public_tests((root / notebook.PUBLIC_TESTS).read_text(), lesson)
 
     return {
         TEMPLATE: build_template,
         REQUIREMENTS: build_requirements,
         **{TEMPLATE.with_name(source.name): copy(source) for source in HANDOUT_COPIES},
-        notebook.NOTEBOOK: notebook.build_notebook,
+        notebook.PUBLIC_TESTS: public_tests,
+        notebook.NOTEBOOK: lambda root: shapes.render_notebook(notebook.build_notebook(root), written, lesson),
         notebook.PLOT: copy(Path("docs") / notebook.PLOT.name),  # the handout's figure
         settings_file.DEFAULTS: settings_file.build_defaults,  # each setting's comment from its declaration
         GRADING_DOC: build_grading_doc,
+        CONFTEST: build_conftest,
     }
 
 
-def stale_files(root: Path) -> list[Path]:
-    """The generated files whose committed content differs from what a build would write."""
+def stale_files(root: Path, lesson: Lesson | None = None) -> list[Path]:
+    """The generated files whose committed content differs from what a build (with ``lesson``'s shapes) would write."""
     stale = []
-    for path, build in targets().items():
+    for path, build in targets(lesson).items():
         expected = build(root)
         data = expected.encode() if isinstance(expected, str) else expected
         target = root / path
@@ -108,10 +150,10 @@ def stale_files(root: Path) -> list[Path]:
     return stale
 
 
-def write_all(root: Path) -> list[Path]:
-    """Write every generated file; return the ones that changed."""
-    changed = stale_files(root)
-    for path, build in targets().items():
+def write_all(root: Path, lesson: Lesson | None = None) -> list[Path]:
+    """Write every generated file (with ``lesson``'s shapes); return the ones that changed."""
+    changed = stale_files(root, lesson)
+    for path, build in targets(lesson).items():
         if path in changed:
             content = build(root)
             data = content.encode() if isinstance(content, str) else content
@@ -129,7 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
     parser.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
     parser.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
-    parser.add_argument("--config", type=Path, metavar="FILE", help="settings to ship in the Gradescope bundle")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings to build with (the lesson's shapes, [lesson]) and to ship in the Gradescope bundle",
+    )
     parser.add_argument(
         "--torch",
         choices=("cpu", "gpu"),
@@ -142,9 +189,18 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"sdpa-build: {error}", file=sys.stderr)
         return 2
+    lesson = None
+    if args.config is not None:
+        from autograder.config import ConfigError, load_settings
+
+        try:
+            lesson = load_settings(args.config, environ={}).lesson
+        except ConfigError as error:
+            print(f"sdpa-build: {error}", file=sys.stderr)
+            return 2
     try:
-        stale = stale_files(root)
-    except ValueError as error:  # docs/grading.md without its table's markers
+        stale = stale_files(root, lesson)
+    except ValueError as error:  # docs/grading.md without its table's markers, public tests without their lesson line
         print(f"sdpa-build: {error}", file=sys.stderr)
         return 2
     if args.check:
@@ -153,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         if not stale:
             print("generated files are up to date")
         return 1 if stale else 0
-    written = write_all(root)
+    written = write_all(root, lesson)
     for path in written:
         print(f"wrote {path}")
     if not written:

@@ -6,7 +6,8 @@ out (``ast.literal_eval``), without running it (autograder/nbgrader_path/autogra
 Every path scores it alike: nbgrader writes each question's verdict into its check cell, worth
 ``POINTS``; ``sdpa-grade`` (alone, ``--batch``, the Gradescope bundle) grading a notebook adds one
 test per question to results.json (``results``), from the same verdicts, so that a notebook's
-raw score, and the late penalty taken from it, are the same on every path.
+raw score, and the late penalty taken from it, are the same on every path. The questions on shapes ask about the
+lesson's ([lesson] in the settings): ``questions(lesson)``; ``QUESTIONS`` are the defaults'.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from autograder.config import Lesson, load_settings
 from autograder.status import Status
 
 
@@ -26,82 +28,90 @@ class Question:
     section: str  # the handout section that answers it, named in the feedback of a wrong answer
 
 
-QUESTIONS = [
-    Question(
-        "q_formula",
-        "Which is scaled dot-product attention? (a) softmax(Q K^T) V, (b) softmax(Q K^T / sqrt(d_k)) V,"
-        " (c) softmax(Q K^T / d_k) V, (d) softmax(Q^T K / sqrt(d_k)) V. Answer with a letter.",
-        '"a"',
-        "b",
-        "The formula",
-    ),
-    Question(
-        "q_why_scale",
-        "The scale exists mainly to: (a) reduce the vocabulary size, (b) keep the softmax from saturating"
-        " as d_k grows, (c) remove the need for V. Answer with a letter.",
-        '"a"',
-        "b",
-        "Why scale?",
-    ),
-    Question(
-        "q_variance",
-        "For q, k with independent N(0, 1) entries and d_k = 64, what is Var(q . k)? Answer with a number.",
-        "0",
-        64,
-        "Why scale?",
-    ),
-    Question(
-        "q_scores_shape",
-        "Q has shape (32, 50, 64) and K has shape (32, 40, 64). What is the shape of Q K^T? Answer with a tuple.",
-        "(0, 0, 0)",
-        (32, 50, 40),
-        "The shape table",
-    ),
-    Question(
-        "q_output_shape",
-        "With Q (32, 50, 64), K (32, 50, 64) and V (32, 50, 128), what is the output's shape? Answer with a tuple.",
-        "(0, 0, 0)",
-        (32, 50, 128),
-        "The shape table",
-    ),
-    Question(
-        "q_mask_polarity",
-        "True or False: in this assignment's bool masks, True means the query may attend to the key.",
-        "<True or False>",
-        True,
-        "Masks",
-    ),
-    Question(
-        "q_causal_keys",
-        "With a causal mask and T = 4, which key positions (0-based) may query 2 attend to? Answer with a list.",
-        "[]",
-        [0, 1, 2],
-        "Masks",
-    ),
-    Question(
-        "q_fully_masked",
-        "Every key of a row is filled with -inf and a plain softmax is applied. The row comes out as:"
-        " (a) all zeros, (b) uniform, (c) NaN. Answer with a letter.",
-        '"a"',
-        "c",
-        "Fully masked rows",
-    ),
-    Question(
-        "q_argmax",
-        "True or False: dividing every score of a row by the same positive constant changes the row's argmax.",
-        "<True or False>",
-        False,
-        "Why scale?",
-    ),
-    Question(
-        "q_multi_head",
-        "Multi-head attention runs scaled dot-product attention: (a) once, globally, (b) once per head,"
-        " then concatenates the heads, (c) on the values only. Answer with a letter.",
-        '"a"',
-        "b",
-        "Multi-head attention",
-    ),
-]
+def questions(lesson: Lesson) -> list[Question]:
+    """The knowledge check, its questions on shapes asked with the lesson's ([lesson] in the settings)."""
+    B, T, T_k, d_k, d_v = lesson.batch, lesson.sequence, lesson.key_sequence, lesson.d_k, lesson.d_v
+    return [
+        Question(
+            "q_formula",
+            "Which is scaled dot-product attention? (a) softmax(Q K^T) V, (b) softmax(Q K^T / sqrt(d_k)) V,"
+            " (c) softmax(Q K^T / d_k) V, (d) softmax(Q^T K / sqrt(d_k)) V. Answer with a letter.",
+            '"a"',
+            "b",
+            "The formula",
+        ),
+        Question(
+            "q_why_scale",
+            "The scale exists mainly to: (a) reduce the vocabulary size, (b) keep the softmax from saturating"
+            " as d_k grows, (c) remove the need for V. Answer with a letter.",
+            '"a"',
+            "b",
+            "Why scale?",
+        ),
+        Question(
+            "q_variance",
+            "For q, k with independent N(0, 1) entries and d_k = 64, what is Var(q . k)? Answer with a number.",
+            "0",
+            64,
+            "Why scale?",
+        ),
+        Question(
+            "q_scores_shape",
+            f"Q has shape {(B, T, d_k)} and K has shape {(B, T_k, d_k)}. What is the shape of Q K^T?"
+            " Answer with a tuple.",
+            "(0, 0, 0)",
+            (B, T, T_k),
+            "The shape table",
+        ),
+        Question(
+            "q_output_shape",
+            f"With Q {(B, T, d_k)}, K {(B, T, d_k)} and V {(B, T, d_v)}, what is the output's shape?"
+            " Answer with a tuple.",
+            "(0, 0, 0)",
+            (B, T, d_v),
+            "The shape table",
+        ),
+        Question(
+            "q_mask_polarity",
+            "True or False: in this assignment's bool masks, True means the query may attend to the key.",
+            "<True or False>",
+            True,
+            "Masks",
+        ),
+        Question(
+            "q_causal_keys",
+            "With a causal mask and T = 4, which key positions (0-based) may query 2 attend to? Answer with a list.",
+            "[]",
+            [0, 1, 2],
+            "Masks",
+        ),
+        Question(
+            "q_fully_masked",
+            "Every key of a row is filled with -inf and a plain softmax is applied. The row comes out as:"
+            " (a) all zeros, (b) uniform, (c) NaN. Answer with a letter.",
+            '"a"',
+            "c",
+            "Fully masked rows",
+        ),
+        Question(
+            "q_argmax",
+            "True or False: dividing every score of a row by the same positive constant changes the row's argmax.",
+            "<True or False>",
+            False,
+            "Why scale?",
+        ),
+        Question(
+            "q_multi_head",
+            "Multi-head attention runs scaled dot-product attention: (a) once, globally, (b) once per head,"
+            " then concatenates the heads, (c) on the values only. Answer with a letter.",
+            '"a"',
+            "b",
+            "Multi-head attention",
+        ),
+    ]
+
+
+QUESTIONS = questions(load_settings(environ={}).lesson)  # the defaults': their names and order are every lesson's
 BY_NAME = {question.name: question for question in QUESTIONS}
 
 
@@ -160,13 +170,13 @@ def _shown(value: object, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def verdict(name: str, source: str, max_chars: int = MAX_CELL) -> str:
-    """ "" when the answer cell's source answers question ``name``; otherwise the feedback,
-    which never gives the answer.
+def verdict(name: str, source: str, max_chars: int = MAX_CELL, lesson: Lesson | None = None) -> str:
+    """ "" when the answer cell's source answers question ``name`` (on ``lesson``'s shapes: the grading's settings';
+    the defaults' without one); otherwise the feedback, which never gives the answer.
 
     The feedback repeats the student's answer and names the handout section to reread.
     """
-    question = BY_NAME[name]
+    question = BY_NAME[name] if lesson is None else {q.name: q for q in questions(lesson)}[name]
     try:
         value = answer_in(source, name, max_chars)
     except NotAnAnswer as reason:
@@ -196,13 +206,13 @@ def answer_cells(cells: list) -> dict[str, str]:
     return found
 
 
-def results(cells: list, visibility: str, max_chars: int = MAX_CELL) -> list[dict]:
+def results(cells: list, visibility: str, max_chars: int = MAX_CELL, lesson: Lesson | None = None) -> list[dict]:
     """One results.json test per question, scored by ``verdict`` on the notebook's answer cells (a question with no
     answer cell is a wrong answer): POINTS for a right answer, 0 and the feedback for a wrong one."""
     answers = answer_cells(cells)
     tests = []
     for question in QUESTIONS:
-        message = verdict(question.name, answers.get(question.name, ""), max_chars)
+        message = verdict(question.name, answers.get(question.name, ""), max_chars, lesson)
         status = Status.FAILED if message else Status.PASSED
         tests.append({
             "name": f"{FUNCTION}: {question.name}", "score": 0.0 if message else float(POINTS),
