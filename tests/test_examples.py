@@ -40,7 +40,7 @@ def test_first_command_installs_then_grades_the_example_class():
     first = readme_commands()[0]
     assert (
         "pip install" in first
-        and "sdpa-grade --batch examples/class" in first
+        and "sdpa-grade batch examples/class" in first
         and "mktemp -d" in first
         and "--show" in first
     )
