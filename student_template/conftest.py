@@ -3,6 +3,9 @@ order the functions are written, that is still a stub or whose tests fail."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 # --- written by sdpa-build from the reference: the functions in order, and what each builds on ---
@@ -81,7 +84,25 @@ def _test_line(item, excinfo) -> str:
     return item.location[0]
 
 
+def _stubs() -> set[str]:
+    """The functions of attention.py still a stub (they raise the template's NotImplementedError), read from its
+    source: a function that no public test covers is still named."""
+    try:
+        tree = ast.parse(Path(__file__).with_name("attention.py").read_text())
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    stubs = set()
+    for node in tree.body:
+        for inner in ast.walk(node):
+            raised = getattr(inner, "exc", None) if isinstance(inner, ast.Raise) else None
+            said = raised.args[0] if isinstance(raised, ast.Call) and raised.args else None
+            if isinstance(said, ast.Constant) and str(said.value).endswith(" is not implemented yet"):
+                stubs.add(getattr(node, "name", ""))
+    return stubs
+
+
 def pytest_terminal_summary(terminalreporter):
+    _missing.extend(_stubs())
     pending = [name for name in ORDER if name in _missing or name in _failing]
     if not pending:
         return

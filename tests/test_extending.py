@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from autograder.release.template import stub_source
 from tests.helpers import ROOT
 
 GUIDE = ROOT / "docs" / "extending.md"
@@ -118,6 +119,20 @@ def test_the_build_derives_everything_else(extended):
     assert changed - pieces_ <= generated, (
         f"edited besides the pieces and the generated files: {changed - pieces_ - generated}"
     )
+
+
+def test_a_student_is_sent_to_the_new_function(extended, tmp_path):
+    """With every other function written and the new one still a stub, the public tests pass and the student's
+    conftest names the new function next (no public test covers it: it is found as a stub in attention.py)."""
+    copy, _ = extended
+    for name in ("conftest.py", "pytest.ini", "test_attention.py"):
+        shutil.copy2(copy / "student_template" / name, tmp_path / name)
+    reference = (copy / "reference" / "attention.py").read_text()
+    start = reference.index(f"def {FUNCTION}(")
+    (tmp_path / "attention.py").write_text(reference[:start] + stub_source(reference[start:]))
+    result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert f"Next: implement {FUNCTION} in attention.py (1 function(s) still to write)" in result.stdout
 
 
 def grade(root, source: str, name: str, folder=None) -> dict:
