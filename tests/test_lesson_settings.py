@@ -79,10 +79,12 @@ def test_the_lesson_check_grades_the_settings_shapes(tmp_path):
 
 def test_a_wrong_shape_on_the_lesson_fails_the_lesson_check(tmp_path):
     """An attention that answers in the defaults' shapes whatever it is given fails on another lesson's."""
+    queries = shapes.text_of(shapes.shapes(DEFAULTS.lesson)["queries and keys"])
+    values = shapes.text_of(shapes.shapes(DEFAULTS.lesson)["values and the output"])
     default_shapes = (
         "\n\n_reference_attention = scaled_dot_product_attention\n\n\n"
         "def scaled_dot_product_attention(Q, K, V, *args, **kwargs):\n"
-        "    return _reference_attention(torch.zeros(32, 50, 64), torch.zeros(32, 50, 64), torch.zeros(32, 50, 128))\n"
+        f"    return _reference_attention(torch.zeros{queries}, torch.zeros{queries}, torch.zeros{values})\n"
     )
     status, _ = graded(DEFAULTS, default_shapes, "sdpa_lesson_shape")
     assert status == {"sdpa_lesson_shape": Status.PASSED}
@@ -95,7 +97,7 @@ def test_the_sources_are_written_with_the_default_lesson():
     shipped [lesson]'s shapes: a build with the defaults writes every file as it is committed."""
     from autograder.assignment.catalogue import catalogue
 
-    roles = {role: shapes._text(shape) for role, shape in shapes.shapes(DEFAULTS.lesson).items()}
+    roles = {role: shapes.text_of(shape) for role, shape in shapes.shapes(DEFAULTS.lesson).items()}
     assert len(set(roles.values())) == len(roles)  # each shape can be told from the others
     handout = (ROOT / "docs" / "handout.md").read_text()
     doc = next(entry.doc for entry in catalogue() if entry.check == "sdpa_lesson_shape")
@@ -143,7 +145,8 @@ def test_sdpa_build_config_writes_the_lesson_into_what_students_receive(tmp_path
     handout = (project / "student_template" / "handout.md").read_text()
     assert "queries (3, 5, 6), keys (3, 5, 6) and values (3, 5, 7)" in handout
     assert "weights of shape (3, 5, 5) and an output of shape (3, 5, 7)" in handout
-    assert "(32, 50" not in handout
+    defaults = [shapes.text_of(shape) for shape in shapes.shapes(DEFAULTS.lesson).values()]
+    assert not [shape for shape in defaults if shape in handout]
     cells = json.loads((project / NOTEBOOK).read_text())["cells"]
     text = "\n".join(cell["source"] for cell in cells)
     assert "Q has shape (3, 5, 6) and K has shape (3, 4, 6)" in text
@@ -151,7 +154,7 @@ def test_sdpa_build_config_writes_the_lesson_into_what_students_receive(tmp_path
     assert "q_scores_shape = (3, 5, 4)" in text and "q_output_shape = (3, 5, 7)" in text
     assert "B, T, d_k, d_v = 3, 5, 6, 7" in text
     assert "# Hidden check sdpa_lesson_shape (2 points): The lesson's question: (3, 5, 6), (3, 5, 6), (3, 5, 7)" in text
-    assert "(32, 50" not in text
+    assert not [shape for shape in defaults if shape in text]
     answers = answer_cells(cells)  # the notebook's own answers are right for the lesson it was built with
     lesson = settings_file(tmp_path, LESSON).lesson
     assert all(test["score"] == test["max_score"] for test in results(cells, "visible", lesson=lesson))
@@ -196,9 +199,24 @@ def test_the_knowledge_check_asks_and_grades_the_settings_lesson(tmp_path):
 def test_render_refuses_what_it_cannot_tell_apart(tmp_path):
     """Sources written with a lesson that gives two roles one shape cannot be rendered; public tests without their
     one lesson line cannot either."""
-    same = settings_file(tmp_path, "[lesson]\nd_v = 64\n").lesson
+    same = settings_file(tmp_path, f"[lesson]\nd_v = {DEFAULTS.lesson.d_k}\n").lesson  # values shaped as queries
+    queries = shapes.text_of(shapes.shapes(DEFAULTS.lesson)["queries and keys"])
     with pytest.raises(ValueError, match="two roles one shape"):
-        shapes.render("(32, 50, 64)", same, DEFAULTS.lesson)
-    assert shapes.render("(32, 50, 64) (7, 7, 7)", DEFAULTS.lesson, same) == "(32, 50, 64) (7, 7, 7)"
+        shapes.render(queries, same, DEFAULTS.lesson)
+    other = "(7, 7, 7)"  # no shape of the lesson's: left as it is
+    assert shapes.render(f"{queries} {other}", DEFAULTS.lesson, same) == f"{queries} {other}"
     with pytest.raises(ValueError, match="hold 0 lines"):
         shapes.render_public_tests("def test_x():\n    pass\n", DEFAULTS.lesson)
+
+
+def test_a_handout_not_written_with_the_shipped_lesson_stops_the_build(tmp_path):
+    """A handout whose example is not the shipped [lesson]'s cannot be built with any lesson: sdpa-build exits 2
+    naming the file and the shape, and sdpa-build --config FILE is the way to build another lesson."""
+    project = sources(tmp_path / "project")
+    values = shapes.text_of(shapes.shapes(DEFAULTS.lesson)["values and the output"])
+    handout = project / "docs" / "handout.md"
+    handout.write_text(handout.read_text().replace(values, "(2, 3, 5)"))
+    built = run([str(BIN / "sdpa-build"), "--root", str(project)])
+    assert built.returncode == 2
+    assert f"docs/handout.md does not name the shape of the lesson's values and the output, {values}" in built.stderr
+    assert "sdpa-build --config FILE" in built.stderr

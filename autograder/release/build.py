@@ -119,7 +119,7 @@ def targets(lesson: Lesson | None = None) -> dict[Path, Callable[[Path], str | b
 
     def copy(source: Path) -> Callable[[Path], str | bytes]:
         if source.suffix == ".md":  # the handout, with the lesson's shapes
-            return lambda root: shapes.render((root / source).read_text(), written, lesson)
+            return lambda root: shapes.render((root / source).read_text(), written, lesson, shapes.EXAMPLE, str(source))
         return lambda root: (root / source).read_bytes()
 
     def public_tests(root: Path) -> str:  # the file students receive is its own source: its lesson line rewritten

@@ -19,6 +19,7 @@ from autograder.config import Lesson
 # the public tests' one line that holds the lesson's sizes, inside their test of the lesson's question
 LESSON_LINE = re.compile(r"^(?P<indent>[ ]*)B, T, d_k, d_v = \d+, \d+, \d+, \d+(?P<comment>  #[^\n]*)?$", re.MULTILINE)
 SHAPE = re.compile(r"\((\d+), (\d+), (\d+)\)")  # a shape written as a tuple of three sizes: (32, 50, 64)
+EXAMPLE = ("queries and keys", "values and the output", "scores and weights")  # the roles the handout's example names
 
 
 def shapes(lesson: Lesson) -> dict[str, tuple[int, int, int]]:
@@ -33,18 +34,27 @@ def shapes(lesson: Lesson) -> dict[str, tuple[int, int, int]]:
     }
 
 
-def render(text: str, source: Lesson, lesson: Lesson) -> str:
-    """``text``, written with ``source``'s shapes, with each of them written as ``lesson``'s same shape."""
+def render(text: str, source: Lesson, lesson: Lesson, named: tuple[str, ...] = (), where: str = "") -> str:
+    """``text``, written with ``source``'s shapes, with each of them written as ``lesson``'s same shape. ``text`` (the
+    file ``where``) must name the shapes of the roles ``named``: written with other sizes, it could not be built with
+    any lesson's."""
+    written = shapes(source)
+    for role in named:
+        if text_of(written[role]) not in text:
+            raise ValueError(
+                f"{where} does not name the shape of the lesson's {role}, {text_of(written[role])}: it is written with"
+                " the shipped settings' [lesson] (autograder/defaults.toml), and another lesson is built with"
+                " sdpa-build --config FILE"
+            )
     if lesson == source:
         return text
-    written = shapes(source)
     if len(set(written.values())) != len(written):
         raise ValueError(
             f"the [lesson] the sources are written with gives two roles one shape ({written}): a shape in them could"
             " not be told from another; give the sizes distinct values"
         )
     wanted = shapes(lesson)
-    rewrite = {_text(shape): _text(wanted[role]) for role, shape in written.items()}
+    rewrite = {text_of(shape): text_of(wanted[role]) for role, shape in written.items()}
     return SHAPE.sub(lambda match: rewrite.get(match.group(0), match.group(0)), text)
 
 
@@ -72,5 +82,6 @@ def render_notebook(text: str, source: Lesson, lesson: Lesson) -> str:
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _text(shape: tuple[int, ...]) -> str:
+def text_of(shape: tuple[int, ...]) -> str:
+    """A shape as the sources write it: (32, 50, 64)."""
     return "(" + ", ".join(str(size) for size in shape) + ")"
