@@ -229,7 +229,7 @@ def rerun(tmp_path_factory):
     before = {name: (out / f"{name}.json").read_bytes() for name in ("ada", "bo", "chen")}
     alone = run([str(BIN / "sdpa-grade"), str(folder / "chen.py"), "--json", str(out / "chen.json"),
                  "--config", str(other)], timeout=600)  # fmt: skip
-    merge = _batch(folder, out, "--summary-only")
+    merge = run([str(BIN / "sdpa-grade"), "summary", str(folder), "--json-dir", str(out)], timeout=900)
     wrong = (SUBMISSIONS / "overlays" / "mistake_divide_by_dk.py").read_text()  # appended to the reference
     (folder / "ada.py").write_text(f"{REFERENCE.read_text()}\n\n{wrong}")
     second = _batch(folder, out, "--config", str(config), "--csv", str(base / "second.csv"), "--report",
