@@ -99,3 +99,11 @@ def passed(check) -> bool:
 def earned(check) -> bool:
     """Whether the check kept all it is worth: it passed, or kept its points by error carried forward."""
     return verdict(check) in (Verdict.PASSED, Verdict.CARRIED)
+
+
+# A student's status in a class, as the CSV and the dashboard write it (course/class_results.status_of)
+GRADED, UNGRADABLE, GRADER_ERROR, MISSING = "graded", "ungradable", "grader-error", "missing"
+# The class's own flags, besides the integrity check's: a deadline needed a time this submission does not have; a
+# submission with other files that could be the graded one, or a search stopped by a bound
+NO_TIME = "no submission time"
+FILE_CHOICE = "file choice"

@@ -11,10 +11,10 @@ import shutil
 import pytest
 
 from autograder.course.batch import students
-from autograder.course.roster import result_names, shown
+from autograder.course.roster import result_names
 from autograder.read.handed_in import read_submission
 from autograder.read.submission import Ungradable
-from autograder.render.inert import csv_cell
+from autograder.render.inert import csv_cell, shown
 from tests.helpers import BIN, REFERENCE, TEMPLATE_DIR, run
 
 NOT_UTF8 = os.fsdecode(b"caf\xe9")

@@ -10,10 +10,11 @@ from collections import Counter
 import pytest
 
 from autograder.course.batch import _write_csv
-from autograder.course.class_results import class_results, describe
+from autograder.course.class_results import class_results
 from autograder.course.roster import page_names, result_names
 from autograder.render.dashboard import write_report
 from autograder.render.terminal import summary
+from autograder.render.text import describe
 from tests.test_render import check_result, result
 
 pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")

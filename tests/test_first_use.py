@@ -65,8 +65,9 @@ def test_html_page_of_an_nbgrader_submission_is_titled_with_the_student(tmp_path
 def test_dashboard_names_each_students_mistakes_in_sentences():
     """The students table's named-mistake column reads as the mistake's short sentence, not its identifier."""
     pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
-    from autograder.course.class_results import class_results, describe
+    from autograder.course.class_results import class_results
     from autograder.render.dashboard import dashboard
+    from autograder.render.text import describe
     from tests.test_render import check_result, result
 
     wrong = check_result("scale_values", "scale_scores", "values", 0, 2, "differs.", mistake="divide_by_dk")

@@ -24,18 +24,19 @@ from autograder import provenance
 from autograder.assignment.deadline import DeadlineError, apply, read_times
 from autograder.atomic import write_atomically
 from autograder.config import Settings
-from autograder.course.class_results import MISSING, ClassResults, class_results
-from autograder.course.roster import result_names, shown
+from autograder.course.class_results import ClassResults, class_results
+from autograder.course.roster import result_names
 from autograder.course.shard import select
 from autograder.interrupts import Interrupts
 from autograder.read.handed_in import MARKER, HandedIn, collected_by_nbgrader, listing, take, with_time
 from autograder.record import Result
-from autograder.render.inert import csv_cell, inert
+from autograder.render.inert import csv_cell, inert, shown
 from autograder.render.terminal import summary
 from autograder.report import grader_failure, load, stamp, unstamp
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
 from autograder.sandbox.runner import Zygote
+from autograder.status import MISSING
 
 
 @dataclass(frozen=True)

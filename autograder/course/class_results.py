@@ -12,18 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from autograder.course.roster import page_names, result_names, shown
+from autograder.course.roster import page_names, result_names
 from autograder.record import Result
 from autograder.render.html import feedback_text
+from autograder.render.inert import shown
 from autograder.render.text import graded_file_text
-from autograder.status import Verdict, verdict
-
-NO_TIME = "no submission time"  # a flag: the [deadline] policy needed a time this submission does not have
-
-# A student's status, as the CSV and the dashboard write it
-GRADED, UNGRADABLE, GRADER_ERROR, MISSING = "graded", "ungradable", "grader-error", "missing"
-# the flag's kind for a submission with other files that could be the graded one, or a search stopped by a bound
-FILE_CHOICE = "file choice"
+from autograder.status import FILE_CHOICE, GRADED, GRADER_ERROR, MISSING, NO_TIME, UNGRADABLE, Verdict, verdict
 
 
 def status_of(result: dict | None) -> str:
@@ -86,20 +80,6 @@ class ClassResults:
     @property
     def flags(self) -> list[Flag]:
         return [flag for student in self.students for flag in student.flags]
-
-
-def describe(mistake: str) -> str:
-    """A named mistake's short description: the first clause of its sentence."""
-    from autograder.checks.mistakes import SENTENCES
-
-    return SENTENCES.get(mistake, mistake).split(";")[0]
-
-
-def reason(flag: str) -> str:
-    """An integrity flag's short description."""
-    from autograder.checks.flags import REASONS
-
-    return REASONS.get(flag, flag)
 
 
 def flags_of(name: str, result: dict) -> list[Flag]:

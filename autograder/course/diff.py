@@ -14,9 +14,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.course.class_results import MISSING, flags_of, status_of
+from autograder.course.class_results import flags_of, status_of
 from autograder.record import Result
 from autograder.report import load
+from autograder.status import MISSING
 
 # provenance fields that describe a run as a whole (the same for every student of one run): the diff says
 # which of them differ between the two folders, i.e. what changed between the runs

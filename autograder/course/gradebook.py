@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.atomic import write_atomically
-from autograder.course.roster import shown
-from autograder.render.inert import csv_cell
+from autograder.render.inert import csv_cell, shown
 
 # Canvas's gradebook export: these identity columns come first, Section the last of them; then one column per
 # assignment, "Title (id)"; the second row is "Points Possible" (its first cell indented by spaces in exports)

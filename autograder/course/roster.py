@@ -13,8 +13,6 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from autograder.render.inert import inert
-
 # nbgrader's course folders that hold one folder per student: <folder>/<student>/<assignment>/...
 NBGRADER_FOLDERS = ("submitted", "autograded")
 
@@ -38,12 +36,6 @@ def result_names(names: list[str]) -> dict[str, str]:
         if taken[file] > 1:  # a name made to look like another's safe form: both get their whole hash
             files[name] = f"{_safe(name)[:80]}-{hashlib.sha256(os.fsencode(name)).hexdigest()}.json"
     return files
-
-
-def shown(name: str) -> str:
-    """A name as a person reads it (terminal, CSV, pages): undecodable bytes, control characters (ANSI escapes)
-    and bidirectional overrides (U+202E) as their escapes (render/inert.py), on one line."""
-    return inert(os.fsencode(name).decode("utf-8", "backslashreplace"), keep_newlines=False)
 
 
 def student_of(submission: Path) -> str:

@@ -107,6 +107,7 @@ class Similarity:
     behaviour_median: float
     sources: dict[str, str] = field(default_factory=dict)  # student -> the text compared (for the side-by-side)
     not_compared: dict[str, str] = field(default_factory=dict)  # student -> why their file gave no code evidence
+    kept: dict[str, frozenset[int]] = field(default_factory=dict)  # a flagged pair's student -> code_lines of the text
 
     @property
     def flagged(self) -> list[Pair]:
@@ -519,7 +520,17 @@ def similarity(results: dict[str, dict | None], sources: dict[str, str | None], 
         pairs.append(Pair(a, b, code, behaviour, code_z, behaviour_z, flagged, lines_a, lines_b, agreed, why_skipped))
     shown = {name: text for name, text in sources.items() if text is not None}
     not_compared = {name: codes[name].skipped for name in names if codes[name].skipped}
-    return Similarity(pairs, code_median, behaviour_median, shown, not_compared)
+    kept = {name: code_lines(shown.get(name, "")) for pair in pairs if pair.flagged for name in (pair.a, pair.b)}
+    return Similarity(pairs, code_median, behaviour_median, shown, not_compared, kept)
+
+
+def code_lines(text: str) -> frozenset[int]:
+    """The lines that hold a token the comparison kept (``normalised``); every line where the file cannot be read so
+    (it was, to be compared: a flagged pair's files were). The side-by-side highlights only these."""
+    try:
+        return frozenset(line for _, line in normalised(text))
+    except (SyntaxError, ValueError, tokenize.TokenError, RecursionError, MemoryError):
+        return frozenset(range(1, text.count("\n") + 2))
 
 
 def read_source(handed, result: dict | None, limits: Limits) -> tuple[str | None, str]:

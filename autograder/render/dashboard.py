@@ -4,7 +4,8 @@ Everything is read from the class's results (class_results.py), which come from 
 fields, never from their wording: the same numbers as the batch's text summary and CSV. The dashboard is
 one HTML file with its plots embedded; the feedback pages sit in a folder beside it, named after it,
 each student's page named by roster.py. This module computes what the pages show (the plots, the rates,
-the rows); templates/dashboard.html lays it out, autoescaped.
+the rows); templates/dashboard.html lays it out, autoescaped. ``stats`` is the class's results
+(course.class_results.ClassResults) and ``found`` a regrade's changes (course.diff.Diff), handed in by the batch.
 """
 
 from __future__ import annotations
@@ -15,15 +16,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder.assignment.deadline import late_by
-from autograder.course.class_results import GRADED, ClassResults, describe
-from autograder.course.diff import Diff
 from autograder.record import Result
 from autograder.render import images
 from autograder.render.html import templates, write_student_page
-from autograder.render.text import neither_count
+from autograder.render.text import describe, neither_count
+from autograder.status import GRADED
 
 
-def _scores(stats: ClassResults) -> dict:
+def _scores(stats) -> dict:
     students = stats.present
     # the usual maximum (an ungradable submission may be scored out of a little more: checks that could not run)
     top = Counter(s.max_score for s in students).most_common(1)[0][0] if students else 1
@@ -37,7 +37,7 @@ def _scores(stats: ClassResults) -> dict:
             "full": sum(s.score == s.max_score > 0 for s in students), "plot": images.data_uri(figure)}  # fmt: skip
 
 
-def _checks(stats: ClassResults) -> tuple[list[dict], str]:
+def _checks(stats) -> tuple[list[dict], str]:
     """Every check with its pass rate (``None``: never scored), and the plot of the scored ones' rates."""
     if not stats.seen:
         return [], ""
@@ -60,7 +60,7 @@ def _checks(stats: ClassResults) -> tuple[list[dict], str]:
     return rows, images.data_uri(figure)
 
 
-def _mistakes(stats: ClassResults) -> tuple[list[tuple[str, int, str]], str]:
+def _mistakes(stats) -> tuple[list[tuple[str, int, str]], str]:
     """Each named mistake, most frequent first, with its count and meaning; and their plot."""
     if not stats.mistakes:
         return [], ""
@@ -75,7 +75,7 @@ def _mistakes(stats: ClassResults) -> tuple[list[tuple[str, int, str]], str]:
     return [(k, c, describe(k)) for k, c in common], images.data_uri(figure)
 
 
-def _times(stats: ClassResults) -> dict | None:
+def _times(stats) -> dict | None:
     seconds = sorted(s.seconds for s in stats.present)
     if not seconds:
         return None
@@ -93,7 +93,7 @@ def _times(stats: ClassResults) -> dict | None:
     }
 
 
-def _students(stats: ClassResults) -> list[dict]:
+def _students(stats) -> list[dict]:
     return [{"name": s.name, "score": s.score, "max_score": s.max_score, "seconds": s.seconds, "status": s.status,
              "percent": 100 * s.score / s.max_score if s.max_score else 0.0,
              "flags": ", ".join(sorted({f.kind for f in s.flags})),
@@ -122,7 +122,7 @@ def _graded(record: dict) -> dict:
     return {"file": str(record.get("graded_file") or ""), "at": str(record.get("graded_at") or ""), **short}
 
 
-def _changes(found: Diff | None, stats: ClassResults) -> dict | None:
+def _changes(found, stats) -> dict | None:
     """--diff OLD: the summary, one row per student that changed (linked to their page), and the shifts' plot."""
     if found is None:
         return None
@@ -143,7 +143,7 @@ def _changes(found: Diff | None, stats: ClassResults) -> dict | None:
                      for key, a, b in found.runs]}  # fmt: skip
 
 
-def dashboard(stats: ClassResults, links: dict[str, str], found: Diff | None = None, similar=None) -> str:
+def dashboard(stats, links: dict[str, str], found=None, similar=None) -> str:
     """The class dashboard as one self-contained HTML document; ``links``: student -> their feedback page;
     ``found``: the changes from an earlier results folder (--diff OLD), shown in a section of their own;
     ``similar``: the class's similarity pass (--similarity, similarity.Similarity), its flagged pairs in another."""
@@ -158,7 +158,7 @@ def dashboard(stats: ClassResults, links: dict[str, str], found: Diff | None = N
     )  # fmt: skip
 
 
-def write_report(path: Path, stats: ClassResults, found: Diff | None = None, similar=None) -> Path:
+def write_report(path: Path, stats, found=None, similar=None) -> Path:
     """Write the dashboard at ``path`` and each student's feedback page in ``<path stem>-feedback/``;
     return that folder.
 

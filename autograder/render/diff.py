@@ -1,4 +1,5 @@
-"""The words and the CSV of ``sdpa-grade --diff``: a summary line, then one line per student that changed."""
+"""The words and the CSV of ``sdpa-grade --diff``: a summary line, then one line per student that changed, from the
+fields of the ``Diff`` (and each ``StudentChange``) that course/diff.py hands in."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ import io
 from pathlib import Path
 
 from autograder.atomic import write_atomically
-from autograder.course.class_results import MISSING, describe, reason
-from autograder.course.diff import Diff, StudentChange
-from autograder.course.roster import shown
-from autograder.render.inert import csv_cell, inert
+from autograder.render.inert import csv_cell, inert, shown
+from autograder.render.text import describe, reason
+from autograder.status import MISSING
 
 CSV_COLUMNS = ["student", "check", "old_points", "new_points", "old_score", "new_score", "what"]
 
@@ -19,13 +19,13 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def headline(d: Diff) -> str:
+def headline(d) -> str:
     """'7 of 40 change: 5 up, 2 down, mean +0.8': of every student on either side (one on one side only is a change);
     the mean over every student on both sides, changed or not."""
     return f"{len(d.changes)} of {d.students} change: {d.up} up, {d.down} down, mean {d.mean_shift:+.1f}"
 
 
-def _what(change: StudentChange) -> list[str]:
+def _what(change) -> list[str]:
     """What changed for one student besides the checks' points, in words."""
     parts = []
     if change.old_status != change.new_status:
@@ -46,7 +46,7 @@ def _what(change: StudentChange) -> list[str]:
     return parts
 
 
-def line(change: StudentChange) -> str:
+def line(change) -> str:
     """One student's line: old -> new total, the checks that moved, and what else changed."""
     total = f"{_number(change.old_score)} -> {_number(change.new_score)}"
     if change.shift is not None:
@@ -61,7 +61,7 @@ def run_field(key: str) -> str:
     return f"setting {key}" if "." in key else key.replace("_", " ")
 
 
-def lines(d: Diff) -> list[str]:
+def lines(d) -> list[str]:
     """The whole diff as text: what it compared, the summary, what changed between the runs, each change."""
     out = [f"Grades from {d.old} to {d.new}: {headline(d)}"]
     for key, before, after in d.runs:
@@ -72,7 +72,7 @@ def lines(d: Diff) -> list[str]:
     return out
 
 
-def write_csv(path: Path, d: Diff) -> None:
+def write_csv(path: Path, d) -> None:
     """One row per student and check that moved, and one per other change (``check`` empty), written whole."""
     text = io.StringIO()
     writer = csv.writer(text)

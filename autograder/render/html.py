@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.checks.examples import EXAMPLES
-from autograder.course.roster import shown
 from autograder.record import CheckResult, Result
 from autograder.render import images
-from autograder.render.inert import inert
+from autograder.render.inert import inert, shown
 from autograder.render.text import block_grid, late_sentence, says_passed, with_late
 from autograder.status import verdict
 

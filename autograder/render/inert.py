@@ -9,10 +9,18 @@ ESC, bidirectional overrides, line and paragraph separators) is shown as its esc
 
 from __future__ import annotations
 
+import os
+
 
 def inert(text: str, keep_newlines: bool = True) -> str:
     """``text`` with every character that is not printable written as its Python escape (newlines kept, if asked)."""
     return "".join(c if c.isprintable() or (keep_newlines and c == "\n") else _escape(c) for c in str(text))
+
+
+def shown(name: str) -> str:
+    """A name as a person reads it (terminal, CSV, pages): undecodable bytes, control characters (ANSI escapes)
+    and bidirectional overrides (U+202E) as their escapes, on one line."""
+    return inert(os.fsencode(name).decode("utf-8", "backslashreplace"), keep_newlines=False)
 
 
 def _escape(character: str) -> str:

@@ -1,23 +1,22 @@
-"""The words, the CSV and the dashboard section of ``sdpa-grade --batch ... --similarity``, from similarity.py's
-fields. Similar submissions are listed for the instructor's review: evidence for a conversation, never a deduction."""
+"""The words, the CSV and the dashboard section of ``sdpa-grade --batch ... --similarity``, from the fields of the
+``Similarity`` (and each ``Pair``) that course/similarity.py hands in. Similar submissions are listed for the
+instructor's review: evidence for a conversation, never a deduction."""
 
 from __future__ import annotations
 
 import csv
 import io
-import tokenize
 from pathlib import Path
 
 from autograder.atomic import write_atomically
-from autograder.course.class_results import describe
-from autograder.course.similarity import Pair, Similarity, normalised
 from autograder.render.inert import csv_cell, inert
+from autograder.render.text import describe
 
 CSV_COLUMNS = ["student_a", "student_b", "code", "behaviour", "flagged", "why"]
 MAX_SHOWN_LINES = 400  # a file longer than this is shown cut, in the side-by-side (it was compared whole)
 
 
-def summary_line(found: Similarity) -> str:
+def summary_line(found) -> str:
     """The pass in one line, naming every file it could not compare, with why (a copy it cannot read is one the
     review cannot see: the instructor hears of it here, not only in the CSV's rows)."""
     line = f"similarity: {len(found.pairs)} pairs, {len(found.flagged)} flagged for review (not a deduction)"
@@ -34,7 +33,7 @@ def _agreement(agreement) -> str:
     return f"{agreement.check} ({what}; {agreement.shared_by} of the class answered so)"
 
 
-def why(pair: Pair, found: Similarity) -> str:
+def why(pair, found) -> str:
     """What raised (or did not raise) the pair, in one line: each kind of evidence against the class's typical pair."""
     code = f"code {pair.code:.0%} shared (class median {found.code_median:.0%}, z {pair.code_z:.1f})"
     wrong = [g for g in pair.agreements if not g.passed]
@@ -47,7 +46,7 @@ def why(pair: Pair, found: Similarity) -> str:
     return inert(f"{verdict}: {code}; {behaviour}{skipped}", keep_newlines=False)
 
 
-def write_csv(path: Path, found: Similarity) -> None:
+def write_csv(path: Path, found) -> None:
     """One row per pair, in the roster's order, written whole (atomic.write_atomically)."""
     text = io.StringIO()
     writer = csv.writer(text)
@@ -58,11 +57,11 @@ def write_csv(path: Path, found: Similarity) -> None:
     write_atomically(path, text.getvalue())
 
 
-def _side(text: str, regions: tuple[tuple[int, int], ...]) -> list[dict]:
+def _side(text: str, regions: tuple[tuple[int, int], ...], kept: frozenset[int]) -> list[dict]:
     """A file's lines for the side-by-side, each with its number and whether it is highlighted: a line of a matching
-    region that holds code the comparison kept (similarity.normalised: not a docstring, a comment or a blank line,
-    which the comparison sets aside, though a region spans them)."""
-    marked = {line for first, last in regions for line in range(first, last + 1)} & _code_lines(text)
+    region that holds code the comparison kept (``kept``, similarity.code_lines: not a docstring, a comment or a blank
+    line, which the comparison sets aside, though a region spans them)."""
+    marked = {line for first, last in regions for line in range(first, last + 1)} & kept
     lines = text.splitlines()
     shown = [{"number": i, "text": inert(line.expandtabs(4), keep_newlines=False), "match": i in marked}
              for i, line in enumerate(lines[:MAX_SHOWN_LINES], 1)]  # fmt: skip
@@ -71,16 +70,7 @@ def _side(text: str, regions: tuple[tuple[int, int], ...]) -> list[dict]:
     return shown
 
 
-def _code_lines(text: str) -> set[int]:
-    """The lines that hold a token the comparison kept; every line where the file cannot be read so (it was, to be
-    compared: a flagged pair's files were)."""
-    try:
-        return {line for _, line in normalised(text)}
-    except (SyntaxError, ValueError, tokenize.TokenError, RecursionError, MemoryError):
-        return set(range(1, text.count("\n") + 2))
-
-
-def section(found: Similarity | None) -> dict | None:
+def section(found) -> dict | None:
     """The dashboard's "Similar submissions (for review)" section: each flagged pair, its evidence and both files."""
     if found is None:
         return None
@@ -89,8 +79,8 @@ def section(found: Similarity | None) -> dict | None:
         pairs.append({
             "a": pair.a, "b": pair.b, "why": why(pair, found), "code": pair.code, "behaviour": pair.behaviour,
             "wrong": [_agreement(g) for g in pair.agreements if not g.passed],
-            "left": _side(found.sources.get(pair.a, ""), pair.a_lines),
-            "right": _side(found.sources.get(pair.b, ""), pair.b_lines),
+            "left": _side(found.sources.get(pair.a, ""), pair.a_lines, found.kept.get(pair.a, frozenset())),
+            "right": _side(found.sources.get(pair.b, ""), pair.b_lines, found.kept.get(pair.b, frozenset())),
             "skipped": [not_compared(name, reason) for name, reason in pair.skipped],
         })  # fmt: skip
     return {"pairs": pairs, "count": len(found.pairs), "summary": summary_line(found),

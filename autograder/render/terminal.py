@@ -4,11 +4,10 @@ Text from a result is made inert (render/inert.py): shown, never run by the term
 
 from __future__ import annotations
 
-from autograder.course.class_results import FILE_CHOICE, NO_TIME, ClassResults, describe, reason
-from autograder.course.roster import shown
 from autograder.record import Result
-from autograder.render.inert import inert
-from autograder.render.text import graded_file_text, late_sentence, neither_count, says_passed
+from autograder.render.inert import inert, shown
+from autograder.render.text import describe, graded_file_text, late_sentence, neither_count, reason, says_passed
+from autograder.status import FILE_CHOICE, NO_TIME
 
 
 def table(result: dict, width: int = 100) -> str:
@@ -38,7 +37,7 @@ def table(result: dict, width: int = 100) -> str:
 OWN_FLAGS = {"ungradable": "ungradable", "grader error": "grader_error"}
 
 
-def summary(stats: ClassResults, skipped: dict[str, str] | None = None) -> str:
+def summary(stats, skipped: dict[str, str] | None = None) -> str:
     """Per check, how many passed (and kept their points, or were withheld); per named mistake, how many submissions
     showed it; what to review; grading times; and the class folder's entries that are no student, each with why
     (``skipped``: handed_in.listing)."""
@@ -54,13 +53,13 @@ def summary(stats: ClassResults, skipped: dict[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def _kept(stats: ClassResults, name: str) -> str:
+def _kept(stats, name: str) -> str:
     """After a check's passes: where it kept its points by error carried forward, and where it was withheld."""
     said = neither_count(stats.carried[name], stats.withheld[name])
     return f" ({said})" if said else ""
 
 
-def _review_and_times(stats: ClassResults) -> list[str]:
+def _review_and_times(stats) -> list[str]:
     """Submissions to look at (integrity flags with their reasons, ungradable, grader errors) and grading times."""
     review = []
     for student in stats.present:

@@ -214,3 +214,17 @@ def paragraphs(item: Scored) -> list[str]:
     """The feedback's lines for a narrow page (nbgrader's cells): the likely cause on a line of its own."""
     lines = [line for sentence in sentences(item) for line in sentence.splitlines()]
     return lines + (block_grid(item.outcome.picture).splitlines() if item.outcome.picture else [])
+
+
+def describe(mistake: str) -> str:
+    """A named mistake's short description: the first clause of its sentence."""
+    from autograder.checks.mistakes import SENTENCES
+
+    return SENTENCES.get(mistake, mistake).split(";")[0]
+
+
+def reason(flag: str) -> str:
+    """An integrity flag's short description."""
+    from autograder.checks.flags import REASONS
+
+    return REASONS.get(flag, flag)
