@@ -12,7 +12,7 @@ from autograder.config import load_settings
 from autograder.grade import _pytest
 from autograder.plugin import GradingPlugin
 from autograder.release import lesson as shapes
-from autograder.release.quiz import BY_NAME, QUESTIONS, answer_cells, questions, results, verdict
+from autograder.release.quiz import BY_NAME, POINTS, QUESTIONS, answer_cells, questions, results, verdict
 from autograder.status import Status
 from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, run
 from tests.in_process import InProcess
@@ -220,3 +220,30 @@ def test_a_handout_not_written_with_the_shipped_lesson_stops_the_build(tmp_path)
     assert built.returncode == 2
     assert f"docs/handout.md does not name the shape of the lesson's values and the output, {values}" in built.stderr
     assert "sdpa-build --config FILE" in built.stderr
+
+
+def test_sdpa_grade_scores_a_notebooks_shape_answers_on_the_settings_lesson(tmp_path):
+    """sdpa-grade's knowledge check of a notebook grades the answers on shapes against the grading settings'
+    [lesson]: right for the lesson the notebook was built with, wrong for another."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from autograder.grade import Grading, knowledge_check
+    from autograder.read.handed_in import take
+
+    answers = {"q_scores_shape": "q_scores_shape = (3, 5, 4)", "q_output_shape": "q_output_shape = (3, 5, 7)"}
+    cells = [
+        new_code_cell(source, metadata={"nbgrader": {"solution": True, "grade_id": name}})
+        for name, source in answers.items()
+    ]
+    path = tmp_path / "sdpa.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+    scored = {}
+    for label, settings in (("lesson", settings_file(tmp_path, LESSON)), ("defaults", DEFAULTS)):
+        grading = Grading(path, settings, handed=take(path, settings.limits))
+        grading.result = {"score": 0.0, "max_score": 0.0, "output": "", "tests": []}
+        tests = knowledge_check(grading).result["tests"]
+        scored[label] = {
+            test["extra_data"]["check"]: test["score"] for test in tests if test["extra_data"]["check"] in answers
+        }
+    assert scored == {"lesson": dict.fromkeys(answers, float(POINTS)), "defaults": dict.fromkeys(answers, 0.0)}
