@@ -321,12 +321,11 @@ def _early_zygote(argv: list[str] | None):
 
 
 def _interrupted(args: argparse.Namespace) -> int:
-    if getattr(args, "json", None) is None:  # a verb that writes no results file of its own here (grade's --json)
-        print("sdpa-grade: interrupted: nothing written", file=sys.stderr)
-    elif getattr(args, "written", False):
-        print(f"sdpa-grade: interrupted: {args.json} is written, whole; nothing else is", file=sys.stderr)
+    results = getattr(args, "json", None)  # grade's --json: the other verbs write no results file here
+    if getattr(args, "written", False):
+        print(f"sdpa-grade: interrupted: {results} is written, whole; nothing else is", file=sys.stderr)
     else:
-        kept = f" ({args.json} is as it was)" if args.json else ""
+        kept = f" ({results} is as it was)" if results else ""
         print(f"sdpa-grade: interrupted: nothing written{kept}", file=sys.stderr)
     return 130
 
