@@ -3,7 +3,7 @@
     .venv/bin/python bench/gpu_check.py
 
 Prints: the device; the CUDA timing check's outcome for the reference and for a loop over
-query positions (graded with `sdpa-grade --device cuda`); the student/reference time ratios
+query positions (graded with `sdpa-grade grade --device cuda`); the student/reference time ratios
 behind it on the GPU shapes of autograder/checks/timing.py (median of 7 interleaved rounds);
 and the wall time of one grading on the GPU machine. Exits 2 at once without CUDA.
 """
@@ -30,7 +30,7 @@ def graded(path: Path) -> tuple[dict, float]:
         out = Path(folder) / "results.json"
         start = time.perf_counter()
         subprocess.run(
-            [str(BIN / "sdpa-grade"), str(path), "--device", "cuda", "--json", str(out)],
+            [str(BIN / "sdpa-grade"), "grade", str(path), "--device", "cuda", "--json", str(out)],
             check=True,
             capture_output=True,
         )

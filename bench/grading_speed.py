@@ -184,7 +184,7 @@ def main() -> None:
 
 def single(reference: Path) -> None:
     """One submission by sdpa-grade, and where one grading in this process spends its time."""
-    singles = [timed([str(BIN / "sdpa-grade"), str(reference)])[0] for _ in range(3)]
+    singles = [timed([str(BIN / "sdpa-grade"), "grade", str(reference)])[0] for _ in range(3)]
     print(
         f"one submission (sdpa-grade, whole process): median {statistics.median(singles):.2f} s of {len(singles)} runs"
     )

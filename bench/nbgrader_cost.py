@@ -1,4 +1,4 @@
-"""Print what ``nbgrader autograde`` costs against ``sdpa-grade --batch --jobs 1``, and how much is nbgrader's own.
+"""Print what ``nbgrader autograde`` costs against ``sdpa-grade batch --jobs 1``, and how much is nbgrader's own.
 
     .venv/bin/python bench/nbgrader_cost.py [--rounds 5] [--neighbour] [--against REV]
 
@@ -8,7 +8,7 @@ them correct (the solution as it is, or with a correct overlay of tests/submissi
 code cell), 9 with a classic mistake (a ``mistake_*`` overlay appended the same way; every other one answers a
 question of the knowledge check wrongly too). Each round times, one after another:
 
-  (a) ``sdpa-grade --batch submitted --jobs 1`` on them;
+  (a) ``sdpa-grade batch submitted --jobs 1`` on them;
   (b) ``nbgrader autograde sdpa --force`` as the course runs it (assignments/nbgrader_config.py);
   (c) ``nbgrader autograde sdpa --force`` in a second copy of the course whose config puts a preprocessor that
       returns the notebook as it is in the place of this project's ``GradeNotebook``: nbgrader's own bookkeeping
@@ -223,7 +223,7 @@ def main() -> None:
             grades = Path(folder) / "grades"
             nbgrader = [str(BIN / "nbgrader"), "autograde", "sdpa", "--force"]
             commands = {
-                "batch": ([str(BIN / "sdpa-grade"), "--batch", "submitted", "--jobs", "1"], course, env),
+                "batch": ([str(BIN / "sdpa-grade"), "batch", "submitted", "--jobs", "1"], course, env),
                 "autograde": (nbgrader, course, env),
                 "bookkeeping": (nbgrader, bare, env),
             }
@@ -259,7 +259,7 @@ def main() -> None:
             neighbour.wait()
     where = "beside a busy Python loop" if options.neighbour else "nothing of the bench's beside it"
     print(f"16 notebooks (7 correct, 9 with a mistake), medians of {options.rounds} interleaved rounds, {where}:")
-    print(f"  (a) sdpa-grade --batch --jobs 1:         {shown(wall['batch'], cpu['batch'])}")
+    print(f"  (a) sdpa-grade batch --jobs 1:           {shown(wall['batch'], cpu['batch'])}")
     print(f"  (b) nbgrader autograde:                  {shown(wall['autograde'], cpu['autograde'])}")
     print(f"  (c) nbgrader autograde, grading a no-op: {shown(wall['bookkeeping'], cpu['bookkeeping'])}")
     if options.against:

@@ -7,7 +7,7 @@
    times: each run is a cold start of the grader (a new process that imports torch, starts its
    worker and grades), which is what a student waits for once Gradescope's container is up.
 2. Grades a class of --students (a mix of correct, wrong, hostile and ungradable submissions)
-   with the installed wheel's `sdpa-grade --batch --jobs <cores>`, --repeats times, and reads the
+   with the installed wheel's `sdpa-grade batch --jobs <cores>`, --repeats times, and reads the
    CPU time every process of the batch used (RUSAGE_CHILDREN): core-seconds per submission.
 3. Projects a class of 1,000 from the median core-seconds: one 16-core machine, and N Slurm nodes
    of 16 cores each, as 1000 * core_s / (16 * N) plus one batch start per node (taken as one
@@ -141,7 +141,7 @@ def main() -> None:
             subprocess.run(
                 [
                     str(root / "venv" / "bin" / "sdpa-grade"),
-                    "--batch",
+                    "batch",
                     str(klass),
                     "--json-dir",
                     str(out),

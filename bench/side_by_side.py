@@ -55,14 +55,14 @@ def write_submissions(folder: Path, names: list[str]) -> dict[str, Path]:
 
 
 def start(path: Path, folder: Path, user: int | None) -> tuple[subprocess.Popen, Path]:
-    """``sdpa-grade path`` with a TMPDIR of its own (inside ``folder``); its results file."""
+    """``sdpa-grade grade path`` with a TMPDIR of its own (inside ``folder``); its results file."""
     tmp = Path(tempfile.mkdtemp(prefix="tmpdir-", dir=folder))
     tmp.chmod(0o777)
     results = tmp / "results.json"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(tmp), "HOME": str(tmp), "LANG": "C.UTF-8"}
     who = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
     process = subprocess.Popen(
-        [str(BIN / "sdpa-grade"), str(path), "--json", str(results)],
+        [str(BIN / "sdpa-grade"), "grade", str(path), "--json", str(results)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -66,7 +66,7 @@ GRADER_LOOP = (
 import os, subprocess, sys, tempfile
 while True:
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.argv[1], sys.argv[2], "--json", os.path.join(tmp, "r.json")], """
+        subprocess.run([sys.argv[1], "grade", sys.argv[2], "--json", os.path.join(tmp, "r.json")], """
     """env={**os.environ, "TMPDIR": tmp},
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 """

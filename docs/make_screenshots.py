@@ -1,7 +1,7 @@
 """Draw the pages' screenshots in docs/, each as headless chromium shows it in a 1280 px wide window:
 
 - dashboard.png: the class dashboard of a small class from tests/submissions, graded with a [deadline] and
-  `--times` (the late lines and the graded column), `sdpa-grade --batch --report`;
+  `--times` (the late lines and the graded column), `sdpa-grade batch --report`;
 - feedback.png: one student's feedback page from the same run (dara's: a failed check and its heat map);
 - similarity.png: the similarity view (`--similarity`) of ten students of the measured corpus, one pair listed;
 - nbgrader-feedback.png: nbgrader's feedback page, with the course's template, after a real autograde of a notebook
@@ -54,7 +54,7 @@ def _class(base: Path) -> None:
     (base / "submitted" / "max.py").write_text((ROOT / "student_template" / "attention.py").read_text())
     (base / "course.toml").write_text(DEADLINE)
     (base / "times.csv").write_text("student,submitted_at\n" + "".join(f"{n},{t}\n" for n, t in TIMES.items()))
-    _grade("--batch", "submitted", "--jobs", "2", "--json-dir", "grades", "--config", "course.toml",
+    _grade("batch", "submitted", "--jobs", "2", "--json-dir", "grades", "--config", "course.toml",
            "--times", "times.csv", "--report", "class.html", cwd=base)  # fmt: skip
 
 
@@ -64,7 +64,7 @@ def _similarity(base: Path) -> None:
         (base / "corpus" / folder).mkdir(parents=True)
         for name in CORPUS:
             shutil.copy(ROOT / "tests" / "similarity" / folder / f"{name}{suffix}", base / "corpus" / folder)
-    _grade("--batch", "corpus/class", "--json-dir", "corpus/results", "--summary-only", "--similarity",
+    _grade("summary", "corpus/class", "--json-dir", "corpus/results", "--similarity",
            "--report", "corpus.html", cwd=base)  # fmt: skip
 
 
