@@ -177,3 +177,128 @@ def test_the_folder_table_names_every_flat_module_and_folder():
         named += [f"{path.name}`" for path in (PACKAGE / folder).glob("*.py") if path.name != "__init__.py"]
     missing = [name for name in named if name not in table]
     assert not missing, f"docs/architecture.md's table of folders does not name {missing}"
+
+
+# The layers, lowest first (docs/architecture.md, "The layers"): a module imports only its own folder (or, flat, itself)
+# and the layers below its own, never one beside it or above it. Imports inside functions and for type checking count.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("assignment/", "sandbox/", "status", "atomic", "interrupts", "quick_exit"),
+    ("config",),
+    ("read/",),
+    ("provenance", "checks/"),
+    ("record", "plugin"),
+    ("scoring",),
+    ("render/",),
+    ("report", "release/"),
+    ("grade",),
+    ("course/", "nbgrader_path/"),
+    ("cli",),
+)
+LAYER_OF = {unit: number for number, units in enumerate(LAYERS) for unit in units}
+MOST_FLAT_MODULES = 12
+
+
+def unit_of(module: str) -> str:
+    """The folder (``render/``) or flat module (``report``) an autograder module belongs to; "" for the package."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[0] != "autograder":
+        return ""
+    return f"{parts[1]}/" if (PACKAGE / parts[1]).is_dir() else parts[1]
+
+
+def module_of(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def absolute_imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth, relative imports made absolute (``from . import x`` in
+    autograder/render/html.py is autograder.render.x)."""
+    found = set(imports(path))
+    package = module_of(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = ".".join(package[: len(package) - node.level + 1])
+            module = f"{base}.{node.module}" if node.module else base
+            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def crossings(path: Path) -> list[str]:
+    """The imports of ``path`` that break the layers: each as 'unit imports unit'."""
+    own = unit_of(module_of(path))
+    found = []
+    for name in sorted(absolute_imports(path)):
+        target = unit_of(name)
+        if target and target != own and not LAYER_OF[target] < LAYER_OF[own]:
+            found.append(f"{own} imports {target} ({name})")
+    return found
+
+
+def test_the_layers_name_every_folder_and_flat_module_once():
+    """Each folder and flat module of autograder/ is in exactly one layer, and each unit of the table exists."""
+    units = [f"{path.name}/" for path in PACKAGE.iterdir() if (path / "__init__.py").exists()]
+    units += [path.stem for path in PACKAGE.glob("*.py") if path.name != "__init__.py"]
+    listed = [unit for layer in LAYERS for unit in layer]
+    assert len(listed) == len(set(listed)), "a unit is in two layers"
+    assert not set(units) - set(listed), f"in no layer: {sorted(set(units) - set(listed))}"
+    assert not set(listed) - set(units), f"no such folder or module: {sorted(set(listed) - set(units))}"
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=where)
+def test_every_import_follows_the_layers(path):
+    """A module imports only its own folder and the layers below it (a folder's package ``__init__`` included)."""
+    found = crossings(path)
+    assert not found, f"{where(path)}: " + "; ".join(found)
+
+
+def test_a_layer_crossing_is_found(tmp_path, monkeypatch):
+    """The rule above finds an import upward or sideways where one is planted: at the top, inside a function, for
+    type checking only, and relative; and lets a downward one through."""
+    import tests.test_layout as layout
+
+    monkeypatch.setattr(layout, "ROOT", tmp_path)
+    monkeypatch.setattr(layout, "PACKAGE", tmp_path / "autograder")
+    for folder in ("render", "course", "read"):
+        (tmp_path / "autograder" / folder).mkdir(parents=True)
+        (tmp_path / "autograder" / folder / "__init__.py").write_text("")
+    planted = tmp_path / "autograder" / "render" / "planted.py"
+    planted.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from autograder.status import Status\n"  # below: allowed
+        "from ..read import bounded\n"  # below, relative: allowed
+        "if TYPE_CHECKING:\n"
+        "    from autograder.course.batch import BatchOptions\n"
+        "def page():\n"
+        "    from autograder.report import load\n"
+        "    from ..course import roster\n"
+        "    import autograder.cli\n"
+    )
+    assert layout.crossings(planted) == [
+        "render/ imports cli (autograder.cli)",
+        "render/ imports course/ (autograder.course)",
+        "render/ imports course/ (autograder.course.batch)",
+        "render/ imports course/ (autograder.course.batch.BatchOptions)",
+        "render/ imports course/ (autograder.course.roster)",
+        "render/ imports report (autograder.report)",
+        "render/ imports report (autograder.report.load)",
+    ]
+    beside = tmp_path / "autograder" / "read" / "beside.py"
+    beside.write_text("from autograder.read import bounded\nfrom autograder.config import Limits\n")
+    assert layout.crossings(beside) == []
+
+
+def test_autograder_has_at_most_twelve_flat_modules():
+    """autograder/ keeps its modules in folders by job: at most 12 sit flat beside them."""
+    flat = sorted(path.name for path in PACKAGE.glob("*.py") if path.name != "__init__.py")
+    assert len(flat) <= MOST_FLAT_MODULES, f"{len(flat)} flat modules: {flat}"
+
+
+def test_the_architecture_doc_draws_the_layers_of_this_table():
+    """docs/architecture.md's table of layers lists the layers above, lowest first, each with its units."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("## The layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[2] for line in section.splitlines() if line.startswith("| ") and line[2:3].isdigit()]
+    drawn = [tuple(part.strip("` ") for part in row.split(",")) for row in rows]
+    assert drawn == list(LAYERS)
