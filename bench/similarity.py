@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autograder.config import load_settings
 from autograder.course import similarity
+from autograder.read.handed_in import take
 from autograder.render.similarity import write_csv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,7 @@ def run(roster: dict[str, Path], results: dict[str, dict], folder: Path) -> simi
     limits = load_settings(environ={}).limits
     sources, skipped = {}, {}
     for name, path in roster.items():
-        sources[name], skipped[name] = similarity.read_source(path, results[name], limits)
+        sources[name], skipped[name] = similarity.read_source(take(path, limits), results[name], limits)
     given = similarity.given_fingerprints(similarity.given_code(ROOT))
     found = similarity.similarity(results, sources, given, skipped)
     write_csv(folder / "similarity.csv", found)

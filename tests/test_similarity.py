@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import keyword
+import os
 import shutil
 import tokenize
 from pathlib import Path
@@ -17,6 +18,7 @@ import torch
 from autograder.config import load_settings
 from autograder.course import similarity
 from autograder.course.class_results import class_results
+from autograder.read.handed_in import take
 from autograder.render.dashboard import dashboard
 from autograder.render.similarity import CSV_COLUMNS, summary_line
 from tests.helpers import BIN, REFERENCE, ROOT, run
@@ -39,7 +41,7 @@ def _corpus() -> tuple[dict[str, Path], dict[str, dict]]:
 def _pass(roster: dict[str, Path], results: dict[str, dict], given: set[str]) -> similarity.Similarity:
     sources, skipped = {}, {}
     for name, path in roster.items():
-        sources[name], skipped[name] = similarity.read_source(path, results[name], LIMITS)
+        sources[name], skipped[name] = similarity.read_source(take(path, LIMITS), results[name], LIMITS)
     return similarity.similarity(results, sources, given, skipped)
 
 
@@ -138,22 +140,32 @@ def test_an_unreadable_file_gives_no_code_evidence_and_says_why(given, text, why
 
 def test_a_huge_or_changed_file_is_not_read_back(tmp_path):
     """A file over the source bound is not read for comparison; nor one that changed since it was graded, nor a
-    symbolic link (to a file of the grader's, shown on the dashboard otherwise)."""
+    symbolic link (to a file of the grader's, shown on the dashboard otherwise), nor a named pipe (a reader would wait
+    on it for ever): the gate (handed_in.take) refuses each, and the similarity pass reads only its record."""
     huge = tmp_path / "huge.py"
     huge.write_text("x = 1\n" * ((LIMITS.source_kb << 10) // 6 + 10))
-    text, why = similarity.read_source(huge, None, LIMITS)
+    text, why = similarity.read_source(take(huge, LIMITS), None, LIMITS)
     assert text is None and why.startswith("not compared: the file huge.py is ") and "KiB of code is graded" in why
     changed = tmp_path / "changed.py"
     changed.write_text("x = 1\n")
-    text, why = similarity.read_source(changed, {"extra_data": {"provenance": {"sha256": "0" * 64}}}, LIMITS)
+    graded = {"extra_data": {"provenance": {"sha256": "0" * 64}}}
+    text, why = similarity.read_source(take(changed, LIMITS), graded, LIMITS)
     assert text is None and "changed since it was graded" in why
     secret = tmp_path / "secret.txt"
     secret.write_text("the grader's own file\n")
     folder = tmp_path / "mallory"
     folder.mkdir()
     (folder / "attention.py").symlink_to(secret)
-    text, why = similarity.read_source(folder, None, LIMITS)
+    text, why = similarity.read_source(take(folder, LIMITS), None, LIMITS)
     assert text is None and "symbolic link" in why
+    fifo = tmp_path / "eve"
+    fifo.mkdir()
+    os.mkfifo(fifo / "attention.py")
+    text, why = similarity.read_source(take(fifo, LIMITS), None, LIMITS)
+    assert (
+        text is None
+        and why == "not compared: the file attention.py is not a regular file (a named pipe); submit the file itself"
+    )
 
 
 def test_dashboard_section_escapes_the_students_code(given):
@@ -224,7 +236,7 @@ def test_a_notebook_is_compared_by_its_code_cells_not_its_test_cells(tmp_path, g
     the source notebook (the reference's solutions in it) shares nearly all its own code with the reference."""
     notebook = tmp_path / "sdpa.ipynb"
     shutil.copy(ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb", notebook)
-    text, why = similarity.read_source(notebook, None, LIMITS)
+    text, why = similarity.read_source(take(notebook, LIMITS), None, LIMITS)
     assert why == "" and "def masked_softmax" in text
     assert "def test_" not in text and "Hidden check" not in text
     code = similarity.code_similarity(similarity.code_of(text, given), similarity.code_of(REFERENCE.read_text(), given))
@@ -334,7 +346,7 @@ def test_a_file_not_compared_is_named_in_the_summary_line_and_on_the_dashboard(g
     results = {name: results[name] for name in pick}
     sources, skipped = {}, {}
     for name, path in roster.items():
-        sources[name], skipped[name] = similarity.read_source(path, results[name], LIMITS)
+        sources[name], skipped[name] = similarity.read_source(take(path, LIMITS), results[name], LIMITS)
     sources["student00"] = "def f(x) return 1\n"
     sources["student01"], skipped["student01"] = None, "not compared: the file changed since it was graded"
     found = similarity.similarity(results, sources, given, skipped)

@@ -39,6 +39,8 @@ from pathlib import Path
 from autograder.assignment.paths import NOTEBOOK, TEMPLATE
 from autograder.config import Limits
 from autograder.read import bounded
+from autograder.read.handed_in import HandedIn
+from autograder.read.submission import code_cells, is_notebook
 from autograder.record import Result
 from autograder.release.build import find_root
 from autograder.release.template import solution_regions, stub_source
@@ -533,16 +535,11 @@ def code_lines(text: str) -> frozenset[int]:
         return frozenset(range(1, text.count("\n") + 2))
 
 
-def read_source(handed, result: dict | None, limits: Limits) -> tuple[str | None, str]:
-    """The graded file's code, from the gate's record (handed_in.HandedIn: the bytes it read once; the student's
-    folder is not opened again), as the grader read it (a notebook: its code cells, not its test cells), or None and
-    why not: refused at the gate (no such file, a link, not a regular file, over its size bound), not UTF-8, or
-    changed since it was graded (its SHA-256)."""
-    from autograder.read.handed_in import HandedIn, take
-    from autograder.read.submission import code_cells, is_notebook
-
-    if not isinstance(handed, HandedIn):  # a path: through the gate now
-        handed = take(handed, limits)
+def read_source(handed: HandedIn, result: dict | None, limits: Limits) -> tuple[str | None, str]:
+    """The graded file's code, from the gate's record (handed_in.take or listing: the bytes it read once; nothing
+    here opens a student's folder or file), as the grader read it (a notebook: its code cells, not its test cells), or
+    None and why not: refused at the gate (no such file, a link, not a regular file, over its size bound), not UTF-8,
+    or changed since it was graded (its SHA-256)."""
     if handed.data is None:
         return None, f"not compared: {handed.refused}"
     graded = Result.of(result).provenance.get("sha256")
