@@ -315,7 +315,7 @@ def _early_zygote(argv: list[str] | None):
     once torch is imported, so that torch is imported once; None where it is not (then the grading starts its own)."""
     if not forks_zygote(sys.argv[1:] if argv is None else argv):
         return None
-    from autograder.sandbox.runner import Zygote
+    from autograder.sandbox.zygote import Zygote
 
     return Zygote(fork=True)
 

@@ -25,9 +25,10 @@ from autograder.read import bounded
 from autograder.read.handed_in import HandedIn, take
 from autograder.read.submission import Choice, Ungradable, is_notebook, shown_name, source_of
 from autograder.release import quiz
+from autograder.sandbox.client import Sandbox
 from autograder.sandbox.protocol import Failure, Reply, Runner
 from autograder.sandbox.report import describe
-from autograder.sandbox.runner import Sandbox, Zygote, first_gradient
+from autograder.sandbox.zygote import Zygote, first_gradient
 from autograder.status import Status
 from reference import attention as _reference_module
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from autograder.config import load_settings
 from autograder.grade import grade
-from autograder.sandbox.runner import Zygote
+from autograder.sandbox.zygote import Zygote
 from autograder.scoring import GATED
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -41,7 +41,7 @@ BARE = [sys.executable, "-c", "import torch, pytest"]
 BARE_QUICK = [sys.executable, "-c", "import os, torch, pytest; os._exit(0)"]
 # a worker zygote started and ready, as one grading starts it: prints the zygote's own CPU seconds (not its parent's)
 ZYGOTE = (
-    "import os, sys; sys.path.insert(0, sys.argv.pop(1)); from autograder.sandbox.runner import Zygote\n"
+    "import os, sys; sys.path.insert(0, sys.argv.pop(1)); from autograder.sandbox.zygote import Zygote\n"
     "with Zygote() as zygote:\n"
     "    zygote.wait_ready()\n"
     "    stat = open(f'/proc/{zygote.process.pid}/stat').read().rsplit(')', 1)[1].split()\n"

@@ -37,7 +37,7 @@ sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 import torch
 from autograder.config import load_settings
-from autograder.sandbox.runner import Sandbox
+from autograder.sandbox.client import Sandbox
 with Sandbox(Path(sys.argv[2]), dataclasses.asdict(load_settings().limits)) as box:
     loaded = box.load()
     called = box.call("attention_scores", (torch.ones(1, 2, 3), torch.ones(1, 4, 3)), timeout=10.0)

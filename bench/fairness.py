@@ -15,7 +15,7 @@ from pathlib import Path
 
 from autograder.config import load_settings
 from autograder.grade import grade
-from autograder.sandbox.runner import Zygote
+from autograder.sandbox.zygote import Zygote
 from tests.grading_cases import CASES
 
 ROOT = Path(__file__).resolve().parent.parent

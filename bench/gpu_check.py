@@ -45,7 +45,7 @@ def ratios(path: Path) -> dict[str, float]:
     from autograder.checks.student import Reference, Student
     from autograder.checks.timing import GPU_REPEAT, GPU_SHAPES, measure
     from autograder.config import load_settings
-    from autograder.sandbox.runner import Sandbox
+    from autograder.sandbox.client import Sandbox
 
     settings = load_settings()
     found = {}

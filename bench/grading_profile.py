@@ -60,7 +60,7 @@ def main() -> None:
 
     from autograder.config import load_settings
     from autograder.grade import grade, warm_up
-    from autograder.sandbox.runner import Zygote
+    from autograder.sandbox.zygote import Zygote
 
     settings = load_settings()
     zygote = Zygote()

@@ -30,7 +30,8 @@ from autograder.checks.cases import Draw
 from autograder.checks.student import Reference, Student
 from autograder.checks.timing import CPU_REPEAT, CPU_SHAPES, WALL_SLACK, measure, within
 from autograder.config import load_settings
-from autograder.sandbox.runner import Sandbox, Zygote
+from autograder.sandbox.client import Sandbox
+from autograder.sandbox.zygote import Zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "attention.py"

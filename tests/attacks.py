@@ -28,13 +28,13 @@ import json, sys, time
 from pathlib import Path
 from autograder.config import load_settings
 from autograder.grade import grade
-from autograder.sandbox import runner
+import autograder.sandbox.zygote as zygotes
 
 mode, config, out, *files = sys.argv[1:]
 settings = load_settings(config)
 if mode == "root":  # as where the grader's Python lies in a folder others cannot read: no privilege drop
-    runner.privilege_drop = lambda: (False, "the worker stays root (test)")
-zygote = runner.Zygote(unprivileged_after_import=mode == "unprivileged")
+    zygotes.privilege_drop = lambda: (False, "the worker stays root (test)")
+zygote = zygotes.Zygote(unprivileged_after_import=mode == "unprivileged")
 zygote.wait_ready()
 for path in map(Path, files):
     started = time.monotonic()

@@ -20,9 +20,10 @@ import torch
 
 from autograder.sandbox import seccomp_policy
 from autograder.sandbox.cleanup import remove_tree
+from autograder.sandbox.client import Sandbox
 from autograder.sandbox.processes import NOBODY, readable_by_others
 from autograder.sandbox.report import SandboxMissing, describe, held
-from autograder.sandbox.runner import Sandbox, Zygote
+from autograder.sandbox.zygote import Zygote
 from tests.helpers import REFERENCE, ROOT, limits
 
 PROBE = REFERENCE.read_text() + "\n" + (Path(__file__).parent / "probes" / "attack_probe.py").read_text()
@@ -269,11 +270,11 @@ def test_memory_is_capped_across_the_submissions_processes(tmp_path, zygote):
 
 def test_a_missing_mechanism_is_named_and_require_sandbox_refuses(tmp_path, monkeypatch):
     """Where a mechanism is missing the report names it; with require_sandbox the submission is not run at all."""
-    import autograder.sandbox.runner as runner
+    import autograder.sandbox.client as client
 
-    real = runner.confinement
+    real = client.confinement
     weaker = {"landlock": "missing (no Landlock)"}
-    monkeypatch.setattr(runner, "confinement", lambda conn, timeout: {**real(conn, timeout), **weaker})
+    monkeypatch.setattr(client, "confinement", lambda conn, timeout: {**real(conn, timeout), **weaker})
     path = tmp_path / "submission.py"
     path.write_text(PROBE)
     with Sandbox(
@@ -327,14 +328,14 @@ def worker_as(request):
     site = Path(sysconfig.get_paths()["purelib"])
     if request.param == "unprivileged" and not readable_by_others(site):
         pytest.skip(f"an unprivileged user cannot reach {site}: a folder above it is closed to others")
-    import autograder.sandbox.runner as runner
+    import autograder.sandbox.zygote as zygotes
 
-    real = runner.privilege_drop
-    runner.privilege_drop = lambda: (False, "the worker stays root (test)")
+    real = zygotes.privilege_drop
+    zygotes.privilege_drop = lambda: (False, "the worker stays root (test)")
     try:
         started = Zygote(unprivileged_after_import=request.param == "unprivileged")
     finally:
-        runner.privilege_drop = real
+        zygotes.privilege_drop = real
     started.wait_ready()
     yield started, (0 if request.param == "root" else NOBODY)
     started.close()

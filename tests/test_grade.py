@@ -18,16 +18,17 @@ import json, sys
 from pathlib import Path
 from autograder.config import load_settings
 from autograder.grade import grade, warm_up
-from autograder.sandbox import runner
+import autograder.sandbox.client as client
+import autograder.sandbox.zygote as zygotes
 
 started = []
-init = runner.Zygote.__init__
+init = zygotes.Zygote.__init__
 def counted(self, *args, **kwargs):
     started.append(1)
     init(self, *args, **kwargs)
-runner.Zygote.__init__ = counted
+zygotes.Zygote.__init__ = counted
 closed = {"sandbox": [], "zygote": []}  # id of each object closed, once per close() call
-for kind, cls in (("sandbox", runner.Sandbox), ("zygote", runner.Zygote)):
+for kind, cls in (("sandbox", client.Sandbox), ("zygote", zygotes.Zygote)):
     def closing(self, _close=cls.close, _seen=closed[kind]):
         _seen.append(id(self))
         _close(self)
@@ -36,7 +37,7 @@ for kind, cls in (("sandbox", runner.Sandbox), ("zygote", runner.Zygote)):
 settings = load_settings()
 zygote = None
 if sys.argv[1] == "warm":  # as a batch does before forking its children
-    zygote = runner.Zygote()
+    zygote = zygotes.Zygote()
     warm_up(settings)
     zygote.wait_ready()
 before = set(sys.modules)

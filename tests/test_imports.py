@@ -13,8 +13,9 @@ import torch
 
 from autograder.checks.loading import explain
 from autograder.config import ConfigError, load_settings
+from autograder.sandbox.client import Sandbox
 from autograder.sandbox.readable import NotInstalled, exposed
-from autograder.sandbox.runner import Sandbox, Zygote
+from autograder.sandbox.zygote import Zygote
 from tests.helpers import BIN, REFERENCE, limits, run
 
 SITE = Path(sysconfig.get_paths()["purelib"])

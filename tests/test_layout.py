@@ -51,12 +51,12 @@ BESIDE_THE_STUDENT = modules("sandbox/student_side")
 def test_the_library_folder_holds_the_folder_beside_the_student(tmp_path):
     """The runner copies the folder whole into the worker's library folder: its modules (not its __init__.py) are the
     files there, the rest are links to site-packages."""
-    from autograder.sandbox.runner import _library_folder
+    from autograder.sandbox.zygote import _library_folder
 
     lib = _library_folder(tmp_path)
     copied = {path.name for path in lib.iterdir() if not path.is_symlink()}
     assert copied == {path.name for path in BESIDE_THE_STUDENT} - {"__init__.py"}
-    assert "worker.py" in copied and "runner.py" not in copied
+    assert "worker.py" in copied and "zygote.py" not in copied and "client.py" not in copied
 
 
 def relative(path: Path) -> set[str]:

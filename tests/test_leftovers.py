@@ -242,7 +242,8 @@ from pathlib import Path
 
 import torch
 
-from autograder.sandbox.runner import Sandbox, Zygote
+from autograder.sandbox.client import Sandbox
+from autograder.sandbox.zygote import Zygote
 from tests.helpers import limits
 
 zygote = Zygote(unprivileged_after_import=True)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from autograder.checks.student import Student
-from autograder.sandbox.runner import GraderBusy, Sandbox
+from autograder.sandbox.client import GraderBusy, Sandbox
 from tests.helpers import limits
 
 PROBE = """

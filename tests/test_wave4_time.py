@@ -13,8 +13,9 @@ import time
 
 import pytest
 
+import autograder.sandbox.client as client
+import autograder.sandbox.zygote as zygotes
 from autograder.config import load_settings
-from autograder.sandbox import runner
 from autograder.sandbox.cgroups import CPU_SHARES, CPU_WEIGHT
 from tests.attacks import MODES, POINTS, checks_of, grade_all, overlaid, skip_unless_mode_possible
 from tests.grading_cases import EVERYTHING_ABOVE_SDPA
@@ -96,10 +97,10 @@ def test_every_process_of_a_sandbox_shares_one_cpu_weight(mode, tmp_path, monkey
     than one honest student's process beside them."""
     skip_unless_mode_possible(mode)
     if mode == "root":
-        monkeypatch.setattr(runner, "privilege_drop", lambda: (False, "the worker stays root (test)"))
+        monkeypatch.setattr(zygotes, "privilege_drop", lambda: (False, "the worker stays root (test)"))
     limits = dataclasses.asdict(load_settings(environ={}).limits)
-    with runner.Zygote(unprivileged_after_import=mode == "unprivileged") as zygote:
-        with runner.Sandbox(overlaid(tmp_path, "spin_helpers", ATTACKS), limits, zygote=zygote) as sandbox:
+    with zygotes.Zygote(unprivileged_after_import=mode == "unprivileged") as zygote:
+        with client.Sandbox(overlaid(tmp_path, "spin_helpers", ATTACKS), limits, zygote=zygote) as sandbox:
             group = sandbox.cgroups.cpu_group
             if group is None:
                 pytest.skip(f"no CPU controller for this grader here: {sandbox.cgroups.describe()}")

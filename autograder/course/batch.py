@@ -35,7 +35,7 @@ from autograder.render.terminal import summary
 from autograder.report import grader_failure, load, stamp, unstamp
 from autograder.sandbox import cgroups
 from autograder.sandbox.processes import become_subreaper, die_with_parent, kill_orphans
-from autograder.sandbox.runner import Zygote
+from autograder.sandbox.zygote import Zygote
 from autograder.status import MISSING
 
 

@@ -49,7 +49,7 @@ def shared_zygote(log, settings: Settings):
     While it imports torch, this process imports what every grading would (``grade.warm_up``, as a batch does before
     it forks), then moves what it holds out of the cycle collector's reach (``freeze_heap``)."""
     from autograder.grade import warm_up
-    from autograder.sandbox.runner import Zygote
+    from autograder.sandbox.zygote import Zygote
 
     if _ZYGOTE and _ZYGOTE[0].process.poll() is not None:
         _ZYGOTE.pop().close()

@@ -1,6 +1,6 @@
 """The one seam between the checks and whatever runs the student's code: the ``Runner`` protocol and its ``Reply``.
 
-Three runners follow it: ``runner.Sandbox`` (the worker's kernel sandbox: every grading),
+Three runners follow it: ``client.Sandbox`` (the worker's kernel sandbox: every grading),
 ``grade.Unreadable`` (a submission that could not be read: every call fails as loading did) and
 the project's own tests' ``tests/in_process.InProcess`` (the student's functions in the test's process).
 The checks' proxy (``checks/student.py``) and the plugin talk to a ``Runner`` and read ``Reply``s;
@@ -139,7 +139,7 @@ def reply_from(answer, elapsed: float) -> Reply:
 
 def mutated(sent: tuple, after: list) -> list[bool]:
     """For each argument: did the call change it? Compared here, with our own torch.equal (an in-process runner's
-    arguments; a sandbox judges mutation from the shared memory it owns, runner.Sandbox.call)."""
+    arguments; a sandbox judges mutation from the shared memory it owns, client.Sandbox.call)."""
     changed = []
     for index, before in enumerate(sent):
         now = after[index] if index < len(after) else None

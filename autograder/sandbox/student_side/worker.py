@@ -1,7 +1,7 @@
 """The worker's zygote: the process the grader starts, which imports torch once and forks a child per submission.
 
 Started by the grader as ``python -I -S worker.py LIBDIR FD [USER]`` with a minimal environment (or forked from the
-grading process and stripped of it: runner.Zygote(fork=True)); LIBDIR holds links to torch and its dependencies and
+grading process and stripped of it: zygote.Zygote(fork=True)); LIBDIR holds links to torch and its dependencies and
 copies of this folder's modules (student_side/), nothing else. It imports torch once, then, for every request on its
 control socket, forks a child that serves one submission (serving.py: it confines itself, confine.py, loads the
 submission and answers calls on a socket of its own). The control protocol is in ``main``'s docstring and
