@@ -10,7 +10,7 @@ import json
 import sys
 import traceback
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import NoReturn
 
@@ -22,26 +22,43 @@ from autograder.quick_exit import exit_now
 
 JOBS = 2
 
-# the verbs, each with its one line in ``sdpa-grade --help``
+
+@dataclass(frozen=True)
+class Verb:
+    """One verb of ``sdpa-grade``: its line in ``sdpa-grade --help``, its command line, what it takes besides its
+    options (said when that is missing or wrong), and the older command line read as it (``verb_form``)."""
+
+    line: str
+    form: str
+    takes: str
+    older: str
+
+
 VERBS = {
-    "grade": "grade one submission (--json: Gradescope's results.json)",
-    "batch": "grade a class: each subfolder or file of DIR a student",
-    "summary": "summarise a class's results already written (merges shards)",
-    "diff": "compare two results folders, student by student",
-}
-# what each verb takes besides its options, said when it is missing or wrong
-TAKES = {
-    "grade": "one SUBMISSION: an attention.py, a notebook, or a student's folder",
-    "batch": "one class folder, DIR",
-    "summary": "one class folder, DIR",
-    "diff": "two results folders, OLD NEW",
-}
-# the older command lines (SPEC section 4 and the docs), each read as its verb's (verb_form)
-OLDER = {
-    "grade": ("sdpa-grade SUBMISSION", "sdpa-grade grade SUBMISSION"),
-    "batch": ("sdpa-grade --batch DIR", "sdpa-grade batch DIR"),
-    "summary": ("sdpa-grade --batch DIR --summary-only", "sdpa-grade summary DIR"),
-    "diff": ("sdpa-grade --diff OLD NEW", "sdpa-grade diff OLD NEW"),
+    "grade": Verb(
+        "grade one submission (--json: Gradescope's results.json)",
+        "sdpa-grade grade SUBMISSION",
+        "one SUBMISSION: an attention.py, a notebook, or a student's folder",
+        "sdpa-grade SUBMISSION",
+    ),
+    "batch": Verb(
+        "grade a class: each subfolder or file of DIR a student",
+        "sdpa-grade batch DIR",
+        "one class folder, DIR",
+        "sdpa-grade --batch DIR",
+    ),
+    "summary": Verb(
+        "summarise a class's results already written (merges shards)",
+        "sdpa-grade summary DIR",
+        "one class folder, DIR",
+        "sdpa-grade --batch DIR --summary-only",
+    ),
+    "diff": Verb(
+        "compare two results folders, student by student",
+        "sdpa-grade diff OLD NEW",
+        "two results folders, OLD NEW",
+        "sdpa-grade --diff OLD NEW",
+    ),
 }
 
 
@@ -69,9 +86,9 @@ def parser() -> argparse.ArgumentParser:
         prog="sdpa-grade",
         description="Grade scaled dot-product attention submissions.",
         epilog="sdpa-grade VERB --help lists a verb's options. The older forms are read as verbs: "
-        + "; ".join(f"{old} as {new}" for old, new in OLDER.values())
+        + "; ".join(f"{verb.older} as {verb.form}" for verb in VERBS.values())
         + ".",
-        takes="a verb: " + ", ".join(new.removeprefix("sdpa-grade ") for _, new in OLDER.values()),
+        takes="a verb: " + ", ".join(verb.form.removeprefix("sdpa-grade ") for verb in VERBS.values()),
     )
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=_Parser)
 
@@ -97,8 +114,8 @@ def parser() -> argparse.ArgumentParser:
         "--csv-format",
         choices=("plain", "canvas", "moodle"),
         default="plain",
-        help="--csv's: plain (the default: student, score, ...), or a gradebook file Canvas or Moodle imports, made"
-        " from --roster",
+        help="the CSV's format: plain (the default: student, score, ...), or a gradebook file Canvas or Moodle"
+        " imports, made from --roster",
     )
     a_class.add_argument(
         "--roster",
@@ -147,9 +164,11 @@ def parser() -> argparse.ArgumentParser:
         " (and --report shows the changes)",
     )
 
-    grade = verbs.add_parser(
-        "grade", parents=[settings, grading], help=VERBS["grade"], description=VERBS["grade"], takes=TAKES["grade"]
-    )
+    def verb(name: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        said = VERBS[name]
+        return verbs.add_parser(name, parents=parents, help=said.line, description=said.line, takes=said.takes)
+
+    grade = verb("grade", settings, grading)
     grade.add_argument(
         "submission", type=Path, metavar="SUBMISSION", help="an attention.py, a notebook, or a student's folder"
     )
@@ -173,23 +192,14 @@ def parser() -> argparse.ArgumentParser:
     )
     grade.add_argument("--seed", type=int, help=argparse.SUPPRESS)
 
-    batch = verbs.add_parser(
-        "batch",
-        parents=[settings, grading, a_class],
-        help=VERBS["batch"],
-        description=VERBS["batch"],
-        takes=TAKES["batch"],
-    )
+    batch = verb("batch", settings, grading, a_class)
     batch.add_argument("--jobs", type=int, default=JOBS, help=f"submissions graded at once (default {JOBS})")
     batch.add_argument("--force", action="store_true", help="grade again students already graded")
     batch.add_argument(
         "--show", metavar="STUDENT", help="also print STUDENT's checks and feedback, as one grading does"
     )
 
-    summary = verbs.add_parser(
-        "summary", parents=[settings, a_class], help=VERBS["summary"], description=VERBS["summary"],
-        takes=TAKES["summary"],
-    )  # fmt: skip
+    summary = verb("summary", settings, a_class)
     summary.add_argument(
         "--partial",
         action="store_true",
@@ -198,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
     )
     summary.set_defaults(summary_only=True)
 
-    diff = verbs.add_parser("diff", help=VERBS["diff"], description=VERBS["diff"], takes=TAKES["diff"])
+    diff = verb("diff")
     diff.add_argument("old", type=Path, metavar="OLD", help="the earlier results folder (as batch's --json-dir writes)")
     diff.add_argument("new", type=Path, metavar="NEW", help="the later results folder")
     diff.add_argument("--csv", type=Path, metavar="FILE", help="also write one row per student and check that moved")
@@ -224,7 +234,7 @@ def verb_form(argv: Sequence[str]) -> list[str]:
     if "--batch" in words:
         at = words.index("--batch")
         if at + 1 == len(words) or words[at + 1].startswith("-"):
-            raise OlderForm(f"--batch takes the class's folder: use: {OLDER['batch'][1]}")
+            raise OlderForm(f"--batch takes the class's folder: use: {VERBS['batch'].form}")
         folder = words.pop(at + 1)
         del words[at]
         return ["summary" if summary else "batch", folder, *words]
@@ -233,7 +243,7 @@ def verb_form(argv: Sequence[str]) -> list[str]:
         words.remove(given[0])
         return ["summary" if summary else "batch", given[0].removeprefix("--batch="), *words]
     if summary:
-        raise OlderForm(f"--summary-only summarises a class's results: use: {OLDER['summary'][1]}")
+        raise OlderForm(f"--summary-only summarises a class's results: use: {VERBS['summary'].form}")
     if "--diff" in words:
         words.remove("--diff")
         return ["diff", *words]
@@ -258,7 +268,7 @@ def command(argv: Sequence[str] | None = None) -> argparse.Namespace:
         else:
             said = f"unrecognized arguments: {' '.join(extra)}"
         if words[:1] != argv[:1]:  # an older form, read as a verb
-            said += f" ({OLDER[args.verb][0]} is {OLDER[args.verb][1]})"
+            said += f" ({VERBS[args.verb].older} is {VERBS[args.verb].form})"
         p.verbs[args.verb].refuse(said)
     return args
 
