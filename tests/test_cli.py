@@ -414,3 +414,27 @@ def test_an_option_of_another_verb_is_refused_by_the_parser(capsys, argv, option
 def test_a_page_asked_for_keeps_the_early_zygote(argv):
     """`--html` is grade's option, not a help request: one submission's grading still forks its zygote at the start."""
     assert forks_zygote(argv, {"autograder.cli": None})
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (["NOTHING", "--json", "OUT"], ["grade", "NOTHING", "--json", "OUT"]),
+        (["--batch", "CLASS", "--json-dir", "GRADES", "--summary-only"], ["summary", "CLASS", "--json-dir", "GRADES"]),
+        (["--diff", "NOWHERE", "CLASS"], ["diff", "NOWHERE", "CLASS"]),
+    ],
+    ids=["grade", "summary", "diff"],
+)
+def test_an_older_form_prints_and_exits_as_its_verb_form(tmp_path, old, new):
+    """`sdpa-grade FILE`, `--batch DIR --summary-only` and `--diff OLD NEW` print the same and exit the same as the
+    verb form they are read as (here: a missing file, a class with no results yet, a folder that is not there)."""
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    names = {"NOTHING": tmp_path / "nothing.py", "OUT": tmp_path / "results.json", "CLASS": tmp_path / "class",
+             "GRADES": tmp_path / "grades", "NOWHERE": tmp_path / "nowhere"}  # fmt: skip
+    done = []
+    for argv in (old, new):
+        result = run([str(BIN / "sdpa-grade"), *[str(names.get(word, word)) for word in argv]])
+        written = names["OUT"].read_text() if names["OUT"].exists() else None
+        names["OUT"].unlink(missing_ok=True)
+        done.append((result.returncode, result.stdout, result.stderr, written and json.loads(written)["output"]))
+    assert done[0] == done[1] and done[0][0] in (1, 2), done
