@@ -91,3 +91,16 @@ def test_a_history_marker_is_found_with_its_line_in_a_doc(tmp_path):
     doc.write_text("# Grading\n\nThe tolerance is fixed.\nThe first Wave of attacks, issue 3.\nA microwave.\n")
     found = history(list(enumerate(doc.read_text().splitlines(), start=1)), doc)
     assert [line.split(": ")[0].rsplit(":", 1)[1] for line in found] == ["4", "4"]
+
+
+def test_the_changelog_keeps_its_form():
+    """CHANGELOG.md in Keep a Changelog's form: Unreleased first, then one section per date, newest first, each
+    made of the form's kinds of change."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    releases = re.findall(r"^## (.+)$", text, re.MULTILINE)
+    assert releases[0] == "[Unreleased]"
+    dates = releases[1:]
+    assert dates and all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", date) for date in dates), dates
+    assert dates == sorted(set(dates), reverse=True)
+    kinds = set(re.findall(r"^### (.+)$", text, re.MULTILINE))
+    assert kinds <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, kinds
