@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from autograder.course.batch import _write_csv
 from autograder.course.class_results import class_results
+from autograder.course.grades_csv import write_csv
 from autograder.course.roster import page_names, result_names
 from autograder.render.dashboard import write_report
 from autograder.render.terminal import summary
@@ -113,7 +113,7 @@ def test_the_summary_writes_those_numbers():
 def test_the_csv_writes_each_student_and_status(tmp_path):
     """One row per student in the roster's order, as stored; a missing student's row says missing."""
     path = tmp_path / "grades.csv"
-    _write_csv(path, class_results(a_class()))
+    write_csv(path, class_results(a_class()))
     assert [row[:4] for row in csv.reader(path.open(encoding="utf-8"))] == [
         ["student", "score", "max_score", "status"],
         ["ann", "2", "3", "graded"],

@@ -273,7 +273,8 @@ def test_load_failure_says_what_is_not_allowed_with_the_students_line(tmp_path, 
 def test_a_batchs_own_output_is_never_a_student(tmp_path):
     """The results folder a batch writes (here the default, beside the class) carries a marker, and a later batch over
     the folder above takes the class for a student but not the results folder."""
-    from autograder.course.batch import MARKER, students
+    from autograder.course.batch import students
+    from autograder.read.handed_in import MARKER
 
     course = tmp_path / "course"
     (course / "class").mkdir(parents=True)

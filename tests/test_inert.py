@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
-from autograder.course.batch import _write_csv
 from autograder.course.class_results import class_results
+from autograder.course.grades_csv import write_csv
 from autograder.render.html import student_page
 from autograder.render.inert import inert
 from autograder.render.terminal import table
@@ -42,7 +42,7 @@ def test_the_html_page_and_the_csv_hold_no_control_character(tmp_path):
     page = student_page("x", RESULT)
     assert not any(c in page for c in CONTROLS if c != "\n")
     path = tmp_path / "grades.csv"
-    _write_csv(path, class_results({"eve\x1b[2J": RESULT}))
+    write_csv(path, class_results({"eve\x1b[2J": RESULT}))
     rows = list(csv.reader(path.open()))
     assert rows[1][0] == "eve\\x1b[2J"
 

@@ -1,0 +1,95 @@
+"""The class's grades as files: ``--csv`` in the plain form (one row per student, with how a late penalty was reached
+and what graded it) or an LMS's gradebook (gradebook.py), and the lines that say where they went. ``args`` is
+the batch's options (batch.BatchOptions)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+from autograder.atomic import write_atomically
+from autograder.course.class_results import ClassResults
+from autograder.record import Result
+from autograder.render.inert import csv_cell, inert
+from autograder.status import MISSING
+
+
+def write_grades(args, stats: ClassResults) -> list[str]:
+    """--csv in its format; for an LMS, the lines to print last (after the summary, where they are seen): the file
+    and its column, and the students left unmatched on either side (then the batch exits 1)."""
+    if not args.csv:
+        return []
+    if args.csv_format == "plain":
+        write_csv(args.csv, stats)
+        return []
+    from autograder.course.gradebook import RosterError, unmatched_line, write_canvas, write_moodle
+
+    scores = {s.name: float(Result.of(s.result).score) for s in stats.present}
+    top = max((s.max_score for s in stats.present), default=0.0)
+    try:
+        if args.csv_format == "canvas":
+            written = write_canvas(args.csv, args.roster, args.assignment, scores, top)
+        else:
+            written = write_moodle(args.csv, args.roster, args.assignment, scores)
+    except RosterError as error:
+        return [f"sdpa-grade: {error}; no --csv written"]
+    grades = f"{written.matched} student's grade" if written.matched == 1 else f"{written.matched} students' grades"
+    if written.column_is_new:
+        others = ", ".join(f"'{inert(name, keep_newlines=False)}'" for name in written.assignments) or "none"
+        where = (
+            f"in a new column '{inert(written.column, keep_newlines=False)}' (the roster has no column for"
+            f" --assignment {inert(args.assignment, keep_newlines=False)}; its assignments: {others})"
+        )
+    else:
+        where = f"in the roster's column '{inert(written.column, keep_newlines=False)}'"
+    lines = [f"note: {args.csv} holds {grades}, {where}"]
+    for side, names in (("in the roster but not graded", written.roster_only),
+                        ("graded but not in the roster", written.graded_only)):  # fmt: skip
+        if names:
+            lines.append(unmatched_line(side, names, args.csv))
+    return lines
+
+
+def tell(lines: list[str]) -> bool:
+    """Print write_grades' lines (stderr); True when the students were not all matched."""
+    for line in lines:
+        print(line, file=sys.stderr)
+    return any(line.startswith("sdpa-grade: ") for line in lines)
+
+
+LATE_COLUMNS = ("raw_score", "late_penalty", "submitted_at", "hours_late", "extension")
+
+
+# The CSV's columns after the grade: how a late penalty was reached ([deadline]; empty where none applies), and
+# what graded it (provenance.py), so a grade can be traced to its file
+PROVENANCE_COLUMNS = ("graded_file", "sha256", "checks_sha256", "settings_sha256", "graded_at")
+
+
+def write_csv(path: Path, stats: ClassResults) -> None:
+    """The grades, one row per student (no result yet: a row that says missing), written whole or not at all.
+
+    ``score`` is the final score (after a [deadline] penalty)."""
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["student", "score", "max_score", "status", *LATE_COLUMNS, *PROVENANCE_COLUMNS])
+    for student in stats.students:
+        if student.result is None:
+            writer.writerow(
+                [csv_cell(student.shown), "", "", MISSING, *("" for _ in (*LATE_COLUMNS, *PROVENANCE_COLUMNS))]
+            )
+            continue
+        result = Result.of(student.result)
+        late, record = result.late or {}, result.provenance
+        writer.writerow(
+            [
+                csv_cell(student.shown),
+                result.score,
+                result.max_score,
+                student.status,
+                *(csv_cell(str(late.get(column, ""))) for column in LATE_COLUMNS),
+                *(csv_cell(str(record.get(column) or "")) for column in PROVENANCE_COLUMNS),
+            ]
+        )
+    write_atomically(path, text.getvalue())
