@@ -297,7 +297,7 @@ def test_markup_in_a_name_or_a_message_is_shown_not_run(tmp_path):
 
 
 def test_a_students_name_cannot_start_a_line_of_the_class_summary():
-    """A name holding a newline, CR or escape is shown on its one line, as everywhere else (roster.shown), in the
+    """A name holding a newline, CR or escape is shown on its one line, as everywhere else (render/inert.shown), in the
     flagged list and in the entries skipped."""
     from autograder.render.terminal import summary
 

@@ -1,8 +1,9 @@
 """A class's results in one place: each student's status, flags and named mistakes, and the class's statistics.
 
-The text summary and the CSV (batch.py), the dashboard and the feedback pages (render/dashboard.py) all
-read one ``ClassResults``, built once from the results' structured fields (scores, ``tests[].extra_data``,
-``execution_time``, ``ungradable``, ``grader_error``: the record, record.Result), never from their wording.
+The text summary (summary.py) and the CSV (grades_csv.py), the dashboard and the feedback pages
+(render/dashboard.py) all read one ``ClassResults``, built once from the results' structured fields (scores,
+``tests[].extra_data``, ``execution_time``, ``ungradable``, ``grader_error``: the record, record.Result), never from
+their wording.
 Nothing is counted twice, so the summary and the dashboard cannot drift apart, and each student's file names
 come from roster.py.
 """
@@ -55,7 +56,7 @@ class Student:
 
     @property
     def shown(self) -> str:
-        """The name as printed and written to the CSV (roster.shown)."""
+        """The name as printed and written to the CSV (render/inert.shown)."""
         return shown(self.name)
 
 
