@@ -2,8 +2,9 @@
 
 The value checks run here through the checks' proxy (tests/in_process.py, no sandbox); integrity and timing are
 taken as passed, so what is measured is the scoring of them (withheld or not), not their measures: the slow batch
-(tests/test_grading.py) grades them for real. Used by tests/test_one_mistake.py (a seed) and bench/one_mistake.py
-(many seeds, the table in docs/grading.md).
+(tests/test_grading.py) grades them for real. Used by tests/test_one_mistake.py (a seed),
+tests/test_grading_in_process.py (every grading case it can judge) and bench/one_mistake.py (many seeds, the table in
+docs/grading.md).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from autograder.assignment.catalogue import catalogue
 from autograder.config import load_settings
 from autograder.grade import _pytest
 from autograder.plugin import GradingPlugin, Outcome
+from autograder.render.text import output_text
 from autograder.scoring import GATED, score
 from autograder.status import Category, Status
 from tests.helpers import REFERENCE, SUBMISSIONS
@@ -60,6 +62,14 @@ def outcomes(overlay: str | None, seed: int) -> list[Outcome]:
     _pytest(plugin, "-k", "not integrity and not timing", "--timeout", "120")
     gates = [Outcome(entry.check, entry.function, Category(entry.category), Status.PASSED) for entry in GATES]
     return list(plugin.outcomes.values()) + gates
+
+
+def graded(overlay: str | None, seed: int) -> dict[str, tuple[float, float, str]]:
+    """check -> (score, max_score, results.json's output), for the reference with ``overlay``, at ``seed``."""
+    return {
+        item.outcome.check: (item.score, item.max_score, output_text(item))
+        for item in score(outcomes(overlay, seed), SETTINGS)
+    }
 
 
 def lost(overlay: str | None, seed: int) -> dict[str, float]:
