@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 import csv
+import io
+import json
+import os
+import re
 import shutil
 import subprocess
 import sys
+import time
+import zipfile
+from html.parser import HTMLParser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,3 +70,254 @@ def total(*, gpu: bool = False) -> float:
     from autograder.config import load_settings
 
     return sum(value for check, value in load_settings(environ={}).points.items() if gpu or check != "timing_gpu")
+
+
+# nbgrader's commands, and a released notebook answered from the source
+
+SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$\n?", re.MULTILINE)
+
+
+def nbgrader(*args, cwd, env):
+    """Run one nbgrader command; it must succeed."""
+    result = run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, timeout=900)
+    assert result.returncode == 0, (
+        f"nbgrader {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    )
+    return result
+
+
+def answered(release, source, overrides):
+    """The released notebook with every solution cell filled in from the source, then ``overrides`` by grade id."""
+    import nbformat
+
+    solutions = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in source.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+    notebook = nbformat.from_dict(json.loads(json.dumps(release)))
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = overrides.get(grade_id, SOLUTION_MARKERS.sub("", solutions[grade_id]))
+    return notebook
+
+
+# results records made by hand, and the checks of a page that the render tests apply
+
+VOID = {"meta", "img", "br", "hr", "input", "link"}
+
+
+PICTURE = {
+    "example": "causal", "function": "causal_mask", "queries": 4, "keys": 6,
+    "mask": [[j <= i for j in range(6)] for i in range(4)],
+    "expected": [[round(1 / (i + 1), 3) if j <= i else 0.0 for j in range(6)] for i in range(4)],
+    "got": [[round(1 / (6 - i), 3) if j >= i else 0.0 for j in range(6)] for i in range(3)] + [[None] * 6],
+}  # fmt: skip
+
+
+def check_result(
+    check, function, category, score, worth, output="passed", mistake="", flag="", picture=None, seconds=0.01
+):
+    """One check's record in a results file, as the grader writes it."""
+    from autograder.render.text import block_grid
+
+    data = {
+        "check": check,
+        "outcome": "passed" if score == worth else "failed",
+        "mistake": mistake,
+        "seconds": seconds,
+        "flag": flag,
+    }
+    if picture:
+        data["picture"] = picture
+        output = f"{output}\n{block_grid(picture)}"
+    return {
+        "name": f"{function}: {check}",
+        "score": score,
+        "max_score": worth,
+        "output": output,
+        "visibility": "visible",
+        "tags": [function, category],
+        "extra_data": data,
+    }
+
+
+def result(tests, seconds=3.0, **extra):
+    """A results file of ``tests``, its score and maximum their sums."""
+    return {
+        "score": sum(t["score"] for t in tests),
+        "max_score": sum(t["max_score"] for t in tests),
+        "execution_time": seconds,
+        "output": "Graded by the hidden checks.",
+        "tests": tests,
+        **extra,
+    }
+
+
+def a_class() -> dict[str, dict]:
+    """A class of four: full marks, a flipped causal mask (with its picture), a flag, an empty file."""
+    flipped = "causal_mask(5): 10 of 25 entries differ. Likely cause: the causal triangle is flipped"
+    return {
+        "alice": result(
+            [
+                check_result("causal_square", "causal_mask", "causal", 1, 1),
+                check_result("integrity_sdpa", "sdpa", "integrity", 2, 2),
+            ]
+        ),
+        "bob <b>": result(
+            [
+                check_result(
+                    "causal_square", "causal_mask", "causal", 0, 1, flipped, "causal_flipped", picture=PICTURE
+                ),
+                check_result("integrity_sdpa", "sdpa", "integrity", 0, 2, "no points: fix those first"),
+            ],
+            seconds=9.5,
+        ),  # fmt: skip
+        "carol": result(
+            [
+                check_result("causal_square", "causal_mask", "causal", 1, 1),
+                check_result(
+                    "integrity_sdpa", "sdpa", "integrity", 0, 2, "sdpa ran PyTorch's fused attention", flag="integrity"
+                ),
+            ]
+        ),  # fmt: skip
+        "dave": result([], seconds=0.5, ungradable="attention.py is empty"),
+    }
+
+
+class Checked(HTMLParser):
+    """Parses a page, checking that every element is closed in order, and collects images, links and rows."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self.attributes: list[dict] = []
+        self.text: list[str] = []
+        self.scripts_from: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.attributes.append(attrs)
+        if tag == "img":
+            self.images.append(attrs.get("src", ""))
+        if tag == "a":
+            self.links.append(attrs.get("href", ""))
+        if tag in ("script", "link") and (attrs.get("src") or attrs.get("href")):
+            self.scripts_from.append(attrs.get("src") or attrs.get("href"))
+        if tag not in VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
+        self.open.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parsed(page: str) -> Checked:
+    """A page parsed: a document, every element closed in order, nothing fetched."""
+    assert page.startswith("<!DOCTYPE html>")
+    checker = Checked()
+    checker.feed(page)
+    checker.close()
+    assert checker.open == [], f"unclosed: {checker.open}"
+    assert not checker.scripts_from, "the page fetches something"
+    return checker
+
+
+def decoded(src: str):
+    """An embedded image's pixels: it must be a PNG data URI that decodes."""
+    from matplotlib import image as matplotlib_image
+
+    prefix = "data:image/png;base64,"
+    assert src.startswith(prefix), src[:40]
+    data = base64.b64decode(src[len(prefix) :], validate=True)
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    pixels = matplotlib_image.imread(io.BytesIO(data), format="png")
+    assert pixels.shape[0] > 50 and pixels.shape[1] > 50
+    assert float(pixels.std()) > 0.01  # not one flat colour
+    return pixels
+
+
+# the Gradescope bundle, unpacked and set up as Gradescope does
+
+SETUP_TIMEOUT = 900
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment a fresh machine would have: no project venv on PATH, no Python overrides."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH") and not key.startswith("SDPA_")
+    }
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != BIN)
+    return {**env, **extra}
+
+
+def unpack(bundle: Path, folder: Path) -> Path:
+    """The bundle unpacked into ``folder``/autograder/source, as Gradescope does; returns the fake /autograder."""
+    root = folder / "autograder"
+    source = root / "source"
+    source.mkdir(parents=True)
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extractall(source)
+    for name in ("setup.sh", "run_autograder"):
+        (source / name).chmod(0o755)  # zipfile does not restore modes; Gradescope does
+    return root
+
+
+def setup(root: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run the bundle's setup.sh, with the machine's own pip configuration, as Gradescope runs it."""
+    started = time.perf_counter()
+    result = run(
+        [shutil.which("bash"), str(root / "source" / "setup.sh")],
+        cwd=root / "source",
+        timeout=SETUP_TIMEOUT,
+        env=clean_env(AUTOGRADER_ROOT=str(root), **env),
+    )
+    print(f"setup.sh took {time.perf_counter() - started:.0f} s")
+    return result
+
+
+# a class folder of submissions, and what a batch's results say of each student
+
+CLASS = {  # student -> submission: honest, wrong, hostile and ungradable ones
+    "ada": "correct",
+    "bo": "correct",
+    "chen": "mistake_divide_by_dk",
+    "dev": "mistake_no_scale",
+    "eun": "mistake_mask_inverted",
+    "femi": "fake_results",
+    "gus": "syntax_error",
+    "hana": "correct",
+}
+
+
+def write_class(folder, klass: dict[str, str] = CLASS):
+    """A class folder: one subfolder per student of ``klass`` (student -> submission), holding attention.py."""
+    folder.mkdir()
+    for student, name in klass.items():
+        (folder / student).mkdir()
+        overlay = SUBMISSIONS / "overlays" / f"{name}.py"
+        text = (
+            REFERENCE.read_text() + ("\n" + overlay.read_text() if overlay.is_file() else "")
+            if name == "correct" or overlay.is_file()
+            else (SUBMISSIONS / "standalone" / f"{name}.py").read_text()
+        )
+        (folder / student / "attention.py").write_text(text)
+    return folder
+
+
+def outcomes(out) -> dict[str, tuple]:
+    """Per student: the total, and every check's score out of its maximum (not timings: each run has its own seed)."""
+    found = {}
+    for path in sorted(out.glob("*.json")):
+        result = json.loads(path.read_text())
+        checks = tuple(sorted((t["name"], t["score"], t["max_score"]) for t in result["tests"]))
+        found[path.stem] = (result["score"], result.get("ungradable", ""), checks)
+    return found

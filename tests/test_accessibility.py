@@ -18,8 +18,7 @@ from traitlets.config.loader import PyFileConfigLoader
 from autograder.course import similarity
 from autograder.render import images
 from autograder.render.similarity import section
-from tests.helpers import BIN, ROOT, run
-from tests.test_nbgrader import SOLUTION_MARKERS, answered, nbgrader
+from tests.helpers import BIN, ROOT, SOLUTION_MARKERS, answered, nbgrader, run
 
 CHROMIUM = "/usr/bin/chromium"
 SDPA = "scaled_dot_product_attention"

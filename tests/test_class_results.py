@@ -15,7 +15,7 @@ from autograder.course.roster import page_names, result_names
 from autograder.render.dashboard import write_report
 from autograder.render.terminal import summary
 from autograder.render.text import describe
-from tests.test_render import check_result, result
+from tests.helpers import check_result, result
 
 pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
 

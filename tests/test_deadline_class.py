@@ -10,8 +10,7 @@ import shutil
 import nbformat
 import pytest
 
-from tests.helpers import BIN, ROOT, run
-from tests.test_nbgrader import answered, nbgrader
+from tests.helpers import BIN, ROOT, answered, nbgrader, run
 
 pytestmark = pytest.mark.slow
 

@@ -68,7 +68,7 @@ def test_dashboard_names_each_students_mistakes_in_sentences():
     from autograder.course.class_results import class_results
     from autograder.render.dashboard import dashboard
     from autograder.render.text import describe
-    from tests.test_render import check_result, result
+    from tests.helpers import check_result, result
 
     wrong = check_result("scale_values", "scale_scores", "values", 0, 2, "differs.", mistake="divide_by_dk")
     page = dashboard(class_results({"bob": result([wrong])}), {"bob": "bob.html"})

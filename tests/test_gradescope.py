@@ -8,11 +8,9 @@ PATH cleared of the project's own environment.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
-import time
 import zipfile
 from pathlib import Path
 
@@ -21,22 +19,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
 from autograder.release.gradescope import CPU_INDEX, setup_script, torch_requirement
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run, total
+from tests.helpers import BIN, REFERENCE, ROOT, SETUP_TIMEOUT, SUBMISSIONS, clean_env, run, setup, total, unpack
 
 pytestmark = pytest.mark.slow
-
-SETUP_TIMEOUT = 900
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """The environment a fresh machine would have: no project venv on PATH, no Python overrides."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH") and not key.startswith("SDPA_")
-    }
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != BIN)
-    return {**env, **extra}
 
 
 def submission_text(name: str) -> str:
@@ -71,31 +56,6 @@ def wheel(bundle, tmp_path_factory) -> Path:
         name = next(n for n in archive.namelist() if n.endswith(".whl"))
         archive.extract(name, dist)
     return dist / name
-
-
-def unpack(bundle: Path, folder: Path) -> Path:
-    """The bundle unpacked into ``folder``/autograder/source, as Gradescope does; returns the fake /autograder."""
-    root = folder / "autograder"
-    source = root / "source"
-    source.mkdir(parents=True)
-    with zipfile.ZipFile(bundle) as archive:
-        archive.extractall(source)
-    for name in ("setup.sh", "run_autograder"):
-        (source / name).chmod(0o755)  # zipfile does not restore modes; Gradescope does
-    return root
-
-
-def setup(root: Path, **env: str) -> subprocess.CompletedProcess:
-    """Run the bundle's setup.sh, with the machine's own pip configuration, as Gradescope runs it."""
-    started = time.perf_counter()
-    result = run(
-        [shutil.which("bash"), str(root / "source" / "setup.sh")],
-        cwd=root / "source",
-        timeout=SETUP_TIMEOUT,
-        env=clean_env(AUTOGRADER_ROOT=str(root), **env),
-    )
-    print(f"setup.sh took {time.perf_counter() - started:.0f} s")
-    return result
 
 
 @pytest.fixture(scope="module")

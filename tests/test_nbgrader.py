@@ -6,7 +6,6 @@ import csv
 import html
 import json
 import os
-import re
 import shutil
 
 import nbformat
@@ -15,11 +14,10 @@ import pytest
 from autograder.config import load_settings
 from autograder.release.quiz import QUESTIONS
 from autograder.release.template import solution_lines
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, answered, nbgrader, run
 
 pytestmark = pytest.mark.slow
 COURSE = ["--course", "sdpa-course"]
-SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$\n?", re.MULTILINE)
 LOOP = """def dot_product_variance(d_k, num_samples=10000, generator=None):
     while True:
         pass
@@ -39,29 +37,6 @@ ATTACKS = (
 SECRET = "do-not-show-9f1c2e"  # in nbgrader's environment: no student's code may read it
 # every check of a knowledge-check question answered wrongly (True for False, the example's placeholder otherwise)
 WRONG_ANSWERS = {q.name: f"{q.name} = {not q.answer if isinstance(q.answer, bool) else q.example}" for q in QUESTIONS}
-
-
-def nbgrader(*args, cwd, env):
-    result = run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, timeout=900)
-    assert result.returncode == 0, (
-        f"nbgrader {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
-    )
-    return result
-
-
-def answered(release, source, overrides):
-    """The released notebook with every solution cell filled in from the source, then ``overrides`` by grade id."""
-    solutions = {
-        c.metadata["nbgrader"]["grade_id"]: c.source
-        for c in source.cells
-        if c.metadata.get("nbgrader", {}).get("solution")
-    }
-    notebook = nbformat.from_dict(json.loads(json.dumps(release)))
-    for cell in notebook.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = overrides.get(grade_id, SOLUTION_MARKERS.sub("", solutions[grade_id]))
-    return notebook
 
 
 @pytest.fixture(scope="module")

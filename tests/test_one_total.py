@@ -15,9 +15,7 @@ import pytest
 
 from autograder.config import load_settings
 from autograder.release.quiz import POINTS, QUESTIONS
-from tests.helpers import BIN, ROOT, run
-from tests.test_gradescope import clean_env, setup, unpack
-from tests.test_nbgrader import answered, nbgrader
+from tests.helpers import BIN, ROOT, answered, clean_env, nbgrader, run, setup, unpack
 
 SOURCE = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
 

@@ -3,11 +3,8 @@ every student and every check appears, and the statistics come from the results'
 
 from __future__ import annotations
 
-import base64
 import copy
-import io
 import re
-from html.parser import HTMLParser
 
 import pytest
 
@@ -15,138 +12,11 @@ from autograder.course.class_results import class_results
 from autograder.course.roster import page_names
 from autograder.render.dashboard import dashboard, write_report
 from autograder.render.html import feedback_text, student_page
-from autograder.render.text import block_grid
+from tests.helpers import a_class, decoded, parsed
 
 matplotlib_image = pytest.importorskip(
     "matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)"
 )
-
-VOID = {"meta", "img", "br", "hr", "input", "link"}
-PICTURE = {
-    "example": "causal", "function": "causal_mask", "queries": 4, "keys": 6,
-    "mask": [[j <= i for j in range(6)] for i in range(4)],
-    "expected": [[round(1 / (i + 1), 3) if j <= i else 0.0 for j in range(6)] for i in range(4)],
-    "got": [[round(1 / (6 - i), 3) if j >= i else 0.0 for j in range(6)] for i in range(3)] + [[None] * 6],
-}  # fmt: skip
-
-
-def check_result(
-    check, function, category, score, worth, output="passed", mistake="", flag="", picture=None, seconds=0.01
-):
-    data = {
-        "check": check,
-        "outcome": "passed" if score == worth else "failed",
-        "mistake": mistake,
-        "seconds": seconds,
-        "flag": flag,
-    }
-    if picture:
-        data["picture"] = picture
-        output = f"{output}\n{block_grid(picture)}"
-    return {
-        "name": f"{function}: {check}",
-        "score": score,
-        "max_score": worth,
-        "output": output,
-        "visibility": "visible",
-        "tags": [function, category],
-        "extra_data": data,
-    }
-
-
-def result(tests, seconds=3.0, **extra):
-    return {
-        "score": sum(t["score"] for t in tests),
-        "max_score": sum(t["max_score"] for t in tests),
-        "execution_time": seconds,
-        "output": "Graded by the hidden checks.",
-        "tests": tests,
-        **extra,
-    }
-
-
-def a_class() -> dict[str, dict]:
-    flipped = "causal_mask(5): 10 of 25 entries differ. Likely cause: the causal triangle is flipped"
-    return {
-        "alice": result(
-            [
-                check_result("causal_square", "causal_mask", "causal", 1, 1),
-                check_result("integrity_sdpa", "sdpa", "integrity", 2, 2),
-            ]
-        ),
-        "bob <b>": result(
-            [
-                check_result(
-                    "causal_square", "causal_mask", "causal", 0, 1, flipped, "causal_flipped", picture=PICTURE
-                ),
-                check_result("integrity_sdpa", "sdpa", "integrity", 0, 2, "no points: fix those first"),
-            ],
-            seconds=9.5,
-        ),  # fmt: skip
-        "carol": result(
-            [
-                check_result("causal_square", "causal_mask", "causal", 1, 1),
-                check_result(
-                    "integrity_sdpa", "sdpa", "integrity", 0, 2, "sdpa ran PyTorch's fused attention", flag="integrity"
-                ),
-            ]
-        ),  # fmt: skip
-        "dave": result([], seconds=0.5, ungradable="attention.py is empty"),
-    }
-
-
-class Checked(HTMLParser):
-    """Parses a page, checking that every element is closed in order, and collects images, links and rows."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.open: list[str] = []
-        self.images: list[str] = []
-        self.links: list[str] = []
-        self.attributes: list[dict] = []
-        self.text: list[str] = []
-        self.scripts_from: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        self.attributes.append(attrs)
-        if tag == "img":
-            self.images.append(attrs.get("src", ""))
-        if tag == "a":
-            self.links.append(attrs.get("href", ""))
-        if tag in ("script", "link") and (attrs.get("src") or attrs.get("href")):
-            self.scripts_from.append(attrs.get("src") or attrs.get("href"))
-        if tag not in VOID:
-            self.open.append(tag)
-
-    def handle_endtag(self, tag):
-        assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
-        self.open.pop()
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-
-def parsed(page: str) -> Checked:
-    assert page.startswith("<!DOCTYPE html>")
-    checker = Checked()
-    checker.feed(page)
-    checker.close()
-    assert checker.open == [], f"unclosed: {checker.open}"
-    assert not checker.scripts_from, "the page fetches something"
-    return checker
-
-
-def decoded(src: str):
-    """An embedded image's pixels: it must be a PNG data URI that decodes."""
-    prefix = "data:image/png;base64,"
-    assert src.startswith(prefix), src[:40]
-    data = base64.b64decode(src[len(prefix) :], validate=True)
-    assert data.startswith(b"\x89PNG\r\n\x1a\n")
-    pixels = matplotlib_image.imread(io.BytesIO(data), format="png")
-    assert pixels.shape[0] > 50 and pixels.shape[1] > 50
-    assert float(pixels.std()) > 0.01  # not one flat colour
-    return pixels
 
 
 def test_student_page_parses_and_embeds_the_attention_picture():

@@ -15,8 +15,7 @@ import pytest
 from autograder.course.class_results import class_results
 from autograder.course.roster import page_names
 from autograder.render.terminal import summary
-from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
-from tests.test_render import a_class, decoded, parsed
+from tests.helpers import BIN, REFERENCE, SUBMISSIONS, a_class, decoded, parsed, run
 
 matplotlib_image = pytest.importorskip(
     "matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)"

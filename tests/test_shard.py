@@ -10,18 +10,7 @@ import subprocess
 import pytest
 
 from autograder.course.shard import parse_shard, select, shard_of
-from tests.helpers import BIN, REFERENCE, SUBMISSIONS, csv_rows, run, total
-
-CLASS = {  # student -> submission: honest, wrong, hostile and ungradable ones
-    "ada": "correct",
-    "bo": "correct",
-    "chen": "mistake_divide_by_dk",
-    "dev": "mistake_no_scale",
-    "eun": "mistake_mask_inverted",
-    "femi": "fake_results",
-    "gus": "syntax_error",
-    "hana": "correct",
-}
+from tests.helpers import BIN, CLASS, csv_rows, outcomes, run, total, write_class
 
 
 def test_parse_shard_accepts_k_of_n_from_zero():
@@ -58,31 +47,6 @@ def test_shard_is_the_same_in_every_process():
     code = "from autograder.course.shard import shard_of; print([shard_of(n, 7) for n in ('ada', 'bo', 'chen', 'dev')])"
     outputs = {run([str(BIN / "python"), "-c", code], env={"PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert outputs == {str([shard_of(n, 7) for n in ("ada", "bo", "chen", "dev")]) + "\n"}
-
-
-def write_class(folder, klass: dict[str, str] = CLASS):
-    """A class folder: one subfolder per student of ``klass`` (student -> submission), holding attention.py."""
-    folder.mkdir()
-    for student, name in klass.items():
-        (folder / student).mkdir()
-        overlay = SUBMISSIONS / "overlays" / f"{name}.py"
-        text = (
-            REFERENCE.read_text() + ("\n" + overlay.read_text() if overlay.is_file() else "")
-            if name == "correct" or overlay.is_file()
-            else (SUBMISSIONS / "standalone" / f"{name}.py").read_text()
-        )
-        (folder / student / "attention.py").write_text(text)
-    return folder
-
-
-def outcomes(out) -> dict[str, tuple]:
-    """Per student: the total, and every check's score out of its maximum (not timings: each run has its own seed)."""
-    found = {}
-    for path in sorted(out.glob("*.json")):
-        result = json.loads(path.read_text())
-        checks = tuple(sorted((t["name"], t["score"], t["max_score"]) for t in result["tests"]))
-        found[path.stem] = (result["score"], result.get("ungradable", ""), checks)
-    return found
 
 
 @pytest.mark.slow

@@ -14,9 +14,8 @@ import shutil
 import pytest
 
 from autograder.course.shard import select
-from tests.helpers import BIN, ROOT, csv_rows, run, total
+from tests.helpers import BIN, ROOT, csv_rows, outcomes, run, total, write_class
 from tests.slurm_cluster import Cluster, ClusterError, missing_programs
-from tests.test_shard import outcomes, write_class
 
 SCRIPTS = ROOT / "docs" / "slurm"
 SHARDS = 4  # on 2 cores, each task with one: two shards grade side by side, two wait

@@ -199,7 +199,7 @@ def test_a_pasted_solution_cell_does_not_stop_the_class(tmp_path):
     in the log and its code graded as it runs, and the second is graded too."""
     from nbgrader.api import Gradebook
 
-    from tests.test_nbgrader import answered
+    from tests.helpers import answered
 
     course = tmp_path / "course"
     shutil.copytree(
