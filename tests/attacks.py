@@ -1,5 +1,5 @@
 """Grading attack files with one zygote, the worker root or unprivileged, as the attack suites do
-(test_hostile, test_wave4_fused, test_wave4_bounds, test_wave4_time), and the rule they check."""
+(test_hostile, test_fused_attention, test_bounded_parsing, test_time_bounds), and the rule they check."""
 
 from __future__ import annotations
 

@@ -321,3 +321,25 @@ def outcomes(out) -> dict[str, tuple]:
         checks = tuple(sorted((t["name"], t["score"], t["max_score"]) for t in result["tests"]))
         found[path.stem] = (result["score"], result.get("ungradable", ""), checks)
     return found
+
+
+# the modules a file imports, read from its source
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth (imports inside functions included)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def ours(path: Path) -> set[str]:
+    """The project's own modules ``path`` imports (the autograder's and the reference's)."""
+    return {name for name in imports(path) if name.split(".")[0] in ("autograder", "reference")}

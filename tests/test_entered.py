@@ -32,7 +32,7 @@ def test_a_call_reports_the_functions_it_entered(tmp_path):
     """The reply names every function of the submission the call reached by its name, and no other."""
     path = tmp_path / "attention.py"
     path.write_text(SOURCE)
-    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_wave4_fused)
+    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_fused_attention)
     x = torch.randn(2, 3, 4)
     reply = serving._call(module, {"target": "scaled_dot_product_attention", "args": [x, x, x]})
     assert reply["entered"] == ["masked_softmax"]
@@ -59,7 +59,7 @@ def test_the_record_ends_with_the_call(tmp_path):
     """The functions are the submission's own again after the call, even when the call raises."""
     path = tmp_path / "attention.py"
     path.write_text(SOURCE + "\n\ndef broken(x):\n    masked_softmax(x)\n    return 1 / 0\n")
-    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_wave4_fused)
+    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_fused_attention)
     original = module.masked_softmax
     try:
         serving._call(module, {"target": "broken", "args": [torch.randn(2, 2)]})
@@ -91,6 +91,6 @@ def attention_scores(Q, K):
     return [masked_softmax.__name__, attention_output.__name__, attention_output.__doc__]
 """
     )
-    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_wave4_fused)
+    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_fused_attention)
     reply = serving._call(module, {"target": "attention_scores", "args": [torch.ones(1), torch.ones(1)]})
     assert reply["ok"] and reply["value"] == ["masked_softmax", "attention_output", "Weights times values."], reply

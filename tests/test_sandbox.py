@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -34,23 +33,17 @@ def padding_mask(valid_lens, T_k):
 """
 
 
-def sandbox(tmp_path: Path, source: str) -> Sandbox:
-    path = tmp_path / "attention.py"
-    path.write_text(source)
-    return Sandbox(path, limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1))
-
-
-def test_student_code_cannot_import_the_grader(tmp_path):
+def test_student_code_cannot_import_the_grader(sandbox):
     """The worker's path holds torch but not the autograder, the reference or the tests."""
-    with sandbox(tmp_path, PROBE) as box:
+    with sandbox(PROBE) as box:
         assert box.load().ok
         found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=10).value
     assert found.tolist() == [False, False, False, True]
 
 
-def test_student_code_runs_in_a_bare_scratch_folder(tmp_path):
+def test_student_code_runs_in_a_bare_scratch_folder(sandbox):
     """A minimal environment, a scratch folder holding only the submission (and its output log), one thread."""
-    with sandbox(tmp_path, PROBE) as box:
+    with sandbox(PROBE) as box:
         box.load()
         env_size, has_file, entries = box.call("scale_scores", (torch.zeros(1), 4), timeout=10).value.tolist()
         threads = box.call("causal_mask", (3,), timeout=10).value
@@ -58,18 +51,18 @@ def test_student_code_runs_in_a_bare_scratch_folder(tmp_path):
     assert float(threads) == 1.0
 
 
-def test_in_place_changes_are_seen_by_the_grader(tmp_path):
+def test_in_place_changes_are_seen_by_the_grader(sandbox):
     """Mutation is judged in the grader's process, from the argument the worker hands back."""
-    with sandbox(tmp_path, PROBE) as box:
+    with sandbox(PROBE) as box:
         box.load()
         reply = Student(box, timeout=10).run("padding_mask", torch.tensor([1, 2]), 3)
     assert reply.ok and reply.mutated == [True, False]
 
 
-def test_a_hung_function_is_not_waited_on_twice(tmp_path):
+def test_a_hung_function_is_not_waited_on_twice(sandbox):
     """After a time-out the child is replaced, the hung function is skipped, and others run with a short limit."""
     source = PROBE + "\ndef attention_output(w, V):\n    while True:\n        pass\n"
-    with sandbox(tmp_path, source) as box:
+    with sandbox(source) as box:
         box.load()
         first = box.call("attention_output", (torch.zeros(1), torch.zeros(1)), timeout=2)
         second = box.call("attention_output", (torch.zeros(1), torch.zeros(1)), timeout=2)
@@ -99,11 +92,11 @@ def attention_output(weights, V):
 """
 
 
-def test_a_student_exception_named_timeout_is_not_a_hang(tmp_path):
+def test_a_student_exception_named_timeout_is_not_a_hang(sandbox):
     """An exception class the student calls Timeout is the student's error, not the sandbox's finding that a call
     hung: the function is called again, and later calls keep their whole limit (before: every later call got the
     after-hang limit, 1 s here, and a 1.5 s function timed out)."""
-    with sandbox(tmp_path, STUDENT_TIMEOUT) as box:
+    with sandbox(STUDENT_TIMEOUT) as box:
         box.load()
         raised = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=10)
         again = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=10)
@@ -142,10 +135,10 @@ def attention_output(weights, V):
 """
 
 
-def test_a_timed_call_is_charged_the_students_own_cpu_time(tmp_path):
+def test_a_timed_call_is_charged_the_students_own_cpu_time(sandbox):
     """The kernel's CPU count of a timed call is that of the student's process (PID 1 of its sandbox),
     not its keeper's."""
-    with sandbox(tmp_path, BUSY) as box:
+    with sandbox(BUSY) as box:
         assert box.load().ok
         reply = box.timed(
             "attention_output", [[torch.ones(2, 3), torch.ones(3, 4)]], [((2, 4), torch.float32)], timeout=20
@@ -190,11 +183,11 @@ def attention_scores(Q, K):
 """
 
 
-def test_fused_attention_is_unreachable_in_the_students_sandbox_only(tmp_path):
+def test_fused_attention_is_unreachable_in_the_students_sandbox_only(sandbox, tmp_path):
     """Every fused entry point raises 'not available in this assignment' for the student; the reference's sandbox
     (trusted code, same zygote) and the grading process keep them."""
     q = torch.randn(1, 2, 3, 4)
-    with sandbox(tmp_path, FUSED_PROBE) as box:
+    with sandbox(FUSED_PROBE) as box:
         assert box.load().ok, box.load_reply
         found = box.call("attention_scores", (q, q), timeout=30)
         path = tmp_path / "trusted" / "attention.py"
@@ -267,10 +260,10 @@ class _Starved:
             process.wait()
 
 
-def test_a_call_slowed_by_the_machine_is_not_the_students_timeout(tmp_path):
+def test_a_call_slowed_by_the_machine_is_not_the_students_timeout(sandbox):
     """A call that needs 0.4 s of CPU but waits for one (pinned beside 3 busy processes) takes longer than its
     1.5 s limit by the wall clock, and is answered: only the student's own time counts against the limit."""
-    with sandbox(tmp_path, STARVED) as box:
+    with sandbox(STARVED) as box:
         assert box.load().ok
         with _Starved(box._measured, 3):
             started = time.monotonic()
@@ -280,19 +273,19 @@ def test_a_call_slowed_by_the_machine_is_not_the_students_timeout(tmp_path):
     assert wall > 1.5, f"the process was not slowed down ({wall:.1f} s): the test proves nothing"
 
 
-def test_a_call_the_machine_never_lets_run_is_the_graders_failure(tmp_path):
+def test_a_call_the_machine_never_lets_run_is_the_graders_failure(sandbox):
     """Pinned beside 12 busy processes, a call gets a few per cent of a CPU: past 6 times its limit by the clock,
     with less than the limit of its own time, it is the grader's failure (GraderBusy), not the student's timeout."""
-    with sandbox(tmp_path, STARVED) as box:
+    with sandbox(STARVED) as box:
         assert box.load().ok
         with _Starved(box._measured, 12), pytest.raises(GraderBusy):
             box.call("attention_output", (torch.ones(2, 3), torch.ones(3, 4)), timeout=0.5)
         assert box.call("attention_output", (torch.ones(2, 3), torch.ones(3, 4)), timeout=10).ok  # a new child
 
 
-def test_a_student_that_sleeps_runs_out_of_its_own_time(tmp_path):
+def test_a_student_that_sleeps_runs_out_of_its_own_time(sandbox):
     """Sleeping is the student's own time: a call that sleeps is its timeout at the limit, by the wall clock."""
-    with sandbox(tmp_path, STARVED) as box:
+    with sandbox(STARVED) as box:
         assert box.load().ok
         started = time.monotonic()
         reply = box.call("scale_scores", (torch.ones(2), 4), timeout=1.0)

@@ -1,16 +1,14 @@
-"""Issue 32, item 4: fused attention unreachable in a way the student's code cannot undo (successor of test_hostile).
+"""Fused attention is unreachable in a way the student's code cannot undo.
 
-Three attacks of the fourth wave scored full marks with the integrity check passed (55/55 each on 9d06009): the
-block undone from inside the process (its torch.library.Library's finalizer, listed in weakref.finalize's registry),
-``torch.vmap`` over the fused function (functorch's batched kernels were not blocked), and torch's own multi-head
-attention source run through ``code.InteractiveInterpreter().runsource``; issue 44 added torch's own attention
-written in Python (torch.onnx.ops' eager Attention-23), called directly (its import builds code: it did not load) and
-with the texts that import compiles carried as string constants (55/55, integrity passed, on 139c778: the guard took
-any string constant of the file as code). Each is an overlay under
-tests/submissions/overlays, graded here with the worker as root and as an unprivileged user (its exact grade in
-tests/grading_cases.py). The probes below check the mechanisms in one sandbox each: the dispatcher block, which no
-route from Python undoes, and the worker's code guard (an audit hook), which refuses code built at run time while
-honest code (imports, namedtuple, a notebook's cells) still runs.
+The attacks: the block undone from inside the process (a finalizer listed in weakref.finalize's registry),
+``torch.vmap`` over the fused function (functorch's batched kernels), torch's own multi-head attention source run
+through ``code.InteractiveInterpreter().runsource``, and torch's own attention written in Python (torch.onnx.ops'
+eager Attention-23), called directly (its import builds code: it does not load) and with the texts that import
+compiles carried as string constants. Each is an overlay under tests/submissions/overlays, graded here with the
+worker as root and as an unprivileged user (its exact grade in tests/grading_cases.py). The probes below check the
+mechanisms in one sandbox each: the dispatcher block, which no route from Python undoes, and the worker's code guard
+(an audit hook), which refuses code built at run time while honest code (imports, namedtuple, a notebook's cells)
+still runs.
 """
 
 from __future__ import annotations
@@ -24,23 +22,22 @@ from autograder.checks.integrity import fused_uses, tampering
 from autograder.read.submission import notebook_source
 from tests.attacks import MODES, assert_costs_only_its_points, grade_all, overlaid
 from tests.helpers import REFERENCE, SUBMISSIONS
-from tests.test_sandbox import sandbox
 
-WAVE = ("fused_undo_block", "fused_vmap", "fused_interpreter_mha", "fused_onnx_attention", "fused_onnx_smuggled")
+ATTACKS = ("fused_undo_block", "fused_vmap", "fused_interpreter_mha", "fused_onnx_attention", "fused_onnx_smuggled")
 NOT_AVAILABLE = "not available in this assignment"
 BUILT_AT_RUN_TIME = "NotAvailable: building code at run time"
 
 
 @pytest.fixture(scope="module", params=MODES)
 def graded(request, tmp_path_factory):
-    """The wave's attacks graded with one zygote, the worker root or unprivileged (as tests/test_hostile.py does)."""
-    base = tmp_path_factory.mktemp(f"wave4-{request.param}")
-    return grade_all(request.param, base, [overlaid(base, name) for name in WAVE])["results"]
+    """The fused-attention attacks graded with one zygote, the worker root or unprivileged (as test_hostile does)."""
+    base = tmp_path_factory.mktemp(f"fused-{request.param}")
+    return grade_all(request.param, base, [overlaid(base, name) for name in ATTACKS])["results"]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("name", WAVE)
+@pytest.mark.parametrize("name", ATTACKS)
 def test_each_attack_loses_exactly_its_points(graded, name):
     """The attack loses the points tests/grading_cases.py names (computed from the settings), with the feedback
     it names; the rest it keeps."""
@@ -117,10 +114,10 @@ def attention_scores(Q, K):
 
 
 @pytest.mark.timeout(300)
-def test_the_block_covers_functorch_and_cannot_be_undone_from_python(tmp_path):
+def test_the_block_covers_functorch_and_cannot_be_undone_from_python(sandbox):
     """No finalizer, collector entry or worker global holds the block; vmap, func.grad, autocast, Meta, the
     quantizable MultiheadAttention and a raw thread all meet 'not available in this assignment'."""
-    with sandbox(tmp_path, BLOCK_PROBE) as box:
+    with sandbox(BLOCK_PROBE) as box:
         assert box.load().ok, box.load_reply
         found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=60)
     assert found.ok, found.describe()
@@ -216,11 +213,11 @@ def attention_scores(Q, K):
 
 
 @pytest.mark.timeout(300)
-def test_code_built_at_run_time_is_refused_and_honest_code_runs(tmp_path):
+def test_code_built_at_run_time_is_refused_and_honest_code_runs(sandbox):
     """Every way tried to build or run code at run time is refused in the student's sandbox, also after the
     builtins and the worker's globals are replaced, and so is code given as a string constant; imports, namedtuple
     and a notebook cell run by its wrapper run."""
-    with sandbox(tmp_path, GUARD_PROBE) as box:
+    with sandbox(GUARD_PROBE) as box:
         assert box.load().ok, box.load_reply
         found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=60)
     assert found.ok, found.describe()
@@ -244,7 +241,7 @@ def test_code_built_at_run_time_is_refused_and_honest_code_runs(tmp_path):
 
 
 @pytest.mark.timeout(300)
-def test_a_notebooks_cells_still_load_under_the_guard(tmp_path):
+def test_a_notebooks_cells_still_load_under_the_guard(sandbox):
     """The grader runs a notebook's cells as compile() of their sources: they load; exec of a constant in a cell is
     refused, which stops that cell alone."""
     cells = [
@@ -257,7 +254,7 @@ def test_a_notebooks_cells_still_load_under_the_guard(tmp_path):
         },
     ]
     source = notebook_source(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    with sandbox(tmp_path, source) as box:
+    with sandbox(source) as box:
         assert box.load().ok, box.load_reply
         reply = box.call("scale_scores", (torch.ones(2), 4), timeout=30)
     assert reply.ok, reply.describe()
@@ -283,9 +280,9 @@ def test_code_built_at_run_time_is_flagged_in_the_source(code):
     assert set(found) == {"builds_code"} and all(place.startswith("line ") for place in found["builds_code"]), found
 
 
-def test_the_wave_leaves_evidence_only_where_code_is_built():
+def test_only_the_attack_that_builds_code_leaves_evidence_in_its_source():
     """The interpreter attack is flagged in its source; the two others leave nothing there (the block stops them)."""
-    sources = {name: (SUBMISSIONS / "overlays" / f"{name}.py").read_text() for name in WAVE}
+    sources = {name: (SUBMISSIONS / "overlays" / f"{name}.py").read_text() for name in ATTACKS}
     assert "builds_code" in tampering(sources["fused_interpreter_mha"])
     assert tampering(sources["fused_undo_block"]) == tampering(sources["fused_vmap"]) == {}
 

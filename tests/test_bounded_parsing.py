@@ -1,10 +1,10 @@
-"""The fourth wave's parsing attacks (issue 32, items 1 and 6): whatever the trusted process reads from a submission
-is bounded before it is parsed, and one notebook never stops the grading of the others.
+"""Parsing attacks: whatever the trusted process reads from a submission is bounded before it is parsed, and one
+notebook never stops the grading of the others.
 
-A successor of tests/test_hostile.py. Each attack below was a grader error (exit 3), an OverflowError that made
-nbgrader drop the notebook, a 91 s grading that peaked at 2.2 GiB, or a class that nbgrader stopped grading; each is
-now the student's: the submission ungradable with a reason in the student's words, or a failed check, or a
-notebook graded while its pasted cell is reported. Large attacks are built here, never committed.
+Each attack below ends as the student's: the submission ungradable with a reason in the student's words, or a failed
+check, or a notebook graded while its pasted cell is reported; never a grader error (exit 3), an OverflowError that
+makes nbgrader drop the notebook, a grading that takes minutes and gigabytes, or a class that nbgrader stops grading.
+Large attacks are built here, never committed.
 """
 
 from __future__ import annotations
@@ -176,8 +176,8 @@ def test_a_wire_marker_of_an_unexpected_type_is_a_wire_error(marker):
         wire.decode(header, lambda size: b"\0" * size)
 
 
-# The sandboxed attack of this wave (wire_unhashable_reply: a wire value of an unexpected type) is graded with
-# the earlier waves', in tests/test_hostile.py.
+# The sandboxed parsing attack (wire_unhashable_reply: a wire value of an unexpected type) is graded with the other
+# hostile submissions, in tests/test_hostile.py.
 
 
 # --- nbgrader: one notebook never stops the class ---------------------------------------------------------------------

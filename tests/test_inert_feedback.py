@@ -1,4 +1,4 @@
-"""Issue 32, item 5: student text reaches people inert. Markup in a notebook does not run in nbgrader's
+"""Student text reaches people inert. Markup in a notebook does not run in nbgrader's
 feedback page, and a student's name with terminal escapes or a right-to-left override is shown, never
 obeyed, on every line the batch prints."""
 
@@ -14,7 +14,7 @@ from nbformat.v4 import new_markdown_cell
 
 from tests.helpers import BIN, ROOT, run
 
-MARK = "sdpa-wave4-pwned"
+MARK = "sdpa-markup-pwned"
 MARKUP = (
     f"# My notes\n\n<script>window['{MARK}'] = 1</script>\n\n"
     f'<img src="x" onerror="window[\'{MARK}\'] = 2">\n\n'
