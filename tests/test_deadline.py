@@ -7,8 +7,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from autograder.assignment.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp
+from tests.helpers import total
 
 DUE = "2026-12-01T23:59:00-05:00"
+TOTAL = total()  # the assignment's most, from the checks' points and the settings
 DUE_AT = datetime(2026, 12, 1, 23, 59, tzinfo=timezone(timedelta(hours=-5)))
 
 
@@ -130,7 +132,7 @@ def test_the_dashboard_shows_each_late_penalty():
     from autograder.report import stamp
 
     deadline = _policy(policy="per_day", percent=10)
-    results = {name: stamp({"score": 40.0, "max_score": 55.0, "tests": []}, apply(deadline, name, 40.0, TIMES[name]))
+    results = {name: stamp({"score": 40.0, "max_score": TOTAL, "tests": []}, apply(deadline, name, 40.0, TIMES[name]))
                for name in ("ontime", "hours2")}  # fmt: skip
     page = dashboard(class_results(results), {name: f"{name}.html" for name in results})
     assert "raw 40, late penalty 4 (2.0 h late)" in page
@@ -139,7 +141,7 @@ def test_the_dashboard_shows_each_late_penalty():
 
 # ---- the batch's notes on a policy that does nothing it seems to do (no grading: --summary-only over results) ----
 
-RESULT = {"score": 40.0, "max_score": 55.0, "output": "", "tests": []}
+RESULT = {"score": 40.0, "max_score": TOTAL, "output": "", "tests": []}
 
 
 def _graded_class(tmp_path, names=("alice", "bob"), result=RESULT):
@@ -219,22 +221,22 @@ def test_a_late_student_is_told_the_penalty_in_one_sentence():
     from autograder.render.text import late_sentence
     from autograder.report import stamp
 
-    result = {"score": 47.0, "max_score": 55.0, "output": "Graded by the hidden checks.", "tests": []}
+    result = {"score": 47.0, "max_score": TOTAL, "output": "Graded by the hidden checks.", "tests": []}
     late = apply(_policy(policy="per_day", percent=10), "hours2", 47.0, TIMES["hours2"])
-    sentence = "Late: 2.0 h after the due date; 10% of 47 taken off (4.7): 42.3/55."
-    assert late_sentence(late.fields(), 55.0) == sentence
+    sentence = f"Late: 2.0 h after the due date; 10% of 47 taken off (4.7): 42.3/{TOTAL:g}."
+    assert late_sentence(late.fields(), TOTAL) == sentence
     stamped = stamp(result, late)
     assert stamped["output"] == f"Graded by the hidden checks.\n{sentence}"
     assert table(stamped).splitlines()[-1] == sentence
     again = stamp(stamped, apply(_policy(policy="per_day", percent=20), "hours2", 47.0, TIMES["hours2"]))
     assert again["output"] == "Graded by the hidden checks.\nLate: 2.0 h after the due date; 20% of 47 taken off" \
-        " (9.4): 37.6/55."  # fmt: skip
+        f" (9.4): 37.6/{TOTAL:g}."  # fmt: skip
     extended = _policy(policy="per_day", percent=10, extensions=EXTENSIONS)
-    assert late_sentence(apply(extended, "extended", 47.0, TIMES["extended"]).fields(), 55.0) == (
+    assert late_sentence(apply(extended, "extended", 47.0, TIMES["extended"]).fields(), TOTAL) == (
         "Submitted by your extended due date (2026-12-05T23:59:00-05:00): nothing taken off."
     )
-    assert "no late penalty was applied" in late_sentence(apply(extended, "x", 47.0, None).fields(), 55.0)
-    assert late_sentence(apply(extended, "ontime", 47.0, TIMES["ontime"]).fields(), 55.0) == ""
+    assert "no late penalty was applied" in late_sentence(apply(extended, "x", 47.0, None).fields(), TOTAL)
+    assert late_sentence(apply(extended, "ontime", 47.0, TIMES["ontime"]).fields(), TOTAL) == ""
     pytest.importorskip("jinja2", reason="the page is a jinja2 template (the [report] extra)")
     from autograder.render.html import student_page
 
@@ -272,13 +274,13 @@ def test_lateness_is_worded_at_a_precision_that_is_never_zero(late, words):
     fields = apply(_policy(policy="per_day", percent=10), "x", 40.0, DUE_AT + late).fields()
     assert fields["late_penalty"] == 4.0 and fields["hours_late"] > 0
     assert late_by(fields["hours_late"]) == words
-    assert late_sentence(fields, 55.0) == f"Late: {words} after the due date; 10% of 40 taken off (4): 36/55."
+    assert late_sentence(fields, TOTAL) == f"Late: {words} after the due date; 10% of 40 taken off (4): 36/{TOTAL:g}."
     pytest.importorskip("matplotlib", reason="the dashboard draws with matplotlib (the [report] extra)")
     from autograder.course.class_results import class_results
     from autograder.render.dashboard import dashboard
     from autograder.report import stamp
 
-    result = stamp({"score": 40.0, "max_score": 55.0, "tests": []}, apply(_policy(policy="per_day", percent=10),
+    result = stamp({"score": 40.0, "max_score": TOTAL, "tests": []}, apply(_policy(policy="per_day", percent=10),
                                                                           "x", 40.0, DUE_AT + late))  # fmt: skip
     assert f"raw 40, late penalty 4 ({words} late)" in dashboard(class_results({"x": result}), {"x": "x.html"})
 
@@ -329,10 +331,10 @@ def test_a_gradescope_extension_applies_under_the_settings_due_date(tmp_path):
     two_days = (DUE_AT + timedelta(days=2)).isoformat()
     extended = (DUE_AT + timedelta(days=3)).isoformat()
     student, submitted, moved = gradescope_time(_metadata(tmp_path, two_days, extended), deadline)
-    late = apply(moved, student, 55.0, submitted)
-    assert (late.score, late.extension) == (55.0, (DUE_AT + timedelta(days=3)).isoformat())
+    late = apply(moved, student, 50.0, submitted)
+    assert (late.score, late.extension) == (50.0, (DUE_AT + timedelta(days=3)).isoformat())
     four_days = (DUE_AT + timedelta(days=4)).isoformat()
     student, submitted, moved = gradescope_time(_metadata(tmp_path, four_days, extended), deadline)
-    assert apply(moved, student, 55.0, submitted).score == 49.5
+    assert apply(moved, student, 50.0, submitted).score == 45.0
     student, submitted, moved = gradescope_time(_metadata(tmp_path, two_days), deadline)
-    assert apply(moved, student, 55.0, submitted).score == 44.0
+    assert apply(moved, student, 50.0, submitted).score == 40.0

@@ -15,7 +15,7 @@ import pytest
 
 from autograder.config import load_settings
 from autograder.release.quiz import POINTS, QUESTIONS
-from tests.helpers import BIN, ROOT, answered, clean_env, nbgrader, run, setup, unpack
+from tests.helpers import BIN, ROOT, answered, clean_env, nbgrader, run, setup, total, unpack
 
 SOURCE = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
 
@@ -41,20 +41,20 @@ def test_sdpa_grade_scores_a_notebooks_knowledge_check(tmp_path):
     settings = load_settings(environ={})
     path = _notebook(tmp_path, {"q_variance": "q_variance = 8"})
     grading = Grading(path, settings, handed=take(path, settings.limits))
-    checks = [{"name": "the checks", "score": 40.0, "max_score": 55.0}]
-    grading.result = {"score": 40.0, "max_score": 55.0, "output": "", "tests": checks}
+    checks = [{"name": "the checks", "score": 40.0, "max_score": total()}]
+    grading.result = {"score": 40.0, "max_score": total(), "output": "", "tests": checks}
     result = knowledge_check(grading).result
     assert [test["extra_data"]["check"] for test in result["tests"][1:]] == [question.name for question in QUESTIONS]
     right = len(QUESTIONS) - 1
-    assert (result["score"], result["max_score"]) == (40.0 + right * POINTS, 55.0 + len(QUESTIONS) * POINTS)
+    assert (result["score"], result["max_score"]) == (40.0 + right * POINTS, total(notebook=True))
     wrong = next(test for test in result["tests"][1:] if test["extra_data"]["check"] == "q_variance")
     assert (wrong["score"], wrong["status"]) == (0.0, "failed") and "reread 'Why scale?'" in wrong["output"]
     assert "64" not in wrong["output"]  # never the answer
     script = tmp_path / "attention.py"
     script.write_text("x = 1\n")
     grading = Grading(script, settings, handed=take(script, settings.limits))
-    grading.result = {"score": 0.0, "max_score": 55.0, "output": "", "tests": []}
-    assert knowledge_check(grading).result == {"score": 0.0, "max_score": 55.0, "output": "", "tests": []}
+    grading.result = {"score": 0.0, "max_score": total(), "output": "", "tests": []}
+    assert knowledge_check(grading).result == {"score": 0.0, "max_score": total(), "output": "", "tests": []}
     json.dumps(result)  # results.json as written
 
 
