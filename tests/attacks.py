@@ -14,10 +14,9 @@ import pytest
 from autograder.config import load_settings
 from autograder.sandbox.processes import readable_by_others
 from tests.grading_cases import CASES
-from tests.helpers import REFERENCE, ROOT, SUBMISSIONS, run
+from tests.helpers import FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run
 
 MODES = ["root", "unprivileged"]
-FAST_LIMITS = "[limits]\ncall_timeout = 5.0\nload_timeout = 5.0\nafter_hang_timeout = 1.0\nmemory_mb = 2048\n"
 POINTS = {name: points for name, points in load_settings(environ={}).points.items() if name != "timing_gpu"}
 
 # Grades every file named on the command line with one zygote (the worker root or unprivileged); writes each

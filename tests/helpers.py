@@ -21,6 +21,8 @@ REFERENCE = ROOT / "reference" / "attention.py"
 TEMPLATE_DIR = ROOT / "student_template"
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 BIN = Path(sys.executable).parent
+# a config file's [limits] for gradings that take seconds: short call and load limits, 2 GB of memory
+FAST_LIMITS = "[limits]\ncall_timeout = 5.0\nload_timeout = 5.0\nafter_hang_timeout = 1.0\nmemory_mb = 2048\n"
 
 
 def student_folder(tmp_path: Path, attention_source: str | None = None) -> Path:

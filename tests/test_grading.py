@@ -13,17 +13,10 @@ import pytest
 
 from autograder.config import load_settings
 from tests.grading_cases import ABSENT, CASES, DEDUCTED
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run, total
+from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run, total
 
 pytestmark = pytest.mark.slow  # real batches: minutes in all
 
-FAST_LIMITS = """
-[limits]
-call_timeout = 5.0
-load_timeout = 5.0
-after_hang_timeout = 1.0
-memory_mb = 2048
-"""
 POINTS = load_settings().points
 GRADED = {name: points for name, points in POINTS.items() if name != "timing_gpu"}
 
@@ -237,7 +230,7 @@ def test_force_grades_again(tmp_path):
     folder.mkdir()
     (folder / "alice.py").write_text(REFERENCE.read_text())
     out.mkdir()
-    (out / "alice.json").write_text('{"score": 1, "max_score": 55, "tests": []}')
+    (out / "alice.json").write_text(json.dumps({"score": 1, "max_score": total(), "tests": []}))
     regraded = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out)])
     assert "1 to grade (1 regraded: no provenance 1)" in regraded.stderr, regraded.stderr
     result = json.loads((out / "alice.json").read_text())

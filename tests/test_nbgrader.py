@@ -12,9 +12,9 @@ import nbformat
 import pytest
 
 from autograder.config import load_settings
-from autograder.release.quiz import QUESTIONS
+from autograder.release.quiz import POINTS, QUESTIONS
 from autograder.release.template import solution_lines
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, answered, nbgrader, run
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, answered, nbgrader, points, run, total
 
 pytestmark = pytest.mark.slow
 COURSE = ["--course", "sdpa-course"]
@@ -110,15 +110,16 @@ def test_export_scores_each_student(course):
     """Alice gets everything; Bob loses the scaling check (once: error carried forward) and one answer; Carol loses
     only the variance checks; Mallory loses only her own points: the variance checks, the integrity flags her code
     earns, the ten questions."""
-    scores = _scores(course)
-    assert scores["alice"] == (65.0, 65.0)
+    scores, full = _scores(course), total(notebook=True)
+    variance = points("variance_close") + points("variance_uses_generator")
+    assert scores["alice"] == (full, full)
     # bob: scale_values and q_variance; the checks that fail only through his scale_scores (sdpa, mha, their gates)
     # keep their points, as [scoring] borrowed = "carry_forward" (the default) says, on this path too
-    assert scores["bob"] == (65.0 - 2 - 1, 65.0)
-    assert scores["carol"] == (65.0 - 3, 65.0)
-    # mallory: variance (2 + 1), integrity of sdpa and mha (2 + 1: her cell imports importlib, reads sys.modules),
-    # quiz (10)
-    assert scores["mallory"] == (65.0 - 3 - 3 - 10, 65.0)
+    assert scores["bob"] == (full - points("scale_values") - POINTS, full)
+    assert scores["carol"] == (full - variance, full)
+    # mallory: variance, integrity of sdpa and mha (her cell imports importlib, reads sys.modules), every question
+    integrity = points("integrity_sdpa") + points("integrity_mha")
+    assert scores["mallory"] == (full - variance - integrity - len(QUESTIONS) * POINTS, full)
 
 
 def test_feedback_reveals_no_test_logic(course):

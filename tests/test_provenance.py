@@ -21,15 +21,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from autograder import provenance
 from autograder.config import load_settings
 from autograder.grade import Grading, read
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
-
-FAST_LIMITS = """
-[limits]
-call_timeout = 5.0
-load_timeout = 5.0
-after_hang_timeout = 1.0
-memory_mb = 2048
-"""
+from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run, total
 
 
 def sha256(path: Path) -> str:
@@ -324,7 +316,8 @@ def test_ctrl_c_on_one_grading_exits_130_and_leaves_the_results_file_as_it_was(t
     """SIGINT to the grading's process group (Ctrl-C): exit 130, one line, the earlier results file byte for byte,
     no temporary file left beside it, no feedback page."""
     results = tmp_path / "results.json"
-    results.write_text('{"score": 55, "max_score": 55, "tests": [], "output": "an earlier, good grading"}\n')
+    earlier = {"score": total(), "max_score": total(), "tests": [], "output": "an earlier, good grading"}
+    results.write_text(json.dumps(earlier) + "\n")
     before = results.read_bytes()
     command = [str(BIN / "sdpa-grade"), str(REFERENCE), "--json", str(results), "--html", str(tmp_path / "f.html")]
     grading = subprocess.Popen(
