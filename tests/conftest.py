@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import limits
+from tests.helpers import nbgrader_course as made_course
 
 
 @pytest.fixture
@@ -20,5 +21,29 @@ def sandbox(tmp_path: Path):
         path = tmp_path / "attention.py"
         path.write_text(source)
         return Sandbox(path, limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1))
+
+    return make
+
+
+@pytest.fixture
+def nbgrader_course(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """(course folder, environment): a copy of assignments/ in this test's folder, its assignment generated
+    (tests/helpers.nbgrader_course)."""
+    return made_course(tmp_path)
+
+
+@pytest.fixture
+def graded_class(tmp_path: Path):
+    """``graded_class(result, names=("alice", "bob"))``: a class folder (one empty folder per student) and its results
+    folder, each student's results ``result``, as a batch leaves them: (class folder, results folder)."""
+    import json
+
+    def make(result: dict, names: tuple[str, ...] = ("alice", "bob")) -> tuple[Path, Path]:
+        folder, out = tmp_path / "submitted", tmp_path / "grades"
+        out.mkdir()
+        for name in names:
+            (folder / name).mkdir(parents=True)
+            (out / f"{name}.json").write_text(json.dumps(result))
+        return folder, out
 
     return make

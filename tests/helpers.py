@@ -91,6 +91,20 @@ def nbgrader(*args, cwd, env):
     return result
 
 
+def nbgrader_course(base: Path) -> tuple[Path, dict[str, str]]:
+    """``base``/course: a copy of assignments/ without what nbgrader makes, its assignment generated; and the
+    environment nbgrader runs in there (the venv's commands on PATH, alembic among them)."""
+    course = base / "course"
+    shutil.copytree(
+        ROOT / "assignments",
+        course,
+        ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
+    )
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # alembic must be on PATH
+    nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
+    return course, env
+
+
 def answered(release, source, overrides):
     """The released notebook with every solution cell filled in from the source, then ``overrides`` by grade id."""
     import nbformat

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import html
-import os
 import shutil
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from traitlets.config.loader import PyFileConfigLoader
 from autograder.course import similarity
 from autograder.render import images
 from autograder.render.similarity import section
-from tests.helpers import BIN, ROOT, SOLUTION_MARKERS, answered, nbgrader, run
+from tests.helpers import BIN, ROOT, SOLUTION_MARKERS, answered, nbgrader, nbgrader_course, run
 
 CHROMIUM = "/usr/bin/chromium"
 SDPA = "scaled_dot_product_attention"
@@ -60,14 +59,7 @@ def _sdpa_grade(*args: str, cwd: Path) -> None:
 def nbgrader_feedback(base: Path) -> Path:
     """bob's notebook, handed in late, through nbgrader's autograde (with DEADLINE) and generate_feedback, with the
     course's template."""
-    course = base / "course"
-    shutil.copytree(
-        ROOT / "assignments",
-        course,
-        ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
-    )
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # alembic must be on PATH
-    nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
+    course, env = nbgrader_course(base)
     nbgrader("db", "assignment", "add", "sdpa", f"--duedate={DUE_UTC}", cwd=course, env=env)
     (course / "course.toml").write_text(DEADLINE)
     release = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)

@@ -144,18 +144,6 @@ def test_the_dashboard_shows_each_late_penalty():
 RESULT = {"score": 40.0, "max_score": TOTAL, "output": "", "tests": []}
 
 
-def _graded_class(tmp_path, names=("alice", "bob"), result=RESULT):
-    """A class folder (one empty folder per student) and its results folder, as a batch leaves them."""
-    import json
-
-    folder, out = tmp_path / "submitted", tmp_path / "grades"
-    out.mkdir()
-    for name in names:
-        (folder / name).mkdir(parents=True)
-        (out / f"{name}.json").write_text(json.dumps(result))
-    return folder, out
-
-
 def _summary(folder, out, *extra):
     from tests.helpers import BIN, run
 
@@ -163,13 +151,13 @@ def _summary(folder, out, *extra):
 
 
 @pytest.mark.timeout(60)
-def test_a_run_without_the_deadline_that_scored_the_results_warns(tmp_path):
+def test_a_run_without_the_deadline_that_scored_the_results_warns(graded_class):
     """Results a [deadline] penalised, re-applied by a run with no deadline (no --config): the raw scores come back,
     and the run says so, naming how many students and what to pass."""
     import json
 
     late = apply(_policy(policy="per_day", percent=10), "bob", 40.0, TIMES["hours2"])
-    folder, out = _graded_class(tmp_path)
+    folder, out = graded_class(RESULT)
     (out / "bob.json").write_text(json.dumps({**RESULT, "score": late.score, "extra_data": {"late": late.fields()}}))
     done = _summary(folder, out)
     assert done.returncode == 0, done.stderr
@@ -179,10 +167,10 @@ def test_a_run_without_the_deadline_that_scored_the_results_warns(tmp_path):
 
 
 @pytest.mark.timeout(60)
-def test_a_policy_that_takes_nothing_off_is_noted(tmp_path):
+def test_a_policy_that_takes_nothing_off_is_noted(graded_class, tmp_path):
     """An extension naming no student, a percent with no policy, times for a student not in the class, and --times
     with no deadline: each accepted, each told (stderr), naming the key or the student."""
-    folder, out = _graded_class(tmp_path)
+    folder, out = graded_class(RESULT)
     times = tmp_path / "times.csv"
     times.write_text(f"student,submitted_at\nalice,{DUE}\nalise,{DUE}\n", encoding="utf-8")
     course = tmp_path / "course.toml"
@@ -198,9 +186,9 @@ def test_a_policy_that_takes_nothing_off_is_noted(tmp_path):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("roster_text, says", [(None, "cannot be read"), ("a,b\n1,2\n", "not a Canvas gradebook")])
-def test_an_unusable_roster_is_refused_before_any_grading(tmp_path, roster_text, says):
+def test_an_unusable_roster_is_refused_before_any_grading(graded_class, tmp_path, roster_text, says):
     """A roster that is missing or not the LMS's export: exit 2 naming it, before a student is graded."""
-    folder, out = _graded_class(tmp_path, names=("alice",))
+    folder, out = graded_class(RESULT, names=("alice",))
     (folder / "newcomer").mkdir()  # no result yet: a batch that graded before looking at the roster would grade it
     roster = tmp_path / "roster.csv"
     if roster_text is not None:

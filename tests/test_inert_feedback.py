@@ -4,15 +4,13 @@ obeyed, on every line the batch prints."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from html.parser import HTMLParser
 
 import nbformat
 import pytest
 from nbformat.v4 import new_markdown_cell
 
-from tests.helpers import BIN, ROOT, run
+from tests.helpers import BIN, ROOT, nbgrader, run
 
 MARK = "sdpa-markup-pwned"
 MARKUP = (
@@ -51,26 +49,13 @@ def live_code(page: str) -> list[str]:
     return [code for code in parser.code if MARK in code]
 
 
-def nbgrader(*args, cwd, env):
-    result = run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, timeout=400)
-    assert result.returncode == 0, f"nbgrader {' '.join(args)}:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
-    return result
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_markup_in_a_notebook_does_not_run_in_the_nbgrader_feedback_page(tmp_path):
+def test_markup_in_a_notebook_does_not_run_in_the_nbgrader_feedback_page(nbgrader_course):
     """<script>, <img onerror> and a javascript: link in a student's markdown cell, through the real
     nbgrader autograde and generate_feedback with the course's config: the page shows none of them live,
     and still shows the student's own words."""
-    course = tmp_path / "course"
-    shutil.copytree(
-        ROOT / "assignments",
-        course,
-        ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
-    )
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # alembic must be on PATH
-    nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
+    course, env = nbgrader_course
     notebook = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
     notebook.cells.insert(1, new_markdown_cell(MARKUP))  # stubs everywhere else: a fast grading
     submitted = course / "submitted" / "eve" / "sdpa"
