@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import limits
+from tests.helpers import limits, with_overlay
 from tests.helpers import nbgrader_course as made_course
 
 
@@ -45,5 +45,18 @@ def graded_class(tmp_path: Path):
             (folder / name).mkdir(parents=True)
             (out / f"{name}.json").write_text(json.dumps(result))
         return folder, out
+
+    return make
+
+
+@pytest.fixture
+def overlay(tmp_path: Path):
+    """``overlay(name)``: this test's attention.py, the reference with the overlay ``name`` appended
+    (tests/helpers.with_overlay)."""
+
+    def make(name: str | None) -> Path:
+        path = tmp_path / "attention.py"
+        path.write_text(with_overlay(name))
+        return path
 
     return make

@@ -25,6 +25,12 @@ BIN = Path(sys.executable).parent
 FAST_LIMITS = "[limits]\ncall_timeout = 5.0\nload_timeout = 5.0\nafter_hang_timeout = 1.0\nmemory_mb = 2048\n"
 
 
+def with_overlay(overlay: str | None) -> str:
+    """The reference's source with ``tests/submissions/overlays/<overlay>.py`` appended after a newline (the
+    reference's alone for None): a submission that differs from the reference by the overlay's definitions."""
+    return REFERENCE.read_text() + (f"\n{(SUBMISSIONS / 'overlays' / f'{overlay}.py').read_text()}" if overlay else "")
+
+
 def student_folder(tmp_path: Path, attention_source: str | None = None) -> Path:
     """A copy of student_template/ alone, optionally with attention.py replaced."""
     folder = tmp_path / "student"

@@ -16,7 +16,7 @@ from autograder.plugin import GradingPlugin, Outcome
 from autograder.render.text import output_text
 from autograder.scoring import GATED, score
 from autograder.status import Category, Status
-from tests.helpers import REFERENCE, SUBMISSIONS
+from tests.helpers import with_overlay
 from tests.in_process import InProcess
 
 # overlay -> the one student function it gets wrong: the classic mistakes (SPEC section 6 and the lesson)
@@ -52,9 +52,7 @@ def own_checks(function: str) -> set[str]:
 
 def outcomes(overlay: str | None, seed: int) -> list[Outcome]:
     """The value checks' outcomes for the reference with ``overlay`` appended, and its gates as passed."""
-    source = REFERENCE.read_text() + (
-        f"\n{(SUBMISSIONS / 'overlays' / f'{overlay}.py').read_text()}" if overlay else ""
-    )
+    source = with_overlay(overlay)
     namespace: dict = {}
     exec(compile(source, "attention.py", "exec"), namespace)  # noqa: S102 - the suite's own submissions
     runner = InProcess(namespace)

@@ -17,7 +17,7 @@ from autograder.checks.cases import Draw
 from autograder.checks.expect import CheckFailure
 from autograder.checks.student import Student, StudentFault
 from autograder.config import load_settings
-from tests.helpers import REFERENCE, SUBMISSIONS
+from tests.helpers import with_overlay
 from tests.in_process import InProcess
 
 SETTINGS = load_settings()
@@ -42,9 +42,7 @@ def check():
 
 
 def student(overlay: str | None) -> Student:
-    source = REFERENCE.read_text() + (
-        "\n" + (SUBMISSIONS / "overlays" / f"{overlay}.py").read_text() if overlay else ""
-    )
+    source = with_overlay(overlay)
     namespace: dict = {}
     exec(compile(source, "attention.py", "exec"), namespace)  # noqa: S102 - the suite's own submissions
     return Student(InProcess(namespace), timeout=30)

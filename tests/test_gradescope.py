@@ -19,7 +19,19 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
 from autograder.release.gradescope import CPU_INDEX, setup_script, torch_requirement
-from tests.helpers import BIN, REFERENCE, ROOT, SETUP_TIMEOUT, SUBMISSIONS, clean_env, run, setup, total, unpack
+from tests.helpers import (
+    BIN,
+    REFERENCE,
+    ROOT,
+    SETUP_TIMEOUT,
+    SUBMISSIONS,
+    clean_env,
+    run,
+    setup,
+    total,
+    unpack,
+    with_overlay,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -28,9 +40,8 @@ def submission_text(name: str) -> str:
     """A test submission: the reference, an overlay appended to it, or a standalone file."""
     if name == "correct":
         return REFERENCE.read_text()
-    overlay = SUBMISSIONS / "overlays" / f"{name}.py"
-    if overlay.is_file():
-        return REFERENCE.read_text() + "\n" + overlay.read_text()
+    if (SUBMISSIONS / "overlays" / f"{name}.py").is_file():
+        return with_overlay(name)
     return (SUBMISSIONS / "standalone" / f"{name}.py").read_text()
 
 

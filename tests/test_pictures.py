@@ -14,7 +14,7 @@ from autograder.checks.pictures import picture, tiny_example
 from autograder.checks.student import Student
 from autograder.config import load_settings
 from autograder.render.text import LEGEND, block_grid, cell, got_weight, with_picture
-from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run
+from tests.helpers import BIN, REFERENCE, run, with_overlay
 from tests.in_process import InProcess
 
 SETTINGS = load_settings()
@@ -23,9 +23,7 @@ TOLERANCE = SETTINGS.tolerance  # what the checks allow: the pictures draw from 
 
 def student_with(overlay: str | None = None) -> Student:
     """The reference, with one mistake's overlay appended, run in this process through the same proxy."""
-    source = REFERENCE.read_text()
-    if overlay:
-        source += "\n" + (SUBMISSIONS / "overlays" / f"{overlay}.py").read_text()
+    source = with_overlay(overlay)
     namespace: dict = {}
     exec(compile(source, "attention.py", "exec"), namespace)
     return Student(InProcess(namespace), timeout=10)
@@ -162,13 +160,10 @@ def test_block_grid_shows_expected_beside_got_with_a_legend():
 
 
 @pytest.mark.slow
-def test_feedback_of_a_graded_mistake_holds_the_picture(tmp_path):
+def test_feedback_of_a_graded_mistake_holds_the_picture(overlay, tmp_path):
     """sdpa-grade on a flipped causal mask: the picture is a field of the failed check,
     and its grid is in the output."""
-    submission = tmp_path / "attention.py"
-    submission.write_text(
-        REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_causal_flipped.py").read_text()
-    )
+    submission = overlay("mistake_causal_flipped")
     out = tmp_path / "results.json"
     result = run([str(BIN / "sdpa-grade"), str(submission), "--json", str(out)])
     assert result.returncode == 0, result.stderr

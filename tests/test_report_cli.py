@@ -15,7 +15,7 @@ import pytest
 from autograder.course.class_results import class_results
 from autograder.course.roster import page_names
 from autograder.render.terminal import summary
-from tests.helpers import BIN, REFERENCE, SUBMISSIONS, a_class, decoded, parsed, run
+from tests.helpers import BIN, REFERENCE, a_class, decoded, parsed, run, with_overlay
 
 matplotlib_image = pytest.importorskip(
     "matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)"
@@ -39,8 +39,7 @@ def graded(tmp_path_factory):
     folder = base / "submitted"
     folder.mkdir()
     for name, overlay in STUDENTS.items():
-        extra = "" if overlay is None else "\n" + (SUBMISSIONS / "overlays" / f"{overlay}.py").read_text()
-        (folder / f"{name}.py").write_text(REFERENCE.read_text() + extra)
+        (folder / f"{name}.py").write_text(with_overlay(overlay))
     report = base / "class.html"
     result = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "2", "--json-dir", str(base / "grades"),
                   "--report", str(report)], timeout=600)  # fmt: skip
@@ -73,12 +72,9 @@ def test_each_student_page_has_its_pictures(graded):
 
 
 @pytest.mark.slow
-def test_html_for_one_submission(tmp_path):
+def test_html_for_one_submission(overlay, tmp_path):
     """sdpa-grade FILE --html writes the same page for one submission, beside its usual table."""
-    submission = tmp_path / "attention.py"
-    submission.write_text(
-        REFERENCE.read_text() + "\n" + (SUBMISSIONS / "overlays" / "mistake_mask_inverted.py").read_text()
-    )
+    submission = overlay("mistake_mask_inverted")
     page = tmp_path / "out" / "feedback.html"
     result = run([str(BIN / "sdpa-grade"), str(submission), "--html", str(page)])
     assert result.returncode == 0, result.stderr
