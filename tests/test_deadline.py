@@ -18,7 +18,7 @@ def _policy(**table):
     return parse({"due": DUE, **table}, "course.toml")
 
 
-# the class of issue 34: on time, 2 hours late, 3 days late, 10 days late, and 3 days late with a 4-day extension
+# a class: on time, 2 hours late, 3 days late, 10 days late, and 3 days late with a 4-day extension
 TIMES = {
     "ontime": DUE_AT - timedelta(minutes=1),
     "hours2": DUE_AT + timedelta(hours=2),

@@ -1,4 +1,4 @@
-"""What a new instructor or student meets on first use (issue 31, item 8): help that says what is true,
+"""What a new instructor or student meets on first use: help that says what is true,
 a missing file told in one line, feedback pages named after the student, a dashboard in sentences,
 a gated check worded as not awarded yet, and public tests that point at the first failing function."""
 

@@ -153,7 +153,7 @@ REFUSED = {
     "runsource": lambda: code.InteractiveInterpreter({}).runsource("x = " + "1"),
     "exec": lambda: exec("x = " + "1"),
     "eval": lambda: eval("1 + " + "1"),
-    # a string constant of the file is not code the guard runs (issue 44), nor a cell's source compiled elsewhere
+    # a string constant of the file is not code the guard runs, nor a cell's source compiled elsewhere
     "exec_constant": lambda: exec("x = 1"),
     "cell_elsewhere": lambda: exec(compile('CONSTANT = 1', 'cell1/attention.py', 'exec'), {}),
     "compile_tree": lambda: compile(__import__("ast").Module([], []), "x", "exec"),

@@ -46,7 +46,7 @@ def test_honest_sources_are_not_flagged():
         "cheat_fused_record_off",
         "wire_bomb_reply",
         "wire_unhashable_reply",  # patches the worker's copy of wire.py, found in sys.modules
-        "late_answers",  # issue 32's time attacks (tests/submissions/time/) patch the worker's wire.py too
+        "late_answers",  # the time attacks (tests/submissions/time/) patch the worker's wire.py too
         "trickle_after_first_byte",
         "spin_helpers",  # names the fused function in a string
         "steal_reference",  # steal_reference exec()s a file it found at run time

@@ -1,4 +1,4 @@
-"""`sdpa-grade` ends without the interpreter's teardown (quick_exit.py, issue 37), and loses nothing by it: its output
+"""`sdpa-grade` ends without the interpreter's teardown (quick_exit.py), and loses nothing by it: its output
 is flushed, its exit code kept, its atexit callbacks run, its temporary folders gone, and a thread still running is
 waited for."""
 

@@ -1,4 +1,4 @@
-"""Gradescope's default container (0.5 CPU, 768 MB) as a tested condition (issue 37, item 3): a cold grading in a
+"""Gradescope's default container (0.5 CPU, 768 MB) as a tested condition: a cold grading in a
 cgroup of the test's own with those limits (bench/small_container.py) grades as on a full machine, and stays under
 600 MiB, sandboxes included."""
 

@@ -31,7 +31,7 @@ def test_fused_attention_in_a_thread_is_recorded():
 
 def test_torchs_attention_written_in_python_is_recorded_by_name():
     """torch.onnx.ops' eager Attention-23 (Q K^T, softmax, @ V in torch's own Python) is in the call's record, named
-    by its module and function (issue 44)."""
+    by its module and function."""
     import torch.onnx.ops
 
     attention = torch.onnx.ops.aten_decompositions()[torch.ops.onnx.Attention.opset23]
