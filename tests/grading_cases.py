@@ -2,7 +2,7 @@
 
 CASES hold under the default settings, where a failure that builds on another function's mistake keeps its
 points (``[scoring] borrowed = "carry_forward"``): a single mistake loses the checks that test it, and no more.
-DEDUCTED says what each submission loses besides under ``borrowed = "deduct"`` (the deduction of before).
+DEDUCTED says what each submission loses besides under ``borrowed = "deduct"`` (every failure costs its points).
 """
 
 from __future__ import annotations
@@ -290,12 +290,12 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         FUSED_BLOCKED,
         {"integrity_sdpa": "builds names at run time", "sdpa_matches_torch": NOT_AVAILABLE},
     ),
-    # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it (55/55 before)
+    # on a raw _thread thread, found as vars(F)[a built name]: neither the record nor the scan sees it
     "cheat_fused_raw_thread": (
         FUSED_UNSEEN,
         {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"},
     ),
-    # attacks on the fused-attention block (55/55 each without it, integrity passed): the block undone through
+    # attacks on the fused-attention block (full marks each without it, integrity passed): the block undone through
     # weakref.finalize's registry, and torch.vmap over the fused function, each on a raw _thread thread; torch's own
     # multi-head attention source run by code.InteractiveInterpreter().runsource at import
     "fused_undo_block": (FUSED_UNSEEN, {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "Not awarded yet"}),
@@ -310,7 +310,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     ),
     # torch's own attention written in Python (torch.onnx.ops' eager Attention-23); importing torch.onnx
     # builds code (dataclasses), so the direct call does not load, and with those texts carried as string constants
-    # (55/55 where the guard takes any constant of the file as code) the call meets the guard instead
+    # (full marks where the guard takes any constant of the file as code) the call meets the guard instead
     "fused_onnx_attention": (
         {"*"},
         {
@@ -351,7 +351,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # a cache keyed by the inputs' contents: every timed call has fresh inputs, so the loop pays every time
     "cheat_content_cache": ({"timing_cpu"}, {"timing_cpu": "Python loop"}),
     # twelve times the work, done by two helper processes while the student's own process waits: the timing
-    # clock is the submission's cgroup, which counts them (the student's process clock alone gave 55/55)
+    # clock is the submission's cgroup, which counts them (the student's process clock alone gives full marks)
     "cheat_work_in_helpers": ({"timing_cpu"}, {"timing_cpu": "times the reference's CPU time"}),
     # in place, with the handler patched to hand back copies taken before the call: judged from our memory
     "cheat_mutation_after_copies": (
