@@ -11,13 +11,16 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.render.sanitise import sanitised
-from tests.helpers import ROOT
+from tests.helpers import ROOT, total
+
+NOTEBOOK_TOTAL = total(notebook=True)  # a notebook's most: the checks' points and the knowledge check's
+FULL = f"Score: {NOTEBOOK_TOTAL:.1f} / {NOTEBOOK_TOTAL:.1f}"  # the header a forged page claims
 
 # Bootstrap 3's own classes (bootstrap.min.css is inlined in nbgrader's feedback page): fixed to the top of the
-# window, over the real "sdpa (Score: 12.0 / 65.0)" header
+# window, over the real "sdpa (Score: 12.0 / <the notebook's total>)" header
 FORGED_HEADER = (
     '<div class="navbar navbar-fixed-top panel-heading" id="toc" style="position: fixed; top: 0; z-index: 9999">'
-    '<h4 class="panel-title" id="top">sdpa (Score: 65.0 / 65.0)</h4></div>'
+    f'<h4 class="panel-title" id="top">sdpa ({FULL})</h4></div>'
 )
 REMOTE_IMAGES = [
     "https://evil.example/pixel.png",
@@ -54,10 +57,10 @@ def tags(html: str) -> list[tuple[str, dict[str, str | None]]]:
 
 
 def test_student_markup_keeps_no_class_id_or_style():
-    """A forged "Score: 65.0 / 65.0" header in the page's Bootstrap classes keeps its words and loses every class,
+    """A forged "Score: <total> / <total>" header in the page's Bootstrap classes keeps its words and loses every class,
     id and style."""
     clean = sanitised(FORGED_HEADER)
-    assert "Score: 65.0 / 65.0" in clean
+    assert FULL in clean
     kept = [(tag, name) for tag, attrs in tags(clean) for name in attrs if name in ("class", "id", "style")]
     assert kept == []
 
@@ -121,7 +124,7 @@ def _feedback_page(cells) -> str:
     config.HTMLExporter.extra_template_paths = [
         str(Path(nbgrader.__file__).parent / "server_extensions/formgrader/static/node_modules/bootstrap/dist/css")
     ]
-    resources = {"nbgrader": {"notebook": "sdpa", "score": 12.0, "max_score": 65.0, "late_penalty": 0}}
+    resources = {"nbgrader": {"notebook": "sdpa", "score": 12.0, "max_score": NOTEBOOK_TOTAL, "late_penalty": 0}}
     page, _ = HTMLExporter(config=config).from_notebook_node(new_notebook(cells=cells), resources=resources)
     return page
 
@@ -132,7 +135,7 @@ def test_the_feedback_page_shows_a_forged_header_as_plain_text_and_fetches_nothi
     highlighting stay as they were."""
     student = f'{FORGED_HEADER}\n\n![pixel](https://evil.example/pixel.png)\n\n<img src="//evil.example/p.png">\n'
     page = _feedback_page([new_markdown_cell(student), new_code_cell("def f(x):\n    return x\n")])
-    assert "sdpa (Score: 12.0 / 65.0)" in page and "Score: 65.0 / 65.0" in page
+    assert f"sdpa (Score: 12.0 / {NOTEBOOK_TOTAL:.1f})" in page and FULL in page
     found = tags(page)
     assert [attrs for _, attrs in found if "navbar-fixed-top" in (attrs.get("class") or "")] == []
     assert [attrs for _, attrs in found if attrs.get("id") in ("toc", "top")] == [{"id": "toc"}]  # the page's own
