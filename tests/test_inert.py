@@ -10,8 +10,12 @@ from autograder.course.grades_csv import write_csv
 from autograder.render.html import student_page
 from autograder.render.inert import inert
 from autograder.render.terminal import table
+from tests.helpers import total
 
-HOSTILE = "scale_scores failed: ValueError: \x1b[2J\x1b]0;graded\x07\x1b]52;c;cm0=\x07\x1b[5A\rtotal 55/55\n\u202eevil"
+FULL = f"{total():g}/{total():g}"  # a forged total line claiming full marks
+HOSTILE = (
+    f"scale_scores failed: ValueError: \x1b[2J\x1b]0;graded\x07\x1b]52;c;cm0=\x07\x1b[5A\rtotal {FULL}\n\u202eevil"
+)
 RESULT = {
     "score": 2,
     "max_score": 4,
