@@ -7,6 +7,7 @@ The copy is the project's tracked files; its own autograder and reference are th
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import re
@@ -141,7 +142,7 @@ def grade(root, source: str, name: str, folder=None) -> dict:
     submission.parent.mkdir(parents=True, exist_ok=True)
     submission.write_text(source)
     out = submission.with_name("results.json")
-    result = run([sys.executable, "-c", GRADE, str(submission), "--json", str(out)], root)
+    result = run([sys.executable, "-c", GRADE, "grade", str(submission), "--json", str(out)], root)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(out.read_text())
 
@@ -166,3 +167,12 @@ def test_the_reference_scores_the_old_total_plus_the_new_points_and_a_wrong_body
     lost = {test["name"].split(": ")[-1] for test in wrong["tests"] if test["score"] < test["max_score"]}
     assert lost == {CHECK}
     assert wrong["score"] == right["score"] - 2
+
+
+def test_the_helpers_a_check_uses_show_themselves_in_their_docstrings():
+    """The guide points a TA at the comparison helpers' and the draw's docstring examples: they run as written."""
+    from autograder.checks import cases, expect
+
+    for module in (expect, cases):
+        found = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert found.attempted >= 3 and found.failed == 0, module.__name__

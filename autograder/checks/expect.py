@@ -58,7 +58,14 @@ def fail(
 ) -> None:
     """Fail the check. ``mistake`` is a key of ``mistakes.SENTENCES`` (a named mistake, kept as a field
     for the class summary); ``hint`` is a cause in free words, shown but not counted; ``builds_on`` the
-    student's functions whose fix makes this result right (found with evidence: checks/builds_on.py)."""
+    student's functions whose fix makes this result right (found with evidence: checks/builds_on.py).
+
+    >>> try:
+    ...     fail("sliding_window_mask(4, 2): a query sees a later key", hint="keep j <= i, as causal_mask does")
+    ... except CheckFailure as failure:
+    ...     print(failure.message, "|", failure.cause)
+    sliding_window_mask(4, 2): a query sees a later key. | keep j <= i, as causal_mask does
+    """
     raise CheckFailure(message, mistake, evidence, SENTENCES[mistake] if mistake else hint, builds_on, guessed)
 
 
@@ -117,6 +124,19 @@ def expect_tensor(
 
     ``scale`` is the size of the numbers ``expected`` was computed from (what ``Settings.tolerance``
     was given): precision loss is named by the error relative to it (see ``precision_loss``).
+
+    Silent when right; otherwise the check fails (``CheckFailure``) with a sentence naming what differs and where it
+    first differs; a result that matches one of ``variants`` (a key of ``mistakes.SENTENCES`` -> the wrong result
+    it gives) names that mistake:
+
+    >>> scores = torch.tensor([[2.0, 4.0]])
+    >>> expect_tensor(scores / 2, scores / 2, what="scale_scores", tolerance=(1e-6, 0))
+    >>> try:
+    ...     expect_tensor(scores / 4, scores / 2, what="scale_scores", tolerance=(1e-6, 0),
+    ...                   variants={"divide_by_dk": scores / 4})
+    ... except CheckFailure as failure:
+    ...     print(failure.what.split(";")[0], "|", failure.mistake)
+    scale_scores: values differ from the expected ones by up to 1 (allowed: 1e-06 + 0*|expected|) | divide_by_dk
     """
     if not isinstance(actual, Tensor):
         fail(f"{what}: expected a tensor, got {type(actual).__name__}")
@@ -173,7 +193,13 @@ def allowance(expected: Tensor, tolerance: tuple[float, float]) -> Tensor:
 
 
 def matches(got, expected, tolerance) -> bool:
-    """Same shape and, within tolerance, the same values (bool tensors: equal)."""
+    """Same shape and, within tolerance, the same values (bool tensors: equal): for a check that decides itself.
+
+    >>> matches(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-9]), (1e-6, 1e-6))
+    True
+    >>> matches(torch.tensor([1.0, 2.0]), torch.tensor([1.0]), (1e-6, 1e-6))
+    False
+    """
     if not (isinstance(got, torch.Tensor) and isinstance(expected, torch.Tensor)) or got.shape != expected.shape:
         return False
     if got.dtype == torch.bool or expected.dtype == torch.bool:
