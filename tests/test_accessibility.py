@@ -181,7 +181,8 @@ def test_side_by_side_highlights_code_and_no_docstring():
     codes = {name: similarity.code_of(text, given) for name, text in texts.items()}
     regions = similarity.matching_lines(*codes.values())
     pair = similarity.Pair(*texts, 0.9, 9.0, 5.0, 5.0, True, *regions)
-    shown = section(similarity.Similarity([pair], 0.2, 1.0, sources=texts))["pairs"][0]
+    kept = {name: similarity.code_lines(text) for name, text in texts.items()}  # as the class's comparison hands them
+    shown = section(similarity.Similarity([pair], 0.2, 1.0, sources=texts, kept=kept))["pairs"][0]
     for side, text in zip(("left", "right"), texts.values()):
         marked = {line["number"] for line in shown[side] if line["match"]}
         lines = text.splitlines()
