@@ -290,7 +290,10 @@ def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    zygote = _early_zygote(argv)  # first: forked before anything of the grading is loaded (no settings, no reference)
+    try:
+        zygote = _early_zygote(argv)  # first: forked before anything of the grading is loaded (settings, reference)
+    except KeyboardInterrupt:  # Ctrl-C while torch is imported for it: nothing is written yet
+        return _interrupted(command(argv))
     try:
         args = command(argv)
         args.zygote = zygote
