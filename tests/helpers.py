@@ -368,3 +368,23 @@ def imports(path: Path) -> set[str]:
 def ours(path: Path) -> set[str]:
     """The project's own modules ``path`` imports (the autograder's and the reference's)."""
     return {name for name in imports(path) if name.split(".")[0] in ("autograder", "reference")}
+
+
+def sources_only(folder):
+    """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests
+    and their conftest, docs/grading.md (whose table of the checks it writes), pyproject.toml (the torch range) and the
+    default settings (their comments)."""
+    for path in (
+        REFERENCE,
+        ROOT / "docs" / "handout.md",
+        ROOT / "docs" / "saturation.svg",
+        ROOT / "docs" / "grading.md",  # its table of the checks
+        TEMPLATE_DIR / "test_attention.py",
+        TEMPLATE_DIR / "conftest.py",  # its order of the functions and what each builds on
+        ROOT / "pyproject.toml",
+        ROOT / "autograder" / "defaults.toml",
+    ):
+        target = folder / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    return folder

@@ -8,25 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, imports, ours
 
 PACKAGE = ROOT / "autograder"
-
-
-def imports(path: Path) -> set[str]:
-    """Every module ``path`` imports, at any depth (imports inside functions included)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
-            found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return found
-
-
-def ours(path: Path) -> set[str]:
-    return {name for name in imports(path) if name.split(".")[0] in ("autograder", "reference")}
 
 
 def modules(folder: str) -> list[Path]:

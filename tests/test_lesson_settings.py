@@ -14,7 +14,7 @@ from autograder.plugin import GradingPlugin
 from autograder.release import lesson as shapes
 from autograder.release.quiz import BY_NAME, POINTS, QUESTIONS, answer_cells, questions, results, verdict
 from autograder.status import Status
-from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, run
+from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, run, sources_only
 from tests.in_process import InProcess
 
 DEFAULTS = load_settings(environ={})
@@ -113,29 +113,10 @@ def test_the_sources_are_written_with_the_default_lesson():
     assert asked["q_output_shape"].answer == shapes.shapes(lesson)["values and the output"]
 
 
-def sources(folder):
-    """A project folder holding what sdpa-build reads (the reference, the handout and its plot, the public tests and
-    their conftest, docs/grading.md, pyproject.toml, the default settings)."""
-    for path in (
-        REFERENCE,
-        ROOT / "docs" / "handout.md",
-        ROOT / "docs" / "saturation.svg",
-        ROOT / "docs" / "grading.md",
-        TEMPLATE_DIR / "test_attention.py",
-        TEMPLATE_DIR / "conftest.py",
-        ROOT / "pyproject.toml",
-        ROOT / "autograder" / "defaults.toml",
-    ):
-        target = folder / path.relative_to(ROOT)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, target)
-    return folder
-
-
 def test_sdpa_build_config_writes_the_lesson_into_what_students_receive(tmp_path):
     """sdpa-build --config FILE writes [lesson]'s shapes into the public tests (which pass on the reference), the
     handout and the notebook's knowledge check and lesson check; a build with the defaults writes them back."""
-    project = sources(tmp_path / "project")
+    project = sources_only(tmp_path / "project")
     config = tmp_path / "course.toml"
     config.write_text(LESSON)
     built = run([str(BIN / "sdpa-build"), "--root", str(project), "--config", str(config)])
@@ -173,7 +154,7 @@ def test_sdpa_build_config_writes_the_lesson_into_what_students_receive(tmp_path
 
 def test_sdpa_build_refuses_a_bad_config(tmp_path):
     """A --config whose [lesson] cannot be used stops the build with exit 2 and the setting named; nothing written."""
-    project = sources(tmp_path / "project")
+    project = sources_only(tmp_path / "project")
     config = tmp_path / "course.toml"
     config.write_text("[lesson]\nbatch = 0\n")
     built = run([str(BIN / "sdpa-build"), "--root", str(project), "--config", str(config)])
@@ -212,7 +193,7 @@ def test_render_refuses_what_it_cannot_tell_apart(tmp_path):
 def test_a_handout_not_written_with_the_shipped_lesson_stops_the_build(tmp_path):
     """A handout whose example is not the shipped [lesson]'s cannot be built with any lesson: sdpa-build exits 2
     naming the file and the shape, and sdpa-build --config FILE is the way to build another lesson."""
-    project = sources(tmp_path / "project")
+    project = sources_only(tmp_path / "project")
     values = shapes.text_of(shapes.shapes(DEFAULTS.lesson)["values and the output"])
     handout = project / "docs" / "handout.md"
     handout.write_text(handout.read_text().replace(values, "(2, 3, 5)"))

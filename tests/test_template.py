@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from autograder.assignment.catalogue import catalogue
 from autograder.release.build import GRADING_DOC, TEMPLATE, build_template, checks_table, stale_files
 from autograder.release.template import MarkerError, solution_lines, stub_source
 from tests.grading_cases import CASES
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, points, run, student_folder
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, points, run, sources_only, student_folder
 
 STUDENT_FILES = [
     "attention.py",
@@ -34,26 +33,6 @@ def received_texts() -> dict[str, str]:
 def test_generated_files_are_not_stale():
     """The committed generated files are exactly what sdpa-build writes."""
     assert stale_files(ROOT) == [], "run sdpa-build and commit the result"
-
-
-def sources_only(folder):
-    """A project folder holding only what the build reads: the reference, the handout and its plot, the public tests
-    and their conftest, docs/grading.md (whose table of the checks it writes), pyproject.toml (the torch range) and the
-    default settings (their comments)."""
-    for path in (
-        REFERENCE,
-        ROOT / "docs" / "handout.md",
-        ROOT / "docs" / "saturation.svg",
-        ROOT / "docs" / "grading.md",  # its table of the checks
-        TEMPLATE_DIR / "test_attention.py",
-        TEMPLATE_DIR / "conftest.py",  # its order of the functions and what each builds on
-        ROOT / "pyproject.toml",
-        ROOT / "autograder" / "defaults.toml",
-    ):
-        target = folder / path.relative_to(ROOT)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, target)
-    return folder
 
 
 def test_check_reports_a_stale_template(tmp_path):
