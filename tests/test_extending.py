@@ -65,7 +65,10 @@ def extended(tmp_path_factory):
             assert not target.exists(), f"{path} exists already: the guide says it is new"
             target.write_text(code)
         else:
-            target.write_text(target.read_text() + code)
+            before = target.read_text()
+            if path.endswith(".py"):  # after two blank lines, as PEP 8 separates top-level definitions
+                before = before.rstrip("\n") + "\n\n\n"
+            target.write_text(before + code)
     build = run([sys.executable, "-m", "autograder.release.build", "--root", str(copy)], copy)
     return copy, build
 

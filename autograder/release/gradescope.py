@@ -97,7 +97,7 @@ CONFIG=()
 if [ -f "$ROOT/source/config.toml" ]; then CONFIG=(--config "$ROOT/source/config.toml"); fi
 # the submission's time (and Gradescope's due dates), for the settings' [deadline] policy
 if [ -f "$ROOT/submission_metadata.json" ]; then CONFIG+=(--metadata "$ROOT/submission_metadata.json"); fi
-"$ROOT/venv/bin/sdpa-grade" "$ROOT/submission" --json "$ROOT/results/results.json" "${CONFIG[@]}"
+"$ROOT/venv/bin/sdpa-grade" grade "$ROOT/submission" --json "$ROOT/results/results.json" "${CONFIG[@]}"
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
     echo '{"score": 0, "output": "The autograder failed before it could grade your submission """
