@@ -302,13 +302,35 @@ class Lesson:
     d_v: int = setting("the width of a value, and of the output")
 
 
+@dataclass(frozen=True)
+class Parts:
+    """[parts]: the assignment's optional parts, each a function of the reference that is handed out and graded only
+    where its part is on (autograder/assignment/parts.py)."""
+
+    ABOUT: ClassVar[str] = (
+        "Optional parts: a function of the reference that students write, and the grader grades, only where its key"
+        " is true. Off, nothing of it is handed out (stub, notebook cell, handout section) or graded (its checks,"
+        " their points). Build the hand-out with the same file (sdpa-build --config FILE) as you grade with."
+    )
+
+    blockwise_attention: bool = setting(
+        "blockwise_attention(Q, K, V, mask, is_causal, block_size): the attention's output computed one block of keys"
+        " at a time with a running maximum, sum and output (the online softmax), graded for its values, stability,"
+        " gradients and integrity, and for never building the (T_q, T_k) matrix (measured in the grader's worker)"
+    )
+
+    def off(self) -> frozenset[str]:
+        """The functions whose part is off."""
+        return frozenset(f.name for f in dataclasses.fields(self) if not getattr(self, f.name))
+
+
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
 # extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names, each a
 # non-negative number; each check declares its own points in its marker (assignment/catalogue reads them), and [points]
 # only overrides them, in defaults.toml or a course's file.
 SECTIONS: dict[str, type] = {
     "tolerance": Tolerance, "timing": Timing, "limits": Limits, "imports": Imports, "gradescope": Gradescope,
-    "scoring": Scoring, "lesson": Lesson,
+    "scoring": Scoring, "lesson": Lesson, "parts": Parts,
 }  # fmt: skip
 
 
@@ -324,6 +346,7 @@ class Settings:
     gradescope: Gradescope
     scoring: Scoring
     lesson: Lesson
+    parts: Parts
     source: str = "defaults"
     deadline: Deadline = Deadline()
 
@@ -450,7 +473,10 @@ def _build(values: dict, source: str) -> Settings:
             table["checks"] = {check: {key: float(own[check][key]) for key in sorted(own[check])} for check in own}
         sections[name] = section(**table)
     deadline = parse_deadline(values["deadline"], source)
-    return Settings(MappingProxyType(dict(values["points"])), **sections, source=source, deadline=deadline)
+    off = sections["parts"].off()  # a part turned off is not graded: its checks have no points to count
+    function = {entry.check: entry.function for entry in catalogue()} if off else {}
+    points = {check: worth for check, worth in values["points"].items() if function.get(check) not in off}
+    return Settings(MappingProxyType(points), **sections, source=source, deadline=deadline)
 
 
 def _typed(kind: type, value):

@@ -94,7 +94,13 @@ class GradingPlugin:
         )
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """Every check declares its facts, each a known one, and has points in the settings, before anything runs."""
+        """Every check declares its facts, each a known one, and has points in the settings, before anything runs; the
+        checks of a part the settings turn off ([parts]) are not run."""
+        off = self._settings.parts.off()
+        dropped = [item for item in items if _function_of(item) in off]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if item not in dropped]
         for item in items:
             marker = item.get_closest_marker("check")
             if marker is None:
@@ -285,6 +291,11 @@ def facts_problem(marker: pytest.Mark) -> str:
     if facts["picture"] is not None and facts["picture"] not in EXAMPLES:
         return f"picture={facts['picture']!r}: None or one of the tiny examples {', '.join(map(repr, EXAMPLES))}"
     return ""
+
+
+def _function_of(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("check")
+    return marker.kwargs.get("function") if marker is not None else None
 
 
 def check_id(item: pytest.Item) -> str:

@@ -1,6 +1,6 @@
 """Points for outcomes: the only place that knows what a check is worth.
 
-Integrity and timing are gated: they award nothing to a function that fails its central value check
+Integrity, timing and memory are gated: they award nothing to a function that fails its central value check
 (agreement with PyTorch: ``not_yet_implemented``) for a mistake of its own, so an empty or broken submission
 cannot collect them, while an edge case that the function's own checks charge costs those checks only. Such a
 check is ``withheld`` (a field, worded at the edge as not awarded yet), passed or failed alike: it is no verdict
@@ -22,10 +22,14 @@ from autograder.config import Settings
 from autograder.plugin import Outcome
 from autograder.status import Category, Status
 
-GATED = {Category.INTEGRITY, Category.TIMING}
+GATED = {Category.INTEGRITY, Category.TIMING, Category.MEMORY}
 # each gated function's central value check: failing it (for a mistake of its own) is what makes it not yet an
 # implementation (tests/test_scoring.py: every function with a gate has one, and it is a check of that function)
-CENTRAL = {"scaled_dot_product_attention": "sdpa_matches_torch", "MultiHeadAttention": "mha_matches_torch"}
+CENTRAL = {
+    "scaled_dot_product_attention": "sdpa_matches_torch",
+    "MultiHeadAttention": "mha_matches_torch",
+    "blockwise_attention": "blockwise_matches_torch",
+}
 # a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
 # function's timed answers are wrong for the reason its own checks already give: no flag, no accusation
 FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}

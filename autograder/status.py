@@ -52,6 +52,7 @@ class Category(_Word):
     VARIANCE = "variance"
     TIMING = "timing"
     INTEGRITY = "integrity"
+    MEMORY = "memory"
     LOAD = "load"
 
 

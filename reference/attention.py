@@ -187,6 +187,74 @@ def scaled_dot_product_attention(
     ### END SOLUTION
 
 
+def blockwise_attention(
+    Q: Tensor,
+    K: Tensor,
+    V: Tensor,
+    mask: Tensor | None = None,
+    is_causal: bool = False,
+    block_size: int = 16,
+) -> Tensor:
+    """The output of scaled_dot_product_attention, computed one block of keys at a time (the online softmax).
+
+    The (T_q, T_k) matrix of scores is never built: each block of block_size keys gives a
+    (T_q, block_size) piece of it, and three running tensors carry what the softmax needs from
+    the blocks before: each query's largest score so far, its sum of exp(score - largest) and
+    its output so far. When a block raises the largest score, the sum and the output are
+    multiplied by exp(old largest - new largest) before the block's share is added.
+
+    Do not call scaled_dot_product_attention or masked_softmax on all the keys at once, and no
+    fused attention: the point is the running softmax.
+
+    Args:
+        Q: queries, shape (..., T_q, d_k).
+        K: keys, shape (..., T_k, d_k).
+        V: values, shape (..., T_k, d_v).
+        mask: optional bool mask broadcastable to (..., T_q, T_k); True = may attend.
+        is_causal: if True, query i may attend only to keys j <= i (as causal_mask).
+        block_size: how many keys a block holds (the last block may hold fewer).
+
+    Returns:
+        output of shape (..., T_q, d_v): what scaled_dot_product_attention(Q, K, V, mask,
+        is_causal) returns as its output (a row with no allowed key is all zeros, never NaN),
+        without building a tensor of T_q x T_k elements per batch and head when
+        block_size < T_k.
+    """
+    if block_size < 1:
+        raise ValueError(f"block_size must be at least 1, got {block_size}")
+    ### BEGIN SOLUTION
+    # HINT: per block: new max = max(old max, block max); multiply the sum and the output by exp(old max - new max)
+    T_q, T_k = Q.size(-2), K.size(-2)
+    scale = 1.0 / math.sqrt(Q.size(-1))
+    # the running tensors start as single numbers: the first block broadcasts them to (..., T_q, 1) and (..., T_q, d_v)
+    row_max = Q.new_full((), float("-inf"))  # the largest score seen so far
+    row_sum = Q.new_zeros(())  # the sum of exp(score - row_max) over the keys seen so far
+    out = Q.new_zeros(())  # the sum of exp(score - row_max) * value over the keys seen so far
+    queries = torch.arange(T_q, device=Q.device)[:, None]  # (T_q, 1)
+    for start in range(0, T_k, block_size):
+        stop = min(start + block_size, T_k)
+        scores = Q @ K[..., start:stop, :].transpose(-2, -1) * scale  # (..., T_q, b)
+        allowed = None
+        if mask is not None:  # a mask of one key column applies to every block
+            allowed = mask if mask.size(-1) == 1 else mask[..., start:stop]
+        if is_causal:
+            keys = torch.arange(start, stop, device=Q.device)  # (b,)
+            allowed = keys <= queries if allowed is None else allowed & (keys <= queries)  # (T_q, b)
+        if allowed is not None:  # a masked key gets score -inf, so exp() gives it weight exactly 0
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True)).detach()  # (..., T_q, 1)
+        # no allowed key yet: the max is -inf; shift by 0 instead, so that exp() never sees -inf - (-inf) = NaN
+        shift = new_max.masked_fill(new_max == float("-inf"), 0.0)
+        rescale = torch.exp(row_max - shift)  # (..., T_q, 1): 1 if the max did not grow, smaller if it did
+        weights = torch.exp(scores - shift)  # (..., T_q, b)
+        row_sum = row_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ V[..., start:stop, :]  # (..., T_q, d_v)
+        row_max = new_max
+    # a row with no allowed key sums to 0: divide it by 1 so its output stays 0 instead of 0/0 = NaN
+    return out / torch.where(row_sum > 0, row_sum, torch.ones_like(row_sum))
+    ### END SOLUTION
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: num_heads attentions side by side, each on d_model / num_heads features.
 

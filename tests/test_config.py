@@ -34,8 +34,11 @@ def test_file_overrides_only_what_it_names(tmp_path):
 
 def test_points_are_declared_by_the_checks_and_a_file_only_overrides_them(tmp_path):
     """Each check's points are its marker's (assignment/catalogue.py reads them): the shipped [points] holds none, and a
-    course's file changes only the checks it names, in the checks' order."""
-    declared = {entry.check: entry.points for entry in catalogue()}
+    course's file changes only the checks it names, in the checks' order. The checks of a part turned off (the
+    optional blockwise part, by default) have none: they are not run."""
+    everything = {entry.check: entry.points for entry in catalogue()}
+    declared = {entry.check: entry.points for entry in catalogue() if entry.function != "blockwise_attention"}
+    assert len(everything) - len(declared) == 8
     assert tomllib.loads(DEFAULTS.read_text())["points"] == {}
     assert dict(load_settings(environ={}).points) == declared and all(value >= 0 for value in declared.values())
     path = tmp_path / "course.toml"
@@ -43,6 +46,8 @@ def test_points_are_declared_by_the_checks_and_a_file_only_overrides_them(tmp_pa
     settings = load_settings(path, environ={})
     assert dict(settings.points) == {**declared, "sdpa_gradients": 10, "scores_shape": 0}
     assert list(settings.points) == list(declared)
+    path.write_text("[points]\nblockwise_memory = 5\n[parts]\nblockwise_attention = true\n")
+    assert dict(load_settings(path, environ={}).points) == {**everything, "blockwise_memory": 5}
 
 
 def test_command_line_beats_environment(tmp_path):

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from tests.helpers import BIN, REFERENCE, TEMPLATE_DIR, run, student_folder
+from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, run, student_folder
 
 pytestmark = pytest.mark.timeout(200)
 
@@ -44,9 +44,11 @@ def test_next_counts_one_function_when_one_function_is_wrong(tmp_path):
 
 def test_next_counts_every_stub_of_the_untouched_template(tmp_path):
     """The untouched template: every function is still to write, the attention and the module included."""
-    from autograder.checks.student import FUNCTIONS
+    from autograder.assignment.composition import functions
+    from autograder.release.build import reference_source
 
     result = run([str(BIN / "python"), "-m", "pytest", "-p", "no:cacheprovider"], cwd=student_folder(tmp_path))
     [next_line] = [line for line in result.stdout.splitlines() if line.startswith("Next:")]
-    expected = f"Next: implement attention_scores in attention.py ({len(FUNCTIONS)} function(s) still to write)"
+    count = len(functions(reference_source(ROOT)))  # the functions handed out: the default settings' parts
+    expected = f"Next: implement attention_scores in attention.py ({count} function(s) still to write)"
     assert next_line == expected

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from autograder.assignment.catalogue import catalogue
-from autograder.release.build import GRADING_DOC, TEMPLATE, build_template, checks_table, stale_files
+from autograder.release.build import (
+    GRADING_DOC,
+    TEMPLATE,
+    build_template,
+    checks_table,
+    reference_source,
+    stale_files,
+)
 from autograder.release.template import MarkerError, solution_lines, stub_source
 from tests.grading_cases import CASES
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, TEMPLATE_DIR, points, run, sources_only, student_folder
@@ -107,8 +114,9 @@ def test_leak_detection_catches_a_leak():
 
 
 def test_stub_keeps_signatures_and_docstrings():
-    """Outside the solution regions the template is the reference, line for line."""
-    source = REFERENCE.read_text()
+    """Outside the solution regions the template is the reference (its functions the default settings hand out), line
+    for line."""
+    source = reference_source(ROOT)
     template = (TEMPLATE_DIR / "attention.py").read_text()
     for line in source.splitlines():
         if line.strip().startswith(("def ", "class ", '"""', "Args:", "Returns:")):
@@ -230,9 +238,17 @@ def test_requirements_pin_the_range_the_grader_is_tested_with():
 
 
 def test_students_receive_the_handout_and_its_picture():
-    """The handout the feedback points to, and the picture it shows, lie beside the stubs, as in docs/."""
-    for name in ("handout.md", "saturation.svg"):
-        assert (TEMPLATE_DIR / name).read_bytes() == (ROOT / "docs" / name).read_bytes(), name
+    """The handout the feedback points to, and the picture it shows, lie beside the stubs, as in docs/; the handout
+    without the sections of the parts the default settings turn off (the optional blockwise part)."""
+    from autograder.assignment.parts import handout_without
+    from autograder.config import load_settings
+
+    assert (TEMPLATE_DIR / "saturation.svg").read_bytes() == (ROOT / "docs" / "saturation.svg").read_bytes()
+    handout = (ROOT / "docs" / "handout.md").read_text()
+    off = load_settings(environ={}).parts.off()
+    assert off == {"blockwise_attention"} and "<!-- function: blockwise_attention -->" in handout
+    assert (TEMPLATE_DIR / "handout.md").read_text() == handout_without(handout, off)
+    assert "online softmax" not in (TEMPLATE_DIR / "handout.md").read_text()
     assert "](saturation.svg)" in (TEMPLATE_DIR / "handout.md").read_text()
     assert (ROOT / "assignments" / "source" / "sdpa" / "saturation.svg").is_file()  # beside the notebook, for nbgrader
 

@@ -19,6 +19,7 @@ REASONS = {
     "imports_grader": "the source imports the grader's reference or its modules",
     "writes_files": "the source writes files it was not asked to",
     "builds_code": "the source builds code at run time or reaches native memory",
+    "whole_softmax": "blockwise attention called the student's own attention or softmax on all keys at once",
 }
 # what each tampering kind (integrity.tampering) did, as the student's feedback says it
 TAMPERING = {

@@ -374,7 +374,13 @@ def given_code(root: Path | None = None) -> list[str]:
     except FileNotFoundError:
         root = None
     if root is None or not (root / TEMPLATE).is_file():  # installed from a wheel: the template made afresh, no notebook
-        return [stub_source(Path(reference.__file__).with_name("attention.py").read_text())]
+        from autograder.assignment.parts import without
+        from autograder.config import load_settings
+
+        handed_out = without(
+            Path(reference.__file__).with_name("attention.py").read_text(), load_settings().parts.off()
+        )
+        return [stub_source(handed_out)]
     texts = [(root / TEMPLATE).read_text()]
     if not (root / NOTEBOOK).is_file():
         return texts

@@ -12,7 +12,7 @@ from autograder.assignment.paths import REFERENCE, REQUIREMENTS, TEMPLATE
 from autograder.release.template import stub_source
 
 if TYPE_CHECKING:
-    from autograder.config import Lesson
+    from autograder.config import Settings
 
 # the handout and its picture, beside the stubs: the feedback sends students to the handout's sections
 HANDOUT_COPIES = (Path("docs/handout.md"), Path("docs/saturation.svg"))
@@ -41,9 +41,24 @@ def find_root(start: Path | None = None) -> Path:
     raise FileNotFoundError(f"no {REFERENCE} in {here} or its parents: run sdpa-build in the project folder")
 
 
-def build_template(root: Path) -> str:
-    """The student's attention.py: the reference with a stub in place of every solution region."""
-    return HEADER + stub_source((root / REFERENCE).read_text())
+def reference_source(root: Path, settings: Settings | None = None) -> str:
+    """The reference as the hand-out is built from it: without the functions whose part ``settings`` turn off (the
+    default settings' without them)."""
+    from autograder.assignment.parts import without
+
+    return without((root / REFERENCE).read_text(), _settings(settings).parts.off())
+
+
+def _settings(settings: Settings | None) -> Settings:
+    from autograder.config import load_settings
+
+    return settings or load_settings(environ={})
+
+
+def build_template(root: Path, settings: Settings | None = None) -> str:
+    """The student's attention.py: the reference (its functions of the parts turned on) with a stub in place of every
+    solution region."""
+    return HEADER + stub_source(reference_source(root, settings))
 
 
 def build_requirements(root: Path) -> str:
@@ -64,15 +79,19 @@ def build_requirements(root: Path) -> str:
 
 def checks_table() -> str:
     """docs/grading.md's table of the hidden checks, one row per check in the order they run: its function, category,
-    points (the default settings': its marker's, or defaults.toml's override) and its docstring."""
+    points (the default settings': its marker's, or defaults.toml's override) and its docstring. A check of an
+    optional part ([parts]) says so after its function, with the points its marker declares."""
     from autograder.assignment.catalogue import catalogue
     from autograder.config import load_settings
 
-    points = load_settings(environ={}).points
+    settings = load_settings(environ={})
+    off = settings.parts.off()
     rows = ["| check | function | category | points | what it checks |", "|---|---|---|---|---|"]
     for entry in catalogue():
         said = " ".join(entry.doc.split()).replace("|", "\\|")
-        rows.append(f"| {entry.check} | {entry.function} | {entry.category} | {points[entry.check]:g} | {said} |")
+        function = f"{entry.function} (optional: [parts])" if entry.function in off else entry.function
+        points = entry.points if entry.function in off else settings.points[entry.check]
+        rows.append(f"| {entry.check} | {function} | {entry.category} | {points:g} | {said} |")
     return "\n".join(rows) + "\n"
 
 
@@ -96,52 +115,59 @@ def derived_block(functions: list[str], built_from: dict[str, tuple[str, ...]]) 
     return "\n".join(lines).replace("'", '"') + "\n"
 
 
-def build_conftest(root: Path) -> str:
+def build_conftest(root: Path, settings: Settings | None = None) -> str:
     """student_template/conftest.py with its derived lines (between CONFTEST_BEGIN and CONFTEST_END) written anew
-    from reference/attention.py."""
+    from reference/attention.py (its functions of the parts turned on)."""
     from autograder.assignment.composition import calls, functions
 
-    source = (root / "reference" / "attention.py").read_text()
+    source = reference_source(root, settings)
     text = (root / CONFTEST).read_text()
     before, rest = text.split(CONFTEST_BEGIN + "\n", 1)
     return before + derived_block(functions(source), calls(source)) + rest.split(CONFTEST_END + "\n", 1)[1]
 
 
-def targets(lesson: Lesson | None = None) -> dict[Path, Callable[[Path], str | bytes]]:
-    """Every generated file, relative to the project folder, with the function that writes it; the lesson's shapes
-    are ``lesson``'s (the default settings' without one: release/lesson.py)."""
+def targets(settings: Settings | None = None) -> dict[Path, Callable[[Path], str | bytes]]:
+    """Every generated file, relative to the project folder, with the function that writes it, built with
+    ``settings`` (the default settings without them): the lesson's shapes (release/lesson.py) and the parts turned
+    on (assignment/parts.py)."""
+    from autograder.assignment.parts import handout_without
     from autograder.config import load_settings
     from autograder.release import lesson as shapes
     from autograder.release import notebook, settings_file
 
     written = load_settings(environ={}).lesson  # the shapes the sources are written with
-    lesson = lesson or written
+    settings = _settings(settings)
+    lesson, off = settings.lesson, settings.parts.off()
 
     def copy(source: Path) -> Callable[[Path], str | bytes]:
-        if source.suffix == ".md":  # the handout, with the lesson's shapes
-            return lambda root: shapes.render((root / source).read_text(), written, lesson, shapes.EXAMPLE, str(source))
+        if source.suffix == ".md":  # the handout, with the lesson's shapes and the parts turned on
+            return lambda root: shapes.render(
+                handout_without((root / source).read_text(), off), written, lesson, shapes.EXAMPLE, str(source)
+            )
         return lambda root: (root / source).read_bytes()
 
     def public_tests(root: Path) -> str:  # the file students receive is its own source: its lesson line rewritten
         return shapes.render_public_tests((root / notebook.PUBLIC_TESTS).read_text(), lesson)
 
     return {
-        TEMPLATE: build_template,
+        TEMPLATE: lambda root: build_template(root, settings),
         REQUIREMENTS: build_requirements,
         **{TEMPLATE.with_name(source.name): copy(source) for source in HANDOUT_COPIES},
         notebook.PUBLIC_TESTS: public_tests,
-        notebook.NOTEBOOK: lambda root: shapes.render_notebook(notebook.build_notebook(root), written, lesson),
+        notebook.NOTEBOOK: lambda root: shapes.render_notebook(
+            notebook.build_notebook(root, settings), written, lesson
+        ),
         notebook.PLOT: copy(Path("docs") / notebook.PLOT.name),  # the handout's figure
         settings_file.DEFAULTS: settings_file.build_defaults,  # each setting's comment from its declaration
         GRADING_DOC: build_grading_doc,
-        CONFTEST: build_conftest,
+        CONFTEST: lambda root: build_conftest(root, settings),
     }
 
 
-def stale_files(root: Path, lesson: Lesson | None = None) -> list[Path]:
-    """The generated files whose committed content differs from what a build (with ``lesson``'s shapes) would write."""
+def stale_files(root: Path, settings: Settings | None = None) -> list[Path]:
+    """The generated files whose committed content differs from what a build (with ``settings``) would write."""
     stale = []
-    for path, build in targets(lesson).items():
+    for path, build in targets(settings).items():
         expected = build(root)
         data = expected.encode() if isinstance(expected, str) else expected
         target = root / path
@@ -150,10 +176,10 @@ def stale_files(root: Path, lesson: Lesson | None = None) -> list[Path]:
     return stale
 
 
-def write_all(root: Path, lesson: Lesson | None = None) -> list[Path]:
-    """Write every generated file (with ``lesson``'s shapes); return the ones that changed."""
-    changed = stale_files(root, lesson)
-    for path, build in targets(lesson).items():
+def write_all(root: Path, settings: Settings | None = None) -> list[Path]:
+    """Write every generated file (with ``settings``); return the ones that changed."""
+    changed = stale_files(root, settings)
+    for path, build in targets(settings).items():
         if path in changed:
             content = build(root)
             data = content.encode() if isinstance(content, str) else content
@@ -175,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         "--config",
         type=Path,
         metavar="FILE",
-        help="settings to build with (the lesson's shapes, [lesson]) and to ship in the Gradescope bundle",
+        help="settings to build with (the lesson's shapes, [lesson]; the optional parts, [parts]) and to ship in the"
+        " Gradescope bundle",
     )
     parser.add_argument(
         "--torch",
@@ -189,17 +216,17 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"sdpa-build: {error}", file=sys.stderr)
         return 2
-    lesson = None
+    settings = None
     if args.config is not None:
         from autograder.config import ConfigError, load_settings
 
         try:
-            lesson = load_settings(args.config, environ={}).lesson
+            settings = load_settings(args.config, environ={})
         except ConfigError as error:
             print(f"sdpa-build: {error}", file=sys.stderr)
             return 2
     try:
-        stale = stale_files(root, lesson)
+        stale = stale_files(root, settings)
     except ValueError as error:  # docs/grading.md without its table's markers, public tests without their lesson line
         print(f"sdpa-build: {error}", file=sys.stderr)
         return 2
@@ -209,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         if not stale:
             print("generated files are up to date")
         return 1 if stale else 0
-    written = write_all(root, lesson)
+    written = write_all(root, settings)
     for path in written:
         print(f"wrote {path}")
     if not written:

@@ -19,15 +19,14 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.assignment.catalogue import catalogue
+from autograder.assignment.parts import handout_without, teaches, without
 from autograder.assignment.paths import NOTEBOOK
-from autograder.config import load_settings
+from autograder.config import Settings, load_settings
 from autograder.release.quiz import POINTS, QUESTIONS
 
 PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader releases it beside the notebook
 HANDOUT = Path("docs/handout.md")
 PUBLIC_TESTS = Path("student_template/test_attention.py")
-# the handout sections that come before each function (the rest come first, as the introduction)
-FUNCTION_MARKER = "<!-- function:"  # the line under a handout heading that names the function its section teaches
 # checks that cannot agree with sdpa-grade on a grading machine without a GPU are left out of the notebook
 NOT_IN_NOTEBOOK = {"timing_gpu"}
 GRADED_OUTSIDE = (
@@ -65,11 +64,10 @@ def _sections(text: str) -> tuple[str, dict[str, str], dict[str, list[str]]]:
     for block in rest:
         heading, _, body = block.partition("\n")
         heading = heading.strip()
-        first, _, after = body.partition("\n")
-        marker = first.strip()
-        if marker.startswith(FUNCTION_MARKER) and marker.endswith("-->"):
-            taught.setdefault(marker.removeprefix(FUNCTION_MARKER).removesuffix("-->").strip(), []).append(heading)
-            body = after
+        function = teaches(block)
+        if function is not None:
+            taught.setdefault(function, []).append(heading)
+            body = body.partition("\n")[2]
         sections[heading] = f"## {heading}\n{body}".strip() + "\n"
     return head.strip() + "\n", sections, taught
 
@@ -118,13 +116,16 @@ def _public_tests(source: str, names: list[str]) -> tuple[str, dict[str, list[st
     return "\n\n\n".join(helpers), tests
 
 
-def build_notebook(root: Path) -> str:
-    reference = (root / "reference" / "attention.py").read_text()
+def build_notebook(root: Path, settings: Settings | None = None) -> str:
+    """The nbgrader source notebook, with ``settings``' parts turned on and points (the default settings without)."""
+    settings = settings or load_settings(environ={})
+    off = settings.parts.off()
+    reference = without((root / "reference" / "attention.py").read_text(), off)
     imports, definitions = _definitions(reference)
     names = [name for name, _ in definitions]
-    title, sections, section_of = _sections((root / HANDOUT).read_text())
+    title, sections, section_of = _sections(handout_without((root / HANDOUT).read_text(), off))
     helpers, tests = _public_tests((root / PUBLIC_TESTS).read_text(), names)
-    points = load_settings(environ={}).points
+    points = settings.points
     taught = {heading for headings in section_of.values() for heading in headings}
 
     cells = [new_markdown_cell(title)]
