@@ -153,6 +153,7 @@ class GradeNotebook(NbGraderPreprocessor):
             if name and name not in checks and name not in BY_NAME:
                 raise GraderFailed(f"the hidden cell check_{name} names no check of this grader")
         settings = self.settings()
+        _parts_problem(tests, settings)
         nbgrader = resources.get("nbgrader") or {}
         if settings.deadline.due is not None and nbgrader.get("db_url") and nbgrader.get("assignment"):
             from autograder.nbgrader_path.late_plugin import due_date_problem
@@ -211,6 +212,25 @@ class GradeNotebook(NbGraderPreprocessor):
         if grading.grader_error:
             raise GraderFailed(f"the grader failed on this notebook:\n{grading.grader_error}")
         return {item.outcome.check: None if passed(item) and not item.carried else item for item in grading.scored}
+
+
+def _parts_problem(tests: list[nbformat.NotebookNode], settings: Settings) -> None:
+    """Refuse a notebook built with other optional parts ([parts]) than the settings grade: nbgrader would total cells
+    the grading does not run, or the grading would give points no cell shows (the two totals would disagree)."""
+    import dataclasses
+
+    cells = {_check_of(cell) for cell in tests}
+    optional = {field.name for field in dataclasses.fields(settings.parts)}
+    for function in sorted(optional):
+        own = {entry.check for entry in catalogue() if entry.function == function}
+        built, graded = bool(own & cells), function not in settings.parts.off()
+        if built != graded:
+            raise GraderFailed(
+                f"the notebook was built {'with' if built else 'without'} the optional part {function}, and the"
+                f" grading settings ({settings.source}) turn it {'off' if built else 'on'} ([parts] {function}):"
+                " grade with the settings file the notebook was built with (sdpa-build --config FILE, then nbgrader"
+                " generate_assignment --force), docs/instructor.md"
+            )
 
 
 def points_mismatch(tests: list[nbformat.NotebookNode], points: Mapping[str, float]) -> list[tuple[str, float, float]]:
