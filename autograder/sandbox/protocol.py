@@ -31,6 +31,31 @@ class Failure(Enum):
     UNREADABLE = "not graded"  # the submission could not be read: nothing ran
 
 
+@dataclass(frozen=True)
+class Memory:
+    """What a call's ops allocated for floating-point tensors, measured by the worker's dispatch mode (student_side/
+    recording.py ``_Memory``): the largest new storage in elements, the shape of the tensor that made it and the op,
+    and the most bytes of new storages alive at once."""
+
+    largest: int
+    shape: tuple[int, ...]
+    op: str
+    peak_bytes: int
+
+    @classmethod
+    def read(cls, answer) -> Memory | None:
+        """The measure from a worker's answer, or None where it is not plain numbers and a short name."""
+        if not isinstance(answer, dict):
+            return None
+        largest, shape, op, peak = (answer.get(key) for key in ("largest", "shape", "op", "peak_bytes"))
+        numbers = [largest, peak, *(shape if isinstance(shape, list) else [None])]
+        if not all(type(n) is int and n >= 0 for n in numbers) or len(shape) > 16:
+            return None
+        if not (isinstance(op, str) and len(op) <= 200):
+            return None
+        return cls(largest, tuple(shape), op, peak)
+
+
 @dataclass
 class Reply:
     """What one call produced: a value, or the reason there is none."""
@@ -40,6 +65,7 @@ class Reply:
     grads: list | None = None
     ops: list[str] = field(default_factory=list)
     entered: list[str] = field(default_factory=list)  # the submission's functions the call entered (a hint's evidence)
+    memory: Memory | None = None  # a call with ``memory=True``: what it allocated, as the worker measured it
     mutated: list[bool] = field(default_factory=list)
     error: str = ""
     message: str = ""
@@ -126,8 +152,14 @@ def reply_from(answer, elapsed: float) -> Reply:
     ):
         message = "the answer's list of functions entered was not a short list of names"
         return Reply.failed(Failure.WIRE, message)
+    memory = None
+    if "memory" in answer:
+        memory = Memory.read(answer["memory"])
+        if memory is None:
+            return Reply.failed(Failure.WIRE, "the answer's memory measure was not plain numbers")
     return Reply(
         True,
+        memory=memory,
         value=answer.get("value"),
         grads=grads,
         ops=ops,

@@ -180,3 +180,75 @@ def _entered(module, substitute: dict | None = None):
         for space, name, function, entering in patched:
             if space.get(name) is entering:  # what the student's code put there itself stays
                 space[name] = function
+
+
+class _Memory:
+    """What a call's ops allocate for floating-point tensors: the largest new storage (its elements, the shape of the
+    tensor that made it, the op) and the most bytes of new storages alive at once. Evidence for the memory check, read
+    by the worker's own dispatch mode, never reported by the student's code.
+
+    A storage is told by its data pointer: views and in-place results share it and count once; the call's inputs'
+    storages never count. Its bytes are released when the last tensor the mode saw holding it is collected
+    (``weakref.finalize``). Boolean and integer tensors are not counted: a caller may hand in a full (T_q, T_k) mask.
+    The call runs without gradients recorded (its inputs do not require them), so no graph keeps a block alive."""
+
+    def __init__(self, inputs) -> None:
+        import torch
+
+        self.given = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+        self.live: dict[int, list[int]] = {}  # data pointer -> [bytes, tensors seen holding it]
+        self.current = self.peak_bytes = self.largest = 0
+        self.shape: list[int] = []
+        self.op = ""
+
+    def note(self, func, result) -> None:
+        import weakref
+
+        import torch
+        from torch.utils._pytree import tree_leaves
+
+        for tensor in tree_leaves(result):
+            if not isinstance(tensor, torch.Tensor) or not (tensor.is_floating_point() or tensor.is_complex()):
+                continue
+            storage = tensor.untyped_storage()
+            pointer = storage.data_ptr()
+            if pointer == 0 or pointer in self.given:
+                continue
+            held = self.live.get(pointer)
+            if held is None:
+                held = self.live[pointer] = [storage.nbytes(), 0]
+                self.current += held[0]
+                self.peak_bytes = max(self.peak_bytes, self.current)
+                elements = held[0] // tensor.element_size()
+                if elements > self.largest:
+                    self.largest, self.shape, self.op = elements, list(tensor.shape), str(func)
+            held[1] += 1
+            weakref.finalize(tensor, self._release, pointer)
+
+    def _release(self, pointer: int) -> None:
+        held = self.live.get(pointer)
+        if held is not None:
+            held[1] -= 1
+            if held[1] == 0:
+                self.current -= held[0]
+                del self.live[pointer]
+
+    def answer(self) -> dict:
+        return {"largest": self.largest, "shape": self.shape, "op": self.op[:200], "peak_bytes": self.peak_bytes}
+
+
+def _measuring(memory: _Memory):
+    """A dispatch mode that shows every op's results to ``memory``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Measuring(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False  # as the op recorder's (``_recorder``): nothing here compiles
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            memory.note(func, result)
+            return result
+
+    return Measuring()

@@ -9,6 +9,7 @@ only (student_side/__init__.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -199,10 +200,13 @@ def _call(module, request: dict, conn=None) -> dict:
         str(name): ([_revive(a, arena) for a in case["args"]], _revive(case["value"], arena))
         for name, case in (request.get("substitute") or {}).items()
     }
+    memory = recording._Memory([*args, *kwargs.values()]) if request.get("memory") else None
+    measuring = recording._measuring(memory) if memory is not None else contextlib.nullcontext()
     with functions, ops, recording._entered(module, substitute) as entered:
         if target == "MultiHeadAttention":
             function = _instantiate(module, request)
-        value = function(*args, **kwargs)
+        with measuring:
+            value = function(*args, **kwargs)
         grads = None
         if request.get("grad_outputs") is not None:
             inputs = [args[i] for i in request["grad"]]
@@ -216,6 +220,8 @@ def _call(module, request: dict, conn=None) -> dict:
             grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
     ops = sorted(seen | recording._THREAD_OPS)
     reply = {"ok": True, "value": value, "grads": grads, "ops": ops, "entered": sorted(entered)}
+    if memory is not None:
+        reply["memory"] = memory.answer()
     recording._THREAD_OPS.clear()
     return reply
 
