@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from autograder.checks.expect import Cases, attention_size, dtype_name, edge_case, expect_tensor, fail
 from autograder.checks.flags import flag
 from autograder.checks.integrity import dynamic_reach
+from autograder.checks.mistakes import blockwise_variants
 from reference import attention as ref
 
 FUNCTION = "blockwise_attention"
@@ -37,6 +38,7 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, block
         expected.to(Q.dtype) if Q.dtype != torch.float64 else expected,
         what=f"blockwise_attention's output {label} (block_size={block_size})",
         tolerance=tolerance,
+        variants=blockwise_variants(Q, K, V, mask, is_causal, block_size),
         scale=size,
     )
 
@@ -170,9 +172,9 @@ def test_blockwise_gradients(loaded, draw, settings):
     grad_output = draw.normal(B, H, T_q, d_v)
     tolerance = settings.tolerance("float64", gradient=True)
     block_size = _block_sizes(draw, T_k)[1]
-    reply = loaded.run(FUNCTION, Q, K, V, mask, True, block_size, grad=[0, 1, 2], grad_outputs=[grad_output])
+    reply = loaded.run(FUNCTION, Q, K, V, mask, False, block_size, grad=[0, 1, 2], grad_outputs=[grad_output])
     inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
-    expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask, True)[0], inputs, grad_output)
+    expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask)[0], inputs, grad_output)
     for name, got, want in zip("QKV", reply.grads, expected):
         expect_tensor(got, want, what=f"the gradient for {name} (block_size={block_size})", tolerance=tolerance)
 

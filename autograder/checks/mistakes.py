@@ -50,6 +50,22 @@ SENTENCES = {
     " d_head = d_model / num_heads; reread 'Multi-head attention'",
     "mask_head_axis": "a 3-D mask (B, 1, T_k) or (B, T_q, T_k), as padding_mask returns, must apply to every head:"
     " give it the head axis (mask.unsqueeze(1)) before attending; reread 'Multi-head attention'",
+    "blockwise_no_rescale_sum": "the running sum was not multiplied by exp(old max - new max) when a block raised the"
+    " maximum, so earlier blocks keep weights of the wrong size; reread 'Blockwise attention: the online softmax'",
+    "blockwise_no_rescale_output": "the running output was not multiplied by exp(old max - new max) when a block"
+    " raised the maximum (the sum was); reread 'Blockwise attention: the online softmax'",
+    "blockwise_max_from_zero": "the running maximum started at 0 (or another finite floor) instead of -inf: a row"
+    " whose scores are all far below it underflows to 0; reread 'Blockwise attention: the online softmax'",
+    "blockwise_block_normalised": "each block was normalised on its own and the blocks' outputs added: the softmax"
+    " runs over all the keys, with one running sum; reread 'Blockwise attention: the online softmax'",
+    "blockwise_last_block_dropped": "the last block, shorter than block_size, was left out: when block_size does"
+    " not divide T_k the keys past the last whole block still count; reread 'Blockwise attention: the online"
+    " softmax'",
+    "blockwise_mask_after_exp": "the mask was applied after the exponential: masked keys still set the running"
+    " maximum, and far larger masked scores make the allowed ones underflow; fill masked scores with -inf first;"
+    " reread 'Blockwise attention: the online softmax'",
+    "blockwise_nan_rows": "rows with no allowed key (so far) come out as NaN: shift them by 0 instead of their"
+    " running maximum -inf, and divide a zero sum by 1; reread 'Blockwise attention: the online softmax'",
 }
 
 
@@ -60,7 +76,8 @@ NEEDS = {
     "mask_inverted": "mask", "zero_fill": "mask", "mask_after_softmax": "mask",
     "nan_rows": "fully-masked", "uniform_rows": "fully-masked", "additive_mask_rows": "fully-masked",
     "causal_flipped": "causal", "causal_bottom_right": "causal", "causal_strict": "causal", "causal_ignored": "causal",
-    "overflow": "large-scores",
+    "overflow": "large-scores", "blockwise_max_from_zero": "large-scores", "blockwise_mask_after_exp": "large-scores",
+    "blockwise_nan_rows": "fully-masked",
 }  # fmt: skip
 
 
@@ -158,6 +175,61 @@ def mha_variants(
         "mha_merge_order": (out.permute(0, 2, 3, 1).reshape(B, T_q, d_model), weights),
         "mha_scale_d_model": (merge(scale_out), scale_weights),
     }
+
+
+def _online(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causal: bool, block_size: int, **wrong) -> Tensor:
+    """The online softmax over blocks of keys, right unless ``wrong`` names what it does wrong (see
+    ``blockwise_variants``), in float64."""
+    Q, K, V = Q.double(), K.double(), V.double()
+    T_q, T_k = Q.size(-2), K.size(-2)
+    full = mask
+    if is_causal:
+        causal = ref.causal_mask(T_q, T_k)
+        full = causal if mask is None else mask & causal
+    row_max, row_sum, out = Q.new_full((), wrong.get("start", -math.inf)), Q.new_zeros(()), Q.new_zeros(())
+    scores_all = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))  # the grader's own inputs: small
+    if wrong.get("mask_after"):  # the maximum is taken over every key, masked ones included
+        row_max = scores_all.amax(dim=-1, keepdim=True)
+    stop_at = T_k - T_k % block_size if wrong.get("drop_last") else T_k
+    for start in range(0, stop_at, block_size):
+        stop = min(start + block_size, stop_at)
+        scores = scores_all[..., start:stop]
+        allowed = None if full is None else full[..., start:stop] if full.size(-1) > 1 else full
+        if allowed is not None and not wrong.get("mask_after"):
+            scores = scores.masked_fill(~allowed, -math.inf)
+        if wrong.get("per_block"):
+            weights = ref.masked_softmax(scores, allowed)
+            out = out + weights @ V[..., start:stop, :]
+            continue
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max if wrong.get("nan_rows") else new_max.masked_fill(new_max == -math.inf, 0.0)
+        rescale = torch.exp(row_max - shift)
+        weights = torch.exp(scores - shift)
+        if allowed is not None and wrong.get("mask_after"):
+            weights = weights * allowed
+        row_sum = (row_sum if wrong.get("keep_sum") else row_sum * rescale) + weights.sum(dim=-1, keepdim=True)
+        out = (out if wrong.get("keep_output") else out * rescale) + weights @ V[..., start:stop, :]
+        row_max = new_max
+    if not wrong.get("per_block"):
+        out = out / (row_sum if wrong.get("nan_rows") else torch.where(row_sum > 0, row_sum, torch.ones_like(row_sum)))
+    leading = [Q.shape[:-2], K.shape[:-2], V.shape[:-2]] + ([full.shape[:-2]] if full is not None else [])
+    return out.expand(*torch.broadcast_shapes(*leading), T_q, V.size(-1))  # no block at all: zeros of its shape
+
+
+def blockwise_variants(
+    Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causal: bool, block_size: int
+) -> dict[str, Tensor]:
+    """blockwise_attention done wrong, each in one classic way: its output (float64)."""
+    ways = {
+        "blockwise_no_rescale_sum": {"keep_sum": True},
+        "blockwise_no_rescale_output": {"keep_output": True},
+        "blockwise_max_from_zero": {"start": 0.0},
+        "blockwise_block_normalised": {"per_block": True},
+        "blockwise_last_block_dropped": {"drop_last": True},
+        "blockwise_mask_after_exp": {"mask_after": True},
+        "blockwise_nan_rows": {"nan_rows": True},
+    }
+    return {name: _online(Q, K, V, mask, is_causal, block_size, **wrong) for name, wrong in ways.items()}
 
 
 def name_mistake(actual: Tensor, variants: dict[str, Tensor], atol: float, rtol: float) -> str | None:
