@@ -1,0 +1,150 @@
+"""The optional blockwise part through every path an instructor uses: off by default (nothing of it handed out or
+graded), and on with `[parts] blockwise_attention = true` given to the build and to the grader alike: the hand-out,
+a single file, a batch (tests/test_memory_measure.py), the nbgrader cycle and the Gradescope bundle."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from autograder.config import load_settings
+from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, answered, clean_env, nbgrader, run, setup, unpack
+
+ON = ROOT / "tests" / "blockwise_on.toml"
+PART = "blockwise_attention"
+
+
+def _points(settings) -> float:
+    """The most a submission can earn here (no GPU: timing_gpu is not run)."""
+    return sum(worth for check, worth in settings.points.items() if check != "timing_gpu")
+
+
+def test_off_by_default_nothing_of_the_part_is_handed_out():
+    for name in ("attention.py", "conftest.py", "handout.md"):
+        assert PART not in (TEMPLATE_DIR / name).read_text(), name
+    assert PART not in (ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb").read_text()
+
+
+def test_off_by_default_the_reference_gets_the_totals_of_before(tmp_path):
+    """The part's checks do not run and count nothing; a course's [points] for them is accepted and changes nothing."""
+    course = tmp_path / "course.toml"
+    course.write_text("[points]\nblockwise_memory = 3\n")
+    for config in ([], ["--config", str(course)]):
+        result = run([str(BIN / "sdpa-grade"), "grade", str(REFERENCE), "--json", str(tmp_path / "r.json"), *config])
+        assert result.returncode == 0, result.stderr[-2000:]
+        graded = json.loads((tmp_path / "r.json").read_text())
+        assert graded["score"] == graded["max_score"] == _points(load_settings(environ={})) == 55
+        assert not [t for t in graded["tests"] if PART in t["name"]]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A copy of the project's tracked files, its hand-out built with the part on, as an instructor does."""
+    copy = tmp_path_factory.mktemp("on")
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for name in filter(None, names.split("\0")):
+        if (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    build = [sys.executable, "-m", "autograder.release.build", "--root", str(copy), "--config", str(ON)]
+    result = subprocess.run(
+        build, cwd=copy, env={**os.environ, "PYTHONPATH": str(copy)}, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return copy
+
+
+def test_on_the_template_holds_the_stub_after_the_attention(built):
+    template = (built / "student_template" / "attention.py").read_text()
+    assert template.index("def scaled_dot_product_attention(") < template.index(f"def {PART}(")
+    assert template.index(f"def {PART}(") < template.index("class MultiHeadAttention")
+    stub = template[template.index(f"def {PART}(") : template.index("class MultiHeadAttention")]
+    assert "raise NotImplementedError" in stub and "if block_size < 1:" in stub and "BEGIN SOLUTION" not in stub
+    assert f'"{PART}",' in (built / "student_template" / "conftest.py").read_text()
+    assert "## Blockwise attention: the online softmax" in (built / "student_template" / "handout.md").read_text()
+
+
+def test_on_the_notebook_teaches_the_part_above_its_stub_and_shows_each_check(built):
+    notebook = nbformat.read(built / "assignments" / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
+    ids = [cell.metadata.get("nbgrader", {}).get("grade_id", "") for cell in notebook.cells]
+    stub = ids.index(PART)
+    assert "## Blockwise attention: the online softmax" in notebook.cells[stub - 2].source
+    settings = load_settings(ON, environ={})
+    hidden = [i for i in ids if i.startswith("check_blockwise") or i == "check_integrity_blockwise"]
+    assert len(hidden) == 8
+    for grade_id in hidden:
+        cell = notebook.cells[ids.index(grade_id)]
+        assert cell.metadata["nbgrader"]["points"] == settings.points[grade_id.removeprefix("check_")]
+
+
+def test_on_the_untouched_template_gets_nothing_for_the_part(built, tmp_path):
+    template = built / "student_template" / "attention.py"
+    result = run(
+        [str(BIN / "sdpa-grade"), "grade", str(template), "--config", str(ON), "--json", str(tmp_path / "t.json")]
+    )
+    graded = json.loads((tmp_path / "t.json").read_text())
+    part = [t for t in graded["tests"] if t["tags"][0] == PART]
+    assert len(part) == 8 and all(t["score"] == 0 for t in part), result.stderr[-2000:]
+    assert "blockwise_attention is not implemented yet" in part[0]["output"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_on_the_nbgrader_cycle_grades_the_part_as_sdpa_grade_does(built, tmp_path):
+    """The course's notebook built with the part on, autograded with the same settings file: a student who answers
+    every cell right gets the whole part, and nbgrader's export gives what `sdpa-grade --config` gives."""
+    course = tmp_path / "course"
+    shutil.copytree(
+        built / "assignments",
+        course,
+        ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
+    )
+    shutil.copy(ON, course / "course.toml")
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write('\nc.GradeNotebook.settings_file = "course.toml"\n')
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
+    source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
+    release = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
+    submitted = course / "submitted" / "ada" / "sdpa" / "sdpa.ipynb"
+    submitted.parent.mkdir(parents=True)
+    nbformat.write(answered(release, source, {}), submitted)
+    nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
+    nbgrader("export", cwd=course, env=env)
+    with open(course / "grades.csv") as handle:
+        values = next(row for row in csv.DictReader(handle) if row["student_id"] == "ada")
+    result = run(
+        [str(BIN / "sdpa-grade"), "grade", str(submitted), "--config", str(ON), "--json", str(tmp_path / "a.json")]
+    )
+    graded = json.loads((tmp_path / "a.json").read_text())
+    assert float(values["score"]) == float(values["max_score"]) == graded["score"] == graded["max_score"]
+    assert len([t for t in graded["tests"] if t["tags"][0] == PART]) == 8, result.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_on_the_gradescope_bundle_grades_the_part(tmp_path):
+    bundle = tmp_path / "autograder.zip"
+    result = run([str(BIN / "sdpa-build"), "--gradescope", str(bundle), "--config", str(ON)], cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    root = unpack(bundle, tmp_path)
+    installed = setup(root)
+    assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-2000:]
+    (root / "submission").mkdir()
+    (root / "submission" / "attention.py").write_text(REFERENCE.read_text())
+    graded = run(
+        [shutil.which("bash"), str(root / "source" / "run_autograder")],
+        cwd=root / "source",
+        env=clean_env(AUTOGRADER_ROOT=str(root)),
+    )
+    results = json.loads((root / "results" / "results.json").read_text())
+    part = [t for t in results["tests"] if t["tags"][0] == PART]
+    assert len(part) == 8 and all(t["score"] == t["max_score"] for t in part), graded.stdout[-2000:]
+    assert results["score"] == _points(load_settings(ON, environ={})) == 70
