@@ -130,9 +130,11 @@ def test_on_the_nbgrader_cycle_grades_the_part_as_sdpa_grade_does(built, tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-def test_on_the_gradescope_bundle_grades_the_part(tmp_path):
+def test_on_the_gradescope_bundle_grades_the_part(built, tmp_path):
+    """Built in the copy (a build with a settings file writes the hand-out it describes into the project it builds)."""
     bundle = tmp_path / "autograder.zip"
-    result = run([str(BIN / "sdpa-build"), "--gradescope", str(bundle), "--config", str(ON)], cwd=ROOT)
+    build = [str(BIN / "sdpa-build"), "--root", str(built), "--gradescope", str(bundle), "--config", str(ON)]
+    result = run(build, cwd=built)
     assert result.returncode == 0, result.stderr
     root = unpack(bundle, tmp_path)
     installed = setup(root)

@@ -117,15 +117,17 @@ def _public_tests(source: str, names: list[str]) -> tuple[str, dict[str, list[st
 
 
 def build_notebook(root: Path, settings: Settings | None = None) -> str:
-    """The nbgrader source notebook, with ``settings``' parts turned on and points (the default settings without)."""
-    settings = settings or load_settings(environ={})
-    off = settings.parts.off()
+    """The nbgrader source notebook, with the parts ``settings`` turn on (the default settings' without them). Its
+    cells are worth the default settings' points, each check of a part its marker's: a course's own [points] go on
+    the cells by hand (docs/instructor.md), so that building with a course's file never changes them unseen."""
+    defaults = load_settings(environ={})
+    off = (settings or defaults).parts.off()
     reference = without((root / "reference" / "attention.py").read_text(), off)
     imports, definitions = _definitions(reference)
     names = [name for name, _ in definitions]
     title, sections, section_of = _sections(handout_without((root / HANDOUT).read_text(), off))
     helpers, tests = _public_tests((root / PUBLIC_TESTS).read_text(), names)
-    points = settings.points
+    points = {entry.check: defaults.points.get(entry.check, entry.points) for entry in catalogue()}
     taught = {heading for headings in section_of.values() for heading in headings}
 
     cells = [new_markdown_cell(title)]
