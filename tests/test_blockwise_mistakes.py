@@ -1,9 +1,12 @@
 """The optional blockwise part's named mistakes (checks/mistakes.py ``blockwise_variants``), each a submission under
 tests/submissions/overlays/: with the part on, each loses exactly its checks, on every seed tried, and its feedback
-names it. The part's checks run in this process (tests/in_process.py), the memory check's measure included; the
-sandboxed grading of the part is tests/test_memory_measure.py's."""
+names it. The part's checks run in this process (tests/in_process.py), the memory check's measure included; each
+submission is also graded once for real, through ``sdpa-grade batch`` and its sandbox (slow). The full-matrix version
+and the attack on the measure are tests/test_memory_measure.py's."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -13,7 +16,7 @@ from autograder.grade import _pytest
 from autograder.plugin import GradingPlugin
 from autograder.render.text import output_text
 from autograder.scoring import score
-from tests.helpers import ROOT, with_overlay
+from tests.helpers import BIN, ROOT, run, with_overlay
 from tests.in_process import InProcess
 
 ON = ROOT / "tests" / "blockwise_on.toml"
@@ -87,3 +90,30 @@ def test_every_blockwise_mistake_holds_on_fifty_seeds():
     for overlay in sorted(MISTAKES):
         for seed in range(50):
             _holds(overlay, seed)
+
+
+@pytest.fixture(scope="module")
+def sandboxed(tmp_path_factory):
+    """Each mistake's submission graded with the part on through the real command: file stem -> its results."""
+    folder, out = tmp_path_factory.mktemp("class"), tmp_path_factory.mktemp("out")
+    for overlay in MISTAKES:
+        (folder / f"{overlay}.py").write_text(with_overlay(overlay))
+    args = [str(BIN / "sdpa-grade"), "batch", str(folder), "--config", str(ON), "--jobs", "2", "--json-dir", str(out)]
+    result = run(args, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("overlay", sorted(MISTAKES))
+def test_a_blockwise_mistake_graded_in_the_sandbox_loses_its_checks_and_is_named(sandboxed, overlay):
+    """The real grading agrees with the in-process one: the same checks lost, the mistake named in the feedback."""
+    always, maybe = MISTAKES[overlay]
+    tests = {t["extra_data"]["check"]: t for t in sandboxed[overlay]["tests"]}
+    lost = {check for check, t in tests.items() if t["score"] < t["max_score"]}
+    assert always <= lost <= always | maybe, lost
+    values = lost - GATES - {"blockwise_gradients"}
+    named = {check for check in values if tests[check]["extra_data"].get("mistake") == overlay.removeprefix("mistake_")}
+    assert named and all(SENTENCE[overlay] in tests[check]["output"] for check in named), (values, named)
+    assert sandboxed[overlay]["score"] == sum(t["score"] for t in sandboxed[overlay]["tests"])
