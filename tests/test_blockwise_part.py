@@ -1,6 +1,7 @@
 """The optional blockwise part through every path an instructor uses: off by default (nothing of it handed out or
 graded), and on with `[parts] blockwise_attention = true` given to the build and to the grader alike: the hand-out,
-a single file, a batch (tests/test_memory_measure.py), the nbgrader cycle and the Gradescope bundle."""
+a single file, a batch, the nbgrader cycle and the Gradescope bundle. Totals are the settings' sums, never numbers
+written here: off, the part's checks count nothing; on, they count their points."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import sys
 import nbformat
 import pytest
 
+from autograder.assignment.catalogue import catalogue
 from autograder.config import load_settings
 from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, answered, clean_env, nbgrader, run, setup, unpack
 
@@ -26,7 +28,13 @@ def _points(settings) -> float:
     return sum(worth for check, worth in settings.points.items() if check != "timing_gpu")
 
 
+def _part_points(settings) -> float:
+    """What the part's checks are worth under ``settings``."""
+    return sum(settings.points[entry.check] for entry in catalogue() if entry.function == PART)
+
+
 def test_off_by_default_nothing_of_the_part_is_handed_out():
+    """The committed template, its conftest, its handout and the course's notebook hold nothing of the part."""
     for name in ("attention.py", "conftest.py", "handout.md"):
         assert PART not in (TEMPLATE_DIR / name).read_text(), name
     assert PART not in (ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb").read_text()
@@ -40,7 +48,9 @@ def test_off_by_default_the_reference_gets_the_totals_of_before(tmp_path):
         result = run([str(BIN / "sdpa-grade"), "grade", str(REFERENCE), "--json", str(tmp_path / "r.json"), *config])
         assert result.returncode == 0, result.stderr[-2000:]
         graded = json.loads((tmp_path / "r.json").read_text())
-        assert graded["score"] == graded["max_score"] == _points(load_settings(environ={})) == 55
+        on = load_settings(ON, environ={})
+        assert graded["score"] == graded["max_score"] == _points(load_settings(environ={}))
+        assert graded["max_score"] == _points(on) - _part_points(on)
         assert not [t for t in graded["tests"] if PART in t["name"]]
 
 
@@ -62,6 +72,7 @@ def built(tmp_path_factory):
 
 
 def test_on_the_template_holds_the_stub_after_the_attention(built):
+    """The stub follows scaled_dot_product_attention, keeps its block_size check; conftest and handout name the part."""
     template = (built / "student_template" / "attention.py").read_text()
     assert template.index("def scaled_dot_product_attention(") < template.index(f"def {PART}(")
     assert template.index(f"def {PART}(") < template.index("class MultiHeadAttention")
@@ -72,6 +83,7 @@ def test_on_the_template_holds_the_stub_after_the_attention(built):
 
 
 def test_on_the_notebook_teaches_the_part_above_its_stub_and_shows_each_check(built):
+    """The handout's section renders above the stub's cell, and each of the part's checks has a cell with its points."""
     notebook = nbformat.read(built / "assignments" / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
     ids = [cell.metadata.get("nbgrader", {}).get("grade_id", "") for cell in notebook.cells]
     stub = ids.index(PART)
@@ -85,6 +97,7 @@ def test_on_the_notebook_teaches_the_part_above_its_stub_and_shows_each_check(bu
 
 
 def test_on_the_untouched_template_gets_nothing_for_the_part(built, tmp_path):
+    """Graded with the part on, the stub as handed out loses every check of the part, saying it is not written yet."""
     template = built / "student_template" / "attention.py"
     result = run(
         [str(BIN / "sdpa-grade"), "grade", str(template), "--config", str(ON), "--json", str(tmp_path / "t.json")]
@@ -93,6 +106,25 @@ def test_on_the_untouched_template_gets_nothing_for_the_part(built, tmp_path):
     part = [t for t in graded["tests"] if t["tags"][0] == PART]
     assert len(part) == 8 and all(t["score"] == 0 for t in part), result.stderr[-2000:]
     assert "blockwise_attention is not implemented yet" in part[0]["output"]
+
+
+@pytest.mark.slow
+def test_on_a_batch_grades_the_part_for_each_student(built, tmp_path):
+    """`sdpa-grade batch DIR --config FILE`: the reference earns the whole part and the untouched template none of it,
+    each out of the total with the part's points."""
+    folder, out = tmp_path / "class", tmp_path / "grades"
+    folder.mkdir()
+    shutil.copy(REFERENCE, folder / "ada.py")
+    shutil.copy(built / "student_template" / "attention.py", folder / "bob.py")
+    batch = [str(BIN / "sdpa-grade"), "batch", str(folder), "--config", str(ON), "--jobs", "2", "--json-dir", str(out)]
+    result = run(batch, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    graded = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+    settings = load_settings(ON, environ={})
+    assert graded["ada"]["score"] == graded["ada"]["max_score"] == graded["bob"]["max_score"] == _points(settings)
+    part = [t for t in graded["bob"]["tests"] if t["tags"][0] == PART]
+    assert len(part) == 8 and not any(t["score"] for t in part)
+    assert graded["bob"]["score"] <= _points(settings) - _part_points(settings)
 
 
 @pytest.mark.slow
@@ -149,4 +181,15 @@ def test_on_the_gradescope_bundle_grades_the_part(built, tmp_path):
     results = json.loads((root / "results" / "results.json").read_text())
     part = [t for t in results["tests"] if t["tags"][0] == PART]
     assert len(part) == 8 and all(t["score"] == t["max_score"] for t in part), graded.stdout[-2000:]
-    assert results["score"] == _points(load_settings(ON, environ={})) == 70
+    assert results["score"] == _points(load_settings(ON, environ={}))
+
+
+def test_the_similarity_pass_knows_the_parts_stub_as_handed_out_from_its_settings(tmp_path):
+    """Installed from a wheel, the code a batch's similarity credits no pair with is the template its --config
+    hands out: the part's stub with the part on, nothing of it with the part off."""
+    from autograder.course import similarity
+
+    on = "\n".join(similarity.given_code(tmp_path, off=load_settings(ON, environ={}).parts.off()))
+    off = "\n".join(similarity.given_code(tmp_path, off=load_settings(environ={}).parts.off()))
+    assert f"def {PART}(" in on and "if block_size < 1:" in on
+    assert PART not in off

@@ -32,7 +32,7 @@ import statistics
 import tokenize
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -364,9 +364,11 @@ def winnow(grams: list[tuple[str, int, int]]) -> dict[str, list[tuple[int, int]]
     return prints
 
 
-def given_code(root: Path | None = None) -> list[str]:
+def given_code(root: Path | None = None, off: Collection[str] | None = None) -> list[str]:
     """The code the course hands out, whose fingerprints no pair is credited with: the student template, and each
-    code cell of the notebook that is not a test cell, its solution regions replaced by nbgrader's stub."""
+    code cell of the notebook that is not a test cell, its solution regions replaced by nbgrader's stub. Without the
+    project folder, the template is made from the packaged reference without the optional parts in ``off`` (the
+    grading settings' parts.off(); the default settings' when None)."""
     import reference
 
     try:
@@ -377,9 +379,8 @@ def given_code(root: Path | None = None) -> list[str]:
         from autograder.assignment.parts import without
         from autograder.config import load_settings
 
-        handed_out = without(
-            Path(reference.__file__).with_name("attention.py").read_text(), load_settings().parts.off()
-        )
+        off = load_settings().parts.off() if off is None else off
+        handed_out = without(Path(reference.__file__).with_name("attention.py").read_text(), off)
         return [stub_source(handed_out)]
     texts = [(root / TEMPLATE).read_text()]
     if not (root / NOTEBOOK).is_file():

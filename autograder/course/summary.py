@@ -81,7 +81,7 @@ def similarity_pass(args, handed: dict[str, HandedIn], results: dict, out: Path,
     sources, skipped = {}, {}
     for name, record in handed.items():
         sources[name], skipped[name] = similarity.read_source(record, results.get(name), settings.limits)
-    given = similarity.given_fingerprints(similarity.given_code())
+    given = similarity.given_fingerprints(similarity.given_code(off=settings.parts.off()))
     found = similarity.similarity(results, sources, given, skipped)
     write_csv(out / SIMILARITY_CSV, found)
     print(inert(summary_line(found)))
