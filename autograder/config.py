@@ -53,11 +53,15 @@ def setting(
     minimum: float | None = None,
     choices: tuple[str, ...] = (),
     needs: tuple[str, ...] = (),
+    url: bool = False,
 ):
     """A key's declaration: what it means, whether 0 means something (no time or memory does not; no retry
-    does), the least value that can work, for a word the words allowed, and for a list of names the names it
-    must hold. Its type is the field's."""
-    return field(metadata={"help": help, "zero": zero, "minimum": minimum, "choices": choices, "needs": needs})
+    does), the least value that can work, for a word the words allowed (none: any text), for a list of names the
+    names it must hold, and for a text whether it is a web address (empty, or HTTPS: ``check_url``). Its type is
+    the field's."""
+    return field(
+        metadata={"help": help, "zero": zero, "minimum": minimum, "choices": choices, "needs": needs, "url": url}
+    )
 
 
 @dataclass(frozen=True)
@@ -324,13 +328,54 @@ class Parts:
         return frozenset(f.name for f in dataclasses.fields(self) if not getattr(self, f.name))
 
 
+@dataclass(frozen=True)
+class Lti:
+    """[lti]: the LMS that ``sdpa-grade push`` sends the class's final scores to, by LTI 1.3 Assignment and Grade
+    Services (autograder/course/lti.py, docs/lti.md). It decides no grade: its keys are not part of the settings'
+    digest, so changing them grades nothing again."""
+
+    GRADES: ClassVar[bool] = False
+    ABOUT: ClassVar[str] = (
+        "The LMS that sdpa-grade push sends the class's final scores to, by LTI 1.3 Assignment and Grade Services"
+        " (docs/lti.md says where Canvas and Moodle show each value). Empty, push refuses to run. Web addresses are"
+        " HTTPS, except on this machine (127.0.0.1, localhost, ::1)."
+    )
+
+    issuer: str = setting("the platform's issuer (iss), as the LMS shows it when the tool is registered")
+    client_id: str = setting("the tool's client id in the LMS (Canvas: the developer key's id)")
+    deployment_id: str = setting("the tool's deployment id in the LMS")
+    token_url: str = setting("the platform's OAuth 2 access token URL", url=True)
+    memberships_url: str = setting(
+        "the course's Names and Role Provisioning Services context membership URL (its learners and their ids)",
+        url=True,
+    )
+    lineitems_url: str = setting("the course's Assignment and Grade Services line items URL", url=True)
+    key_path: str = setting(
+        "the tool's RS256 private key (PEM), readable by its owner only; its public JWK is registered in the LMS"
+    )
+    line_item_label: str = setting("the gradebook column's title, given when push creates it")
+    resource_id: str = setting(
+        "the line item's resourceId: push finds the column by it, and creates it only where none has it"
+    )
+    identity: str = setting(
+        "what names a class's student in the platform's membership: login (the member's login or username), email"
+        " or sis_id (lis_person_sourcedid); the whole value is compared (e-mail without case)",
+        choices=("login", "email", "sis_id"),
+    )
+    timeout: float = setting("seconds one request to the platform may take")
+    retries: int = setting(
+        "times a request the platform did not answer, or answered 429 or 5xx, is tried again (after 1, 2, 4 s)",
+        zero=True,
+    )
+
+
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
 # extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names, each a
 # non-negative number; each check declares its own points in its marker (assignment/catalogue reads them), and [points]
 # only overrides them, in defaults.toml or a course's file.
 SECTIONS: dict[str, type] = {
     "tolerance": Tolerance, "timing": Timing, "limits": Limits, "imports": Imports, "gradescope": Gradescope,
-    "scoring": Scoring, "lesson": Lesson, "parts": Parts,
+    "scoring": Scoring, "lesson": Lesson, "parts": Parts, "lti": Lti,
 }  # fmt: skip
 
 
@@ -347,6 +392,7 @@ class Settings:
     scoring: Scoring
     lesson: Lesson
     parts: Parts
+    lti: Lti
     source: str = "defaults"
     deadline: Deadline = Deadline()
 
@@ -388,8 +434,14 @@ def _check(section: type, key: str, value, label: str) -> None:
             raise ConfigError(f"{label}: expected true or false")
         return
     if kind is str:
-        if value not in rule["choices"]:
+        if rule["choices"] and value not in rule["choices"]:
             raise ConfigError(f"{label}: expected one of {', '.join(rule['choices'])}")
+        if not isinstance(value, str):
+            raise ConfigError(f"{label}: expected a text in quotes")
+        if rule["url"] and value:
+            problem = url_problem(value)
+            if problem:
+                raise ConfigError(f"{label}: {problem}")
         return
     if kind == tuple[str, ...]:
         if not isinstance(value, (list, tuple)) or not all(
@@ -401,6 +453,26 @@ def _check(section: type, key: str, value, label: str) -> None:
             raise ConfigError(f"{label}: must include {', '.join(missing)}")
         return
     _check_number(value, label, whole=kind is int, zero=rule["zero"], minimum=rule["minimum"])
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def url_problem(url: str) -> str:
+    """Why ``url`` may not be used to reach a platform ("" when it may): an https address, or http on this machine
+    (LOOPBACK) only, so that keys and grades never cross a network in the clear."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as error:
+        return f"not a web address ({error})"
+    if parts.scheme not in ("https", "http") or not host:
+        return "expected a web address, https://host/..."
+    if parts.scheme == "http" and host not in LOOPBACK:
+        return f"expected https:// (http is taken only on this machine: {', '.join(LOOPBACK)})"
+    return ""
 
 
 def _check_number(value, label: str, *, whole: bool, zero: bool, minimum: float | None = None) -> None:

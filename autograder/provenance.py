@@ -75,9 +75,10 @@ def grader_sha256() -> str:
 
 
 def settings_record(settings: Settings) -> dict:
-    """The resolved settings as plain data: every section's keys, numbers as floats (2 and 2.0 are one setting)."""
+    """The resolved settings as plain data: every section's keys, numbers as floats (2 and 2.0 are one setting);
+    not a section that decides no grade (``GRADES = False``: [lti])."""
     record = {"points": {name: float(points) for name, points in settings.points.items()}}
-    for section in SECTIONS:
+    for section in (name for name, declared in SECTIONS.items() if getattr(declared, "GRADES", True)):
         values = dataclasses.asdict(getattr(settings, section))
         record[section] = {
             k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in values.items()
