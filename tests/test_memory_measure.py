@@ -94,6 +94,7 @@ def graded(tmp_path_factory):
         ("reference", None),
         ("full_matrix", "blockwise_full_matrix"),
         ("unmeasured", "attack_blockwise_unmeasured"),
+        ("numpy", "attack_blockwise_numpy"),
     ):
         (folder / f"{name}.py").write_text(with_overlay(overlay))
     config = folder.parent / "on.toml"
@@ -136,3 +137,10 @@ def test_taking_the_measure_off_torchs_stack_is_flagged_and_not_vouched_for(grad
     lost = _lost(graded["unmeasured"])
     assert set(lost) == {"integrity_sdpa", "integrity_mha", "blockwise_memory"}
     assert lost["blockwise_memory"].startswith("blockwise_attention's memory is not vouched for")
+
+
+@pytest.mark.slow
+def test_a_matrix_made_in_numpy_is_seen_by_the_first_op_on_it(graded):
+    lost = _lost(graded["numpy"])
+    assert set(lost) == {"blockwise_memory"}
+    assert "created a tensor of 8192 elements" in lost["blockwise_memory"]
