@@ -26,7 +26,8 @@ JOBS = 2
 @dataclass(frozen=True)
 class Verb:
     """One verb of ``sdpa-grade``: its line in ``sdpa-grade --help``, its command line, what it takes besides its
-    options (said when that is missing or wrong), and the older command line read as it (``verb_form``)."""
+    options (said when that is missing or wrong), and the older command line read as it (``verb_form``; "" for a verb
+    that has none)."""
 
     line: str
     form: str
@@ -52,6 +53,12 @@ VERBS = {
         "sdpa-grade summary DIR",
         "one class folder, DIR",
         "sdpa-grade --batch DIR --summary-only",
+    ),
+    "push": Verb(
+        "send a class's final scores to the LMS by LTI 1.3 ([lti] settings; --dry-run first)",
+        "sdpa-grade push DIR",
+        "one class folder, DIR",
+        "",
     ),
     "diff": Verb(
         "compare two results folders, student by student",
@@ -86,7 +93,7 @@ def parser() -> argparse.ArgumentParser:
         prog="sdpa-grade",
         description="Grade scaled dot-product attention submissions.",
         epilog="sdpa-grade VERB --help lists a verb's options. The older forms are read as verbs: "
-        + "; ".join(f"{verb.older} as {verb.form}" for verb in VERBS.values())
+        + "; ".join(f"{verb.older} as {verb.form}" for verb in VERBS.values() if verb.older)
         + ".",
         takes="a verb: " + ", ".join(verb.form.removeprefix("sdpa-grade ") for verb in VERBS.values()),
     )
@@ -207,6 +214,26 @@ def parser() -> argparse.ArgumentParser:
         " (without it: name them, write nothing and exit 1)",
     )
     summary.set_defaults(summary_only=True)
+
+    push = verb("push", settings)
+    push.add_argument(
+        "batch",
+        type=Path,
+        metavar="DIR",
+        help="the class, as summary takes it (its results: DIR-grades, or --json-dir)",
+    )
+    for option in (
+        "--json-dir",
+        "--times",
+    ):  # a_class's own, as summary reads them: the CSV's scores, deadlines applied
+        push._add_action(a_class._option_string_actions[option])
+    push.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="send nothing: print each student's score on the platform and the new one, and whom the platform lacks",
+    )
+    # the summary it runs first writes no file of its own
+    push.set_defaults(summary_only=True, push=True, csv=None, csv_format="plain", roster=None, report=None)
 
     diff = verb("diff")
     diff.add_argument("old", type=Path, metavar="OLD", help="the earlier results folder (as batch's --json-dir writes)")
@@ -372,7 +399,14 @@ def _main(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    if args.verb != "summary" and args.require_sandbox:  # summary grades nothing
+    if args.verb == "push":  # before the class is read: nothing is summarised for a push that cannot start
+        from autograder.course.lti import not_ready
+
+        problem = not_ready(settings.lti)
+        if problem:
+            print(f"sdpa-grade push: {problem}; nothing sent", file=sys.stderr)
+            return 2
+    if args.verb not in ("summary", "push") and args.require_sandbox:  # they grade nothing
         settings = settings.replace("limits", require_sandbox=True)
     if not one:
         from autograder.course.batch import BatchOptions, run_batch

@@ -54,6 +54,8 @@ class BatchOptions:
     roster: Path | None = None  # the LMS's own gradebook export, for canvas and moodle
     assignment: str = "sdpa"  # the assignment's name in the LMS
     similarity: bool = False  # also compare every pair of students: similarity.csv, for review (never a deduction)
+    push: bool = False  # with --summary-only: send the final scores to the LMS ([lti], course/lti.py)
+    dry_run: bool = False  # with push: say what would be sent, and send nothing
 
 
 def students(folder: Path, settings: Settings | None = None) -> dict[str, Path | tuple[Path, ...]]:

@@ -26,7 +26,7 @@ def write_grades(args, stats: ClassResults) -> list[str]:
         return []
     from autograder.course.gradebook import RosterError, unmatched_line, write_canvas, write_moodle
 
-    scores = {s.name: float(Result.of(s.result).score) for s in stats.present}
+    scores = {name: float(score) for name, (score, _) in final_scores(stats).items()}
     top = max((s.max_score for s in stats.present), default=0.0)
     try:
         if args.csv_format == "canvas":
@@ -52,6 +52,12 @@ def write_grades(args, stats: ClassResults) -> list[str]:
     return lines
 
 
+def final_scores(stats: ClassResults) -> dict[str, tuple[float, float]]:
+    """Each student with a result -> (final score, its maximum), as written in the result: the score after a
+    [deadline] penalty. Every file of grades (the CSV, Canvas's and Moodle's) and ``sdpa-grade push`` take it here."""
+    return {s.name: (Result.of(s.result).score, Result.of(s.result).max_score) for s in stats.present}
+
+
 def tell(lines: list[str]) -> bool:
     """Print write_grades' lines (stderr); True when the students were not all matched."""
     for line in lines:
@@ -74,6 +80,7 @@ def write_csv(path: Path, stats: ClassResults) -> None:
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(["student", "score", "max_score", "status", *LATE_COLUMNS, *PROVENANCE_COLUMNS])
+    finals = final_scores(stats)
     for student in stats.students:
         if student.result is None:
             writer.writerow(
@@ -85,8 +92,7 @@ def write_csv(path: Path, stats: ClassResults) -> None:
         writer.writerow(
             [
                 csv_cell(student.shown),
-                result.score,
-                result.max_score,
+                *finals[student.name],
                 student.status,
                 *(csv_cell(str(late.get(column, ""))) for column in LATE_COLUMNS),
                 *(csv_cell(str(record.get(column) or "")) for column in PROVENANCE_COLUMNS),

@@ -55,6 +55,10 @@ def summarise_only(roster: dict, targets: dict, args, settings: Settings, skippe
     similar = similarity_pass(args, roster, results, next(iter(targets.values())).parent, settings) if targets else None
     write_dashboard(args, stats, found, similar)
     unmatched = tell(written)
+    if args.push:
+        from autograder.course.lti import push_class
+
+        return push_class(stats, settings.lti, args.dry_run) or (1 if missing or unmatched else 0)
     return 1 if missing or unmatched else 0
 
 

@@ -1,0 +1,198 @@
+"""sdpa-grade push against a real LTI 1.3 platform (lti1p3platform, tests/lti_platform.py) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import BIN, run, total
+from tests.lti_platform import INSTRUCTOR, LEARNER, LtiPlatform, rsa_pem
+
+TOTAL = total()
+SCORES = {"alice": 40.0, "bob": 30.0, "carol": 20.0}
+DUE = "2026-12-01T23:59:00-05:00"
+LABEL = "Scaled dot-product attention"  # the defaults' line_item_label
+
+
+def _member(number: int, login: str, role: str = LEARNER) -> dict:
+    return {"user_id": f"u{number}", "roles": [role], "login_id": login, "email": f"{login}@example.edu",
+            "lis_person_sourcedid": f"sis-{login}", "status": "Active"}  # fmt: skip
+
+
+# the class's three students, a learner with no result in the class, and the instructor
+MEMBERS = [*(_member(i, name) for i, name in enumerate(SCORES)), _member(8, "erin"), _member(9, "prof", INSTRUCTOR)]
+
+
+@pytest.fixture
+def tool_key(tmp_path: Path) -> tuple[Path, str]:
+    """The tool's private key file (mode 600) and its public PEM."""
+    private, public = rsa_pem()
+    path = tmp_path / "tool.pem"
+    path.write_bytes(private)
+    path.chmod(0o600)
+    return path, public
+
+
+@pytest.fixture
+def course(graded_class, tmp_path: Path):
+    """The graded class (alice, bob, carol: SCORES of TOTAL) and its results folder."""
+    folder, out = graded_class({"score": 0.0, "max_score": TOTAL, "output": "", "tests": []}, names=tuple(SCORES))
+    for name, score in SCORES.items():
+        (out / f"{name}.json").write_text(json.dumps({"score": score, "max_score": TOTAL, "output": "", "tests": []}))
+    return folder, out
+
+
+def _push(folder: Path, out: Path, config: Path, *extra: str):
+    return run([str(BIN / "sdpa-grade"), "push", str(folder), "--json-dir", str(out), "--config", str(config), *extra],
+               timeout=60)  # fmt: skip
+
+
+def _csv_scores(folder: Path, out: Path, tmp_path: Path, *extra: str) -> dict[str, float]:
+    """The final scores `sdpa-grade summary --csv` writes, by student."""
+    grades = tmp_path / "grades.csv"
+    done = run([str(BIN / "sdpa-grade"), "summary", str(folder), "--json-dir", str(out), "--csv", str(grades), *extra],
+               timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return {row["student"]: float(row["score"]) for row in csv.DictReader(io.StringIO(grades.read_text()))}
+
+
+def _settings(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "course.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.timeout(120)
+def test_a_push_holds_the_csvs_scores_and_a_regrade_updates_them_in_one_line_item(course, tool_key, tmp_path):
+    """Dry run: nothing sent, each student's new score shown and the learner with no result listed; the push: the
+    platform holds the CSV's final scores; regraded with a late penalty and pushed again: the CSV's new scores, in the
+    same line item; no key or token printed."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        config = _settings(tmp_path, lms.settings(str(key)))
+        dry = _push(folder, out, config, "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert lms.gradebook() == {}, "a dry run sends nothing (no line item either)"
+        assert f"alice: on the platform none, new 40 of {TOTAL:g}" in dry.stdout
+        assert "learners with no result in this class (login): erin" in dry.stdout
+        assert "dry run: 3 of 3 students' scores would be sent; nothing sent" in dry.stderr
+
+        done = _push(folder, out, config)
+        assert done.returncode == 0, done.stderr
+        assert lms.gradebook() == {LABEL: _csv_scores(folder, out, tmp_path)} == {LABEL: SCORES}
+        assert "sdpa-grade push: 3 of 3 students' scores sent" in done.stderr
+        for said in (dry.stdout + dry.stderr, done.stdout + done.stderr):
+            assert "BEGIN" not in said and "eyJ" not in said, "no key and no token printed"
+
+        # a regrade: bob handed in 2 hours late under a 10% a day policy
+        times = tmp_path / "times.csv"
+        times.write_text(f"student,submitted_at\nalice,{DUE}\nbob,2026-12-02T01:59:00-05:00\ncarol,{DUE}\n")
+        late = lms.settings(str(key)) + f'[deadline]\ndue = "{DUE}"\npolicy = "per_day"\npercent = 10\n'
+        config = _settings(tmp_path, late)
+        dry = _push(folder, out, config, "--times", str(times), "--dry-run")
+        assert f"bob: on the platform 30, new 27 of {TOTAL:g}" in dry.stdout, dry.stdout
+        again = _push(folder, out, config, "--times", str(times))
+        assert again.returncode == 0, again.stderr
+        regraded = _csv_scores(folder, out, tmp_path, "--config", str(config), "--times", str(times))
+        assert regraded == {"alice": 40.0, "bob": 27.0, "carol": 20.0}
+        assert lms.gradebook() == {LABEL: regraded}, "one line item, updated"
+
+
+@pytest.mark.timeout(60)
+def test_a_student_the_platform_does_not_know_is_named_and_not_sent(course, tool_key, tmp_path):
+    """A student of the class with no learner on the platform: named with why, the others sent, the summary counts
+    them, exit 1."""
+    folder, out = course
+    (folder / "dave").mkdir()
+    (out / "dave.json").write_text(json.dumps({"score": 10.0, "max_score": TOTAL, "output": "", "tests": []}))
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 1, done.stderr
+        assert "not sent: dave: no learner on the platform has login dave" in done.stderr
+        assert "sdpa-grade push: 3 of 4 students' scores sent" in done.stderr
+        assert lms.gradebook() == {LABEL: SCORES}
+
+
+@pytest.mark.timeout(60)
+def test_a_key_others_can_read_or_the_platform_does_not_know_is_refused(course, tool_key, tmp_path):
+    """A group-readable key: refused before anything is sent (exit 2, with the chmod to run); a key the platform has
+    not registered: its token request refused, the platform's reason shown, nothing sent (exit 1)."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        key.chmod(0o640)
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 2, done.stderr
+        assert f"[lti] key_path {key} can be read by others (mode 640): run chmod 600 {key}" in done.stderr
+        other = tmp_path / "other.pem"
+        other.write_bytes(rsa_pem()[0])
+        other.chmod(0o600)
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(other))))
+        assert done.returncode == 1, done.stderr
+        assert "the platform refused the tool's token request (HTTP 401" in done.stderr
+        assert "nothing sent (0 of 3 students' scores)" in done.stderr
+        assert lms.gradebook() == {}
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("where", ["token_url", "lineitems_url", "plain_http"])
+def test_a_wrong_url_says_which_and_sends_nothing(course, tool_key, tmp_path, where):
+    """A token URL nothing answers, a line items URL the platform does not have, and http:// off this machine: each
+    named, nothing sent."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        changes = {
+            "token_url": {"token_url": f"http://127.0.0.1:{_closed_port()}/token"},
+            "lineitems_url": {"lineitems_url": f"{lms.url}/lineitemz"},
+            "plain_http": {"lineitems_url": "http://lms.example.edu/lineitems"},
+        }[where]
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), **changes)))
+        said = {
+            "token_url": f"POST {changes.get('token_url')} got no answer",
+            "lineitems_url": f"GET {lms.url}/lineitemz?resource_id=sdpa: HTTP 404",
+            "plain_http": "expected https:// (http is taken only on this machine",
+        }[where]
+        assert said in done.stderr, done.stderr
+        assert done.returncode == (2 if where == "plain_http" else 1)
+        assert lms.gradebook() == {}
+
+
+@pytest.mark.timeout(60)
+def test_an_expired_token_is_renewed_once_then_refused_with_the_reason(course, tool_key, tmp_path):
+    """A platform whose access tokens are expired when issued: the service's refusal, with its reason and what to
+    check; nothing sent."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        lms.registration.lifetime = -60
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 1, done.stderr
+        assert "the platform refused the access token, even one just issued (HTTP 401" in done.stderr
+        assert "expired" in done.stderr and "check this machine's clock" in done.stderr
+        assert "nothing sent (0 of 3 students' scores)" in done.stderr
+        assert lms.gradebook() == {}
+
+
+@pytest.mark.timeout(60)
+def test_a_push_with_lti_unset_is_refused(course, tmp_path):
+    """The default settings ([lti] empty): refused, naming the keys to set, before the class is read (exit 2)."""
+    folder, out = course
+    done = run([str(BIN / "sdpa-grade"), "push", str(folder), "--json-dir", str(out)], timeout=60,
+               env={**os.environ, "SDPA_GRADE_CONFIG": ""})  # fmt: skip
+    assert done.returncode == 2
+    assert "sdpa-grade push: [lti] is not set: issuer, client_id" in done.stderr and "nothing sent" in done.stderr
