@@ -55,7 +55,7 @@ VERBS = {
         "sdpa-grade --batch DIR --summary-only",
     ),
     "push": Verb(
-        "send a class's final scores to the LMS by LTI 1.3 ([lti] settings; --dry-run first)",
+        "send the class's final scores to the LMS by LTI 1.3 ([lti])",
         "sdpa-grade push DIR",
         "one class folder, DIR",
         "",
@@ -222,10 +222,8 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the class, as summary takes it (its results: DIR-grades, or --json-dir)",
     )
-    for option in (
-        "--json-dir",
-        "--times",
-    ):  # a_class's own, as summary reads them: the CSV's scores, deadlines applied
+    # a_class's own options, declared there once, read as summary reads them: the CSV's scores, deadlines applied
+    for option in ("--json-dir", "--times"):
         push._add_action(a_class._option_string_actions[option])
     push.add_argument(
         "--dry-run",
