@@ -43,6 +43,27 @@ ONCE_SCALE_FIXED = "Correct once scale_scores is fixed: this check keeps its poi
 # name -> (checks that earn nothing, {check: a phrase its feedback must contain})
 CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "reference": (set(), {}),
+    # the optional blockwise part's submissions, under the default settings (the part off): the reference's grades,
+    # their blockwise_attention not graded (tests/test_blockwise_mistakes.py and test_memory_measure.py grade them on)
+    **dict.fromkeys(
+        (
+            "blockwise_full_matrix",
+            "attack_blockwise_numpy",
+            "mistake_blockwise_block_normalised",
+            "mistake_blockwise_last_block_dropped",
+            "mistake_blockwise_mask_after_exp",
+            "mistake_blockwise_max_from_zero",
+            "mistake_blockwise_nan_rows",
+            "mistake_blockwise_no_rescale_output",
+            "mistake_blockwise_no_rescale_sum",
+        ),
+        (set(), {}),
+    ),
+    # its source reaches torch's internals (_C), whether or not the part is graded
+    "attack_blockwise_unmeasured": (
+        {"integrity_sdpa", "integrity_mha"},
+        {"integrity_sdpa": "reaches into torch's internals", "integrity_mha": "reaches into torch's internals"},
+    ),
     # broken or hostile from the first line: nothing can be earned
     "syntax_error": ({"*"}, {"scores_shape": "could not be loaded: SyntaxError"}),
     "import_error": (

@@ -83,7 +83,13 @@ GATES_MEASURED = {
         "timing's measure (a loop, a wrong or raising timed answer)",
     ),
     **dict.fromkeys(
-        ("cheat_mutation_after_copies", "patch_torch_compare", "scan_bomb", "shrink_shared_memory"),
+        (
+            "cheat_mutation_after_copies",
+            "patch_torch_compare",
+            "scan_bomb",
+            "shrink_shared_memory",
+            "attack_blockwise_unmeasured",
+        ),
         "integrity's scan of the source",
     ),
     "cheat_patch_handler": "integrity's scan and timing's measure",

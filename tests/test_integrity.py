@@ -41,6 +41,7 @@ def test_honest_sources_are_not_flagged():
     """The reference and every honest or unrelated submission under tests/submissions pass the scan."""
     flagged = {
         "cheat_fused_getattr",
+        "attack_blockwise_unmeasured",  # takes the grader's dispatch modes off torch's stack (torch._C)
         "cheat_patch_handler",
         "cheat_mutation_after_copies",
         "cheat_fused_record_off",
