@@ -49,12 +49,22 @@ def rsa_pem() -> tuple[bytes, str]:
 
 
 class _Registration(Registration):
-    """The library's registration, its access tokens living ``lifetime`` seconds (negative: issued expired)."""
+    """The library's registration, its access tokens living ``lifetime`` seconds (negative: issued expired), the
+    next ones ``lifetimes`` first; ``issued`` counts them."""
 
     lifetime = 3600
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.lifetimes: list[int] = []
+        self.issued = 0
+
     def encode_and_sign(self, payload, private_key, headers=None, expiration=None):  # noqa: ANN001, ANN201
-        return Registration.encode_and_sign(payload, private_key, headers, self.lifetime if expiration else None)
+        if not expiration:
+            return Registration.encode_and_sign(payload, private_key, headers)
+        self.issued += 1
+        lifetime = self.lifetimes.pop(0) if self.lifetimes else self.lifetime
+        return Registration.encode_and_sign(payload, private_key, headers, lifetime)
 
 
 class _Conf(LTI1P3PlatformConfAbstract):

@@ -174,10 +174,16 @@ def test_a_wrong_url_says_which_and_sends_nothing(course, tool_key, tmp_path, wh
 
 @pytest.mark.timeout(60)
 def test_an_expired_token_is_renewed_once_then_refused_with_the_reason(course, tool_key, tmp_path):
-    """A platform whose access tokens are expired when issued: the service's refusal, with its reason and what to
-    check; nothing sent."""
+    """An access token that has expired is asked for again once: the push goes on with the new one; a platform whose
+    tokens are all expired when issued: the service's refusal, with its reason and what to check; nothing sent."""
     folder, out = course
     key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        config = _settings(tmp_path, lms.settings(str(key)))
+        lms.registration.lifetimes = [-60]  # the first token only
+        done = _push(folder, out, config)
+        assert done.returncode == 0, done.stderr
+        assert lms.registration.issued == 2 and lms.gradebook() == {LABEL: SCORES}
     with LtiPlatform(public, MEMBERS) as lms:
         lms.registration.lifetime = -60
         done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
@@ -185,7 +191,7 @@ def test_an_expired_token_is_renewed_once_then_refused_with_the_reason(course, t
         assert "the platform refused the access token, even one just issued (HTTP 401" in done.stderr
         assert "expired" in done.stderr and "check this machine's clock" in done.stderr
         assert "nothing sent (0 of 3 students' scores)" in done.stderr
-        assert lms.gradebook() == {}
+        assert lms.registration.issued == 2 and lms.gradebook() == {}
 
 
 @pytest.mark.timeout(60)
