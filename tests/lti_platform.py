@@ -121,7 +121,7 @@ def _ags(platform: LtiPlatform) -> type[AssignmentsGradesService]:
         def update_score(self, line_item_id, score):  # noqa: ANN001, ANN201, D102
             if line_item_id not in book.items:
                 raise LineItemNotFoundException()
-            if score.get("userId") not in platform.learner_ids():  # as Canvas: a score only for a learner
+            if score.get("userId") not in platform.learner_ids() - platform.refused:  # as Canvas: learners only
                 return UpdateScoreStatus.NOTAPPLIED
             with book.lock:
                 book.scores[line_item_id][score["userId"]] = score
@@ -158,6 +158,7 @@ class LtiPlatform:
 
     def __init__(self, tool_public_pem: str, members: list[dict]) -> None:
         self.members = members
+        self.refused: set[str] = set()  # user ids whose scores the platform does not apply (HTTP 403)
         self.book = Gradebook()
         private, public = rsa_pem()
         jwk = JWK.from_pem(tool_public_pem.encode())

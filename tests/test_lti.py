@@ -122,6 +122,35 @@ def test_a_student_the_platform_does_not_know_is_named_and_not_sent(course, tool
 
 
 @pytest.mark.timeout(60)
+def test_a_score_the_platform_refuses_is_named_with_its_answer(course, tool_key, tmp_path):
+    """A learner whose score the platform does not apply: named with the platform's answer, the others sent, exit 1."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        lms.refused = {"u1"}  # bob
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 1, done.stderr
+        assert "/lineitems/1/lineitem/scores?type_id=1: HTTP 403" in done.stderr and "notapplied" in done.stderr
+        assert "not sent: bob: POST " in done.stderr and "2 of 3 students' scores sent" in done.stderr
+        assert lms.gradebook() == {LABEL: {"alice": 40.0, "carol": 20.0}}
+
+
+def test_lti_settings_are_validated_and_decide_no_grade(tmp_path):
+    """[lti]: an identity not among login, email, sis_id and a number for a text are refused, naming the file; its
+    keys are not in the settings' digest (changing them regrades nothing)."""
+    from autograder.config import ConfigError, load_settings
+    from autograder.provenance import settings_sha256
+
+    for text, says in (('identity = "name"', "expected one of login, email, sis_id"),
+                       ("issuer = 5", "expected a text in quotes")):  # fmt: skip
+        with pytest.raises(ConfigError, match=f"Invalid lti.* from {tmp_path}.*: {says}"):
+            load_settings(_settings(tmp_path, f"[lti]\n{text}\n"))
+    chosen = load_settings(_settings(tmp_path, '[lti]\nclient_id = "42"\nidentity = "email"\n'))
+    assert chosen.lti.identity == "email"
+    assert settings_sha256(chosen) == settings_sha256(load_settings(environ={}))
+
+
+@pytest.mark.timeout(60)
 def test_a_key_others_can_read_or_the_platform_does_not_know_is_refused(course, tool_key, tmp_path):
     """A group-readable key: refused before anything is sent (exit 2, with the chmod to run); a key the platform has
     not registered: its token request refused, the platform's reason shown, nothing sent (exit 1)."""
