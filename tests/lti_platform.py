@@ -220,6 +220,8 @@ class LtiPlatform:
                 return 200, self.conf.get_access_token(request.form_data), {}
             except Exception as error:  # noqa: BLE001 - the library's refusals: missing claims, a bad signature, ...
                 return 401, {"error": "invalid_client", "error_description": f"{type(error).__name__}: {error}"}, {}
+        if path == "/moved":  # a redirect off this machine, which the tool must not follow with its token
+            return 302, {"error": "moved"}, {"Location": "http://lms.example.edu/memberships"}
         if path == "/memberships":
             service = _nrps(self)(request, self.conf, f"{self.url}/memberships")
             call = service.handle_get_members

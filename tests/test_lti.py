@@ -178,10 +178,10 @@ def _closed_port() -> int:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("where", ["token_url", "lineitems_url", "plain_http"])
+@pytest.mark.parametrize("where", ["token_url", "lineitems_url", "plain_http", "redirect"])
 def test_a_wrong_url_says_which_and_sends_nothing(course, tool_key, tmp_path, where):
-    """A token URL nothing answers, a line items URL the platform does not have, and http:// off this machine: each
-    named, nothing sent."""
+    """A token URL nothing answers, a line items URL the platform does not have, http:// off this machine, and a
+    redirect (not followed: it would carry the token): each named, nothing sent."""
     folder, out = course
     key, public = tool_key
     with LtiPlatform(public, MEMBERS) as lms:
@@ -189,12 +189,14 @@ def test_a_wrong_url_says_which_and_sends_nothing(course, tool_key, tmp_path, wh
             "token_url": {"token_url": f"http://127.0.0.1:{_closed_port()}/token"},
             "lineitems_url": {"lineitems_url": f"{lms.url}/lineitemz"},
             "plain_http": {"lineitems_url": "http://lms.example.edu/lineitems"},
+            "redirect": {"memberships_url": f"{lms.url}/moved"},
         }[where]
         done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), **changes)))
         said = {
             "token_url": f"POST {changes.get('token_url')} got no answer",
             "lineitems_url": f"GET {lms.url}/lineitemz?resource_id=sdpa: HTTP 404",
             "plain_http": "expected https:// (http is taken only on this machine",
+            "redirect": f"GET {lms.url}/moved: HTTP 302",
         }[where]
         assert said in done.stderr, done.stderr
         assert done.returncode == (2 if where == "plain_http" else 1)
