@@ -398,7 +398,7 @@ def _main(args: argparse.Namespace) -> int:
             )
             return 2
     if args.verb == "push":  # before the class is read: nothing is summarised for a push that cannot start
-        from autograder.course.lti import not_ready
+        from autograder.course.lti_client import not_ready
 
         problem = not_ready(settings.lti)
         if problem:

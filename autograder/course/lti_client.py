@@ -1,0 +1,215 @@
+"""The LMS's side of ``sdpa-grade push`` (course/lti.py): the tool's key and its JWK, the access token (a
+client-credentials grant with a JWT assertion signed RS256 by PyJWT, RFC 7523), and requests to the platform's
+services, each with a time-out, bounded retries, no redirect followed, and HTTPS except on loopback."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import stat
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from autograder.config import Lti, url_problem
+from autograder.render.inert import inert
+
+AGS = "https://purl.imsglobal.org/spec/lti-ags/scope/"
+SCOPES = (
+    f"{AGS}lineitem",
+    f"{AGS}result.readonly",
+    f"{AGS}score",
+    "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
+)
+LINEITEM = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEMS = "application/vnd.ims.lis.v2.lineitemcontainer+json"
+RESULTS = "application/vnd.ims.lis.v2.resultcontainer+json"
+SCORE = "application/vnd.ims.lis.v1.score+json"
+MEMBERS = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+REQUIRED = ("issuer", "client_id", "deployment_id", "token_url", "memberships_url", "lineitems_url", "key_path")
+ANSWER_CHARS = 300  # of the platform's answer, shown with a failure
+MAX_PAGES = 100  # of one paged listing (members, line items, results)
+
+
+class PushError(Exception):
+    """What stops a push before any score is sent: the settings, the key, the token or the platform's listings."""
+
+
+def not_ready(lti: Lti) -> str:
+    """Why a push cannot start with these settings ("" when it can): the [lti] keys left empty, or the key file."""
+    empty = [key for key in REQUIRED if not getattr(lti, key)]
+    if empty:
+        return (
+            f"[lti] is not set: {', '.join(empty)} empty; set them in the course's settings file (--config FILE,"
+            " docs/lti.md)"
+        )
+    try:
+        _private_key(Path(lti.key_path))
+    except PushError as error:
+        return str(error)
+    return ""
+
+
+def _private_key(path: Path):
+    """The tool's RSA private key, read only where its file is its owner's alone."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    where = f"[lti] key_path {path}"
+    try:
+        mode = path.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise PushError(f"{where} can be read by others (mode {stat.S_IMODE(mode):o}): run chmod 600 {path}")
+        key = load_pem_private_key(path.read_bytes(), password=None)
+    except OSError as error:
+        raise PushError(f"{where} cannot be read: {error.strerror}") from None
+    except (ValueError, TypeError):
+        raise PushError(f"{where} is not an unencrypted PEM private key (openssl genpkey -algorithm RSA)") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise PushError(f"{where} is not an RSA key: LTI 1.3 signs with RS256")
+    return key
+
+
+def public_jwk(key_path: Path) -> dict:
+    """The public JWK the LMS registers for the tool, its kid the key's RFC 7638 thumbprint (as the assertion's)."""
+    from jwt.algorithms import RSAAlgorithm
+
+    jwk = json.loads(RSAAlgorithm.to_jwk(_private_key(key_path).public_key()))
+    canonical = json.dumps({k: jwk[k] for k in ("e", "kty", "n")}, separators=(",", ":"), sort_keys=True)
+    kid = base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()).rstrip(b"=").decode()
+    return {**jwk, "kid": kid, "alg": "RS256", "use": "sig"}
+
+
+def sub_url(url: str, tail: str) -> str:
+    """A line item's service URL: its path with ``/tail`` added, its query kept (Moodle's carry ?type_id=)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + tail))
+
+
+def with_query(url: str, **query: str) -> str:
+    parts = urlsplit(url)
+    joined = "&".join(filter(None, (parts.query, urlencode(query))))
+    return urlunsplit(parts._replace(query=joined))
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is answered as the platform's refusal: followed, it would carry the token to an unchecked address."""
+
+    def redirect_request(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        return None
+
+
+OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+class Failed(Exception):
+    """One request the platform refused or did not answer, with what it said."""
+
+
+@dataclass
+class Platform:
+    """The platform's services, reached with the tool's access token (asked for again once where it is refused)."""
+
+    lti: Lti
+    token: str = ""
+
+    def _send(self, method: str, url: str, body: bytes | None, headers: dict) -> tuple[int, bytes, dict]:
+        problem = url_problem(url)
+        if problem:
+            raise Failed(f"{url}: {problem}")
+        for attempt in range(self.lti.retries + 1):
+            request = urllib.request.Request(url, data=body, method=method, headers=headers)
+            try:
+                with OPENER.open(request, timeout=self.lti.timeout) as answer:  # the address is checked above
+                    return answer.status, answer.read(1 << 22), dict(answer.headers)
+            except urllib.error.HTTPError as error:
+                said = error.read(1 << 16)
+                if error.code != 429 and error.code < 500 or attempt == self.lti.retries:
+                    return error.code, said, dict(error.headers)
+            except (urllib.error.URLError, OSError) as error:
+                if attempt == self.lti.retries:
+                    reason = getattr(error, "reason", error)
+                    tries = f" (tried {attempt + 1} times)" if attempt else ""
+                    said = inert(str(reason), keep_newlines=False)
+                    raise Failed(f"{method} {url} got no answer: {said}{tries}") from None
+            time.sleep(2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises on its last attempt
+
+    def _get_token(self) -> str:
+        import jwt
+
+        lti, now = self.lti, int(time.time())
+        jwk = public_jwk(Path(lti.key_path))
+        claims = {"iss": lti.client_id, "sub": lti.client_id, "aud": lti.token_url, "iat": now, "exp": now + 300,
+                  "jti": uuid.uuid4().hex}  # fmt: skip
+        assertion = jwt.encode(claims, _private_key(Path(lti.key_path)), algorithm="RS256", headers={"kid": jwk["kid"]})
+        form = urlencode({
+            "grant_type": "client_credentials",
+            "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            "client_assertion": assertion,
+            "scope": " ".join(SCOPES),
+        }).encode()  # fmt: skip
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+        code, said, _ = self._send("POST", lti.token_url, form, headers)
+        if code != 200:
+            raise Failed(
+                f"the platform refused the tool's token request ({_answer(code, said)}): is the public JWK of"
+                f" key_path registered for client_id {inert(lti.client_id, keep_newlines=False)}?"
+            )
+        try:
+            return str(json.loads(said)["access_token"])
+        except (ValueError, KeyError, TypeError):
+            raise Failed(f"the token answer holds no access_token ({_answer(code, said)})") from None
+
+    def call(self, method: str, url: str, accept: str, payload: dict | None = None, kind: str = "") -> tuple:
+        """(status, decoded JSON or None, headers) of a request that the platform answered with a 2xx; Failed else."""
+        body = None if payload is None else json.dumps(payload).encode()
+        for renewed in (False, True):
+            if not self.token or renewed:
+                self.token = self._get_token()
+            headers = {"Authorization": f"Bearer {self.token}", "Accept": accept}
+            if body is not None:
+                headers["Content-Type"] = kind or accept
+            code, said, got = self._send(method, url, body, headers)
+            if code != 401:
+                break
+        if code == 401:
+            raise Failed(f"the platform refused the access token, even one just issued ({_answer(code, said)}): check"
+                         " this machine's clock, and that the tool has the AGS and NRPS scopes")  # fmt: skip
+        if not 200 <= code < 300:
+            raise Failed(f"{method} {url}: {_answer(code, said)}")
+        try:
+            return code, json.loads(said) if said.strip() else None, got
+        except ValueError:
+            raise Failed(f"{method} {url}: the answer is not JSON ({_answer(code, said)})") from None
+
+    def pages(self, url: str, accept: str, key: str | None) -> list:
+        """Every entry of a paged listing: the body's list (``key`` in it, or the body itself), its Link rel="next"."""
+        found: list = []
+        for _ in range(MAX_PAGES):
+            _, body, headers = self.call("GET", url, accept)
+            entries = body.get(key) if key and isinstance(body, dict) else body
+            if not isinstance(entries, list):
+                raise Failed(f"GET {url}: expected a list{f' under {key!r}' if key else ''}")
+            found += entries
+            url = _next_link(headers.get("Link") or headers.get("link") or "")
+            if not url:
+                return found
+        raise Failed(f"GET {url}: more than {MAX_PAGES} pages")
+
+
+def _next_link(header: str) -> str:
+    for part in header.split(","):
+        if 'rel="next"' in part.replace(" ", ""):
+            return part.split(";")[0].strip().strip("<>")
+    return ""
+
+
+def _answer(code: int, said: bytes) -> str:
+    text = said.decode("utf-8", "replace").strip()[:ANSWER_CHARS]
+    return f"HTTP {code}: {inert(text, keep_newlines=False)}" if text else f"HTTP {code}"
