@@ -233,3 +233,17 @@ def test_a_push_with_lti_unset_is_refused(course, tmp_path):
                env={**os.environ, "SDPA_GRADE_CONFIG": ""})  # fmt: skip
     assert done.returncode == 2
     assert "sdpa-grade push: [lti] is not set: issuer, client_id" in done.stderr and "nothing sent" in done.stderr
+
+
+def test_the_public_jwk_is_the_keys_public_half_named_by_its_thumbprint(tool_key):
+    """public_jwk, which the LMS registers: the public fields only (never the private exponent), its kid the RFC 7638
+    thumbprint jwcrypto computes (the kid the tool's assertion names)."""
+    from jwcrypto.jwk import JWK
+
+    from autograder.course.lti_client import public_jwk
+
+    key, _ = tool_key
+    jwk = public_jwk(key)
+    assert set(jwk) == {"kty", "e", "n", "kid", "alg", "use"}
+    assert jwk["kid"] == JWK.from_pem(key.read_bytes()).thumbprint()
+    assert JWK(**{k: jwk[k] for k in ("kty", "e", "n")}).thumbprint() == jwk["kid"]

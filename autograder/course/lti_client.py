@@ -82,7 +82,7 @@ def public_jwk(key_path: Path) -> dict:
     jwk = json.loads(RSAAlgorithm.to_jwk(_private_key(key_path).public_key()))
     canonical = json.dumps({k: jwk[k] for k in ("e", "kty", "n")}, separators=(",", ":"), sort_keys=True)
     kid = base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()).rstrip(b"=").decode()
-    return {**jwk, "kid": kid, "alg": "RS256", "use": "sig"}
+    return {"kty": "RSA", "e": jwk["e"], "n": jwk["n"], "kid": kid, "alg": "RS256", "use": "sig"}  # what Canvas asks
 
 
 def sub_url(url: str, tail: str) -> str:
