@@ -107,17 +107,19 @@ def test_a_push_holds_the_csvs_scores_and_a_regrade_updates_them_in_one_line_ite
 
 @pytest.mark.timeout(60)
 def test_a_student_the_platform_does_not_know_is_named_and_not_sent(course, tool_key, tmp_path):
-    """A student of the class with no learner on the platform: named with why, the others sent, the summary counts
-    them, exit 1."""
+    """A student of the class with no learner on the platform, and one who is the course's instructor there: named
+    with why, the others sent, the summary counts them, exit 1."""
     folder, out = course
-    (folder / "dave").mkdir()
-    (out / "dave.json").write_text(json.dumps({"score": 10.0, "max_score": TOTAL, "output": "", "tests": []}))
+    for name in ("dave", "prof"):
+        (folder / name).mkdir()
+        (out / f"{name}.json").write_text(json.dumps({"score": 10.0, "max_score": TOTAL, "output": "", "tests": []}))
     key, public = tool_key
     with LtiPlatform(public, MEMBERS) as lms:
         done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
         assert done.returncode == 1, done.stderr
         assert "not sent: dave: no learner on the platform has login dave" in done.stderr
-        assert "sdpa-grade push: 3 of 4 students' scores sent" in done.stderr
+        assert "not sent: prof: no learner on the platform has login prof" in done.stderr
+        assert "sdpa-grade push: 3 of 5 students' scores sent" in done.stderr
         assert lms.gradebook() == {LABEL: SCORES}
 
 
