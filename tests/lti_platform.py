@@ -159,6 +159,7 @@ class LtiPlatform:
     def __init__(self, tool_public_pem: str, members: list[dict]) -> None:
         self.members = members
         self.refused: set[str] = set()  # user ids whose scores the platform does not apply (HTTP 403)
+        self.lose_created = False  # True: a line item is created, and its answer lost (HTTP 500)
         self.book = Gradebook()
         private, public = rsa_pem()
         jwk = JWK.from_pem(tool_public_pem.encode())
@@ -243,6 +244,8 @@ class LtiPlatform:
             return 401, {"error": f"{type(error).__name__}: {error}"}, {}
         if not 200 <= resp.code < 300:
             return resp.code, {"error": resp.message}, {}
+        if self.lose_created and call == getattr(service, "handle_create_lineitem", None):
+            return 500, {"error": "internal error"}, {}
         result = resp.result
         data = result["content"] if isinstance(result, dict) and "content" in result else result
         return resp.code, data, {"Content-Type": resp.media_type}

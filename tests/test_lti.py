@@ -137,6 +137,24 @@ def test_a_score_the_platform_refuses_is_named_with_its_answer(course, tool_key,
         assert lms.gradebook() == {LABEL: {"alice": 40.0, "carol": 20.0}}
 
 
+@pytest.mark.timeout(60)
+def test_a_line_item_created_whose_answer_is_lost_is_not_created_twice(course, tool_key, tmp_path):
+    """A platform that creates the line item and then answers 500: the creation is not tried again (nothing sent,
+    exit 1), and the next push finds that line item and fills it: still one column."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        config = _settings(tmp_path, lms.settings(str(key), retries=2))
+        lms.lose_created = True
+        done = _push(folder, out, config)
+        assert done.returncode == 1, done.stderr
+        assert f"POST {lms.url}/lineitems: HTTP 500" in done.stderr and "nothing sent" in done.stderr
+        lms.lose_created = False
+        done = _push(folder, out, config)
+        assert done.returncode == 0, done.stderr
+        assert lms.gradebook() == {LABEL: SCORES} and len(lms.book.items) == 1
+
+
 def test_lti_settings_are_validated_and_decide_no_grade(tmp_path):
     """[lti]: an identity not among login, email, sis_id and a number for a text are refused, naming the file; its
     keys are not in the settings' digest (changing them regrades nothing)."""

@@ -83,7 +83,7 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
             done.lines.append(f"line item: none has resourceId {lti.resource_id}; the push would create it")
         else:
             new = {"label": lti.line_item_label, "scoreMaximum": top, "resourceId": lti.resource_id}
-            _, made, _ = platform.call("POST", lti.lineitems_url, LINEITEM, new)
+            _, made, _ = platform.call("POST", lti.lineitems_url, LINEITEM, new, once=True)  # never two
             item = str((made or {}).get("id", ""))
             if not item or url_problem(item):
                 raise Failed(f"the created line item has no usable id ({inert(str(made), keep_newlines=False)})")

@@ -118,21 +118,24 @@ class Platform:
     lti: Lti
     token: str = ""
 
-    def _send(self, method: str, url: str, body: bytes | None, headers: dict) -> tuple[int, bytes, dict]:
+    def _send(self, method: str, url: str, body: bytes | None, headers: dict, once: bool = False) -> tuple:
+        """(status, body, headers) of one request, tried again ``retries`` times where it is not answered or is
+        answered 429 or 5xx (``once``: not tried again)."""
         problem = url_problem(url)
         if problem:
             raise Failed(f"{url}: {problem}")
-        for attempt in range(self.lti.retries + 1):
+        last = 0 if once else self.lti.retries
+        for attempt in range(last + 1):
             request = urllib.request.Request(url, data=body, method=method, headers=headers)
             try:
                 with OPENER.open(request, timeout=self.lti.timeout) as answer:  # the address is checked above
                     return answer.status, answer.read(1 << 22), dict(answer.headers)
             except urllib.error.HTTPError as error:
                 said = error.read(1 << 16)
-                if error.code != 429 and error.code < 500 or attempt == self.lti.retries:
+                if error.code != 429 and error.code < 500 or attempt == last:
                     return error.code, said, dict(error.headers)
             except (urllib.error.URLError, OSError) as error:
-                if attempt == self.lti.retries:
+                if attempt == last:
                     reason = getattr(error, "reason", error)
                     tries = f" (tried {attempt + 1} times)" if attempt else ""
                     said = inert(str(reason), keep_newlines=False)
@@ -166,8 +169,10 @@ class Platform:
         except (ValueError, KeyError, TypeError):
             raise Failed(f"the token answer holds no access_token ({_answer(code, said)})") from None
 
-    def call(self, method: str, url: str, accept: str, payload: dict | None = None, kind: str = "") -> tuple:
-        """(status, decoded JSON or None, headers) of a request that the platform answered with a 2xx; Failed else."""
+    def call(self, method: str, url: str, accept: str, payload: dict | None = None, kind: str = "", once: bool = False
+             ) -> tuple:  # fmt: skip
+        """(status, decoded JSON or None, headers) of a request that the platform answered with a 2xx; Failed else.
+        ``once``: a request that must not be repeated where its answer was lost (a line item's creation)."""
         body = None if payload is None else json.dumps(payload).encode()
         for renewed in (False, True):
             if not self.token or renewed:
@@ -175,7 +180,7 @@ class Platform:
             headers = {"Authorization": f"Bearer {self.token}", "Accept": accept}
             if body is not None:
                 headers["Content-Type"] = kind or accept
-            code, said, got = self._send(method, url, body, headers)
+            code, said, got = self._send(method, url, body, headers, once)
             if code != 401:
                 break
         if code == 401:
