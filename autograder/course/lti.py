@@ -98,9 +98,10 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
             done.not_sent[name] = f"no learner on the platform has {lti.identity} {who}"
             continue
         if dry_run:
-            before = current.get(user)
-            done.lines.append(f"{who}: on the platform {'none' if before is None else f'{before:g}'}, new {score:g}"
-                              f" of {most:g}")  # fmt: skip
+            before = current.get(user)  # the platform's: a number, or anything else shown as it is
+            shown = inert(str(before or "none"), keep_newlines=False)
+            now = f"{before:g}" if isinstance(before, (int, float)) else shown
+            done.lines.append(f"{who}: on the platform {now}, new {score:g} of {most:g}")
             continue
         payload = {"userId": user, "scoreGiven": score, "scoreMaximum": most, "activityProgress": "Completed",
                    "gradingProgress": "FullyGraded", "timestamp": datetime.now(timezone.utc).isoformat()}  # fmt: skip
