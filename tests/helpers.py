@@ -31,6 +31,16 @@ def with_overlay(overlay: str | None) -> str:
     return REFERENCE.read_text() + (f"\n{(SUBMISSIONS / 'overlays' / f'{overlay}.py').read_text()}" if overlay else "")
 
 
+def tracked_copy(folder: Path) -> Path:
+    """``folder`` holding a copy of the project's tracked files, as they are in the working tree."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for name in filter(None, names.split("\0")):
+        if (ROOT / name).is_file():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, folder / name)
+    return folder
+
+
 def student_folder(tmp_path: Path, attention_source: str | None = None) -> Path:
     """A copy of student_template/ alone, optionally with attention.py replaced."""
     folder = tmp_path / "student"

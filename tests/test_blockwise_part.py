@@ -17,7 +17,19 @@ import pytest
 
 from autograder.assignment.catalogue import catalogue
 from autograder.config import load_settings
-from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, answered, clean_env, nbgrader, run, setup, unpack
+from tests.helpers import (
+    BIN,
+    REFERENCE,
+    ROOT,
+    TEMPLATE_DIR,
+    answered,
+    clean_env,
+    nbgrader,
+    run,
+    setup,
+    tracked_copy,
+    unpack,
+)
 
 ON = ROOT / "tests" / "blockwise_on.toml"
 PART = "blockwise_attention"
@@ -57,12 +69,7 @@ def test_off_by_default_the_reference_gets_the_totals_of_before(tmp_path):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """A copy of the project's tracked files, its hand-out built with the part on, as an instructor does."""
-    copy = tmp_path_factory.mktemp("on")
-    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    for name in filter(None, names.split("\0")):
-        if (ROOT / name).is_file():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, copy / name)
+    copy = tracked_copy(tmp_path_factory.mktemp("on"))
     build = [sys.executable, "-m", "autograder.release.build", "--root", str(copy), "--config", str(ON)]
     result = subprocess.run(
         build, cwd=copy, env={**os.environ, "PYTHONPATH": str(copy)}, capture_output=True, text=True

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from autograder.release.template import stub_source
-from tests.helpers import ROOT
+from tests.helpers import ROOT, tracked_copy
 
 GUIDE = ROOT / "docs" / "extending.md"
 # a piece: "**`path`**, appended at the end:" or "**`path`**, a new file:", then its fenced block
@@ -51,11 +51,7 @@ def git(cwd, *args: str) -> str:
 def extended(tmp_path_factory):
     """A copy of the project (its tracked files, committed in a fresh repository) with the guide's three pieces
     applied and `sdpa-build` run, as a new TA would do it."""
-    copy = tmp_path_factory.mktemp("extended")
-    for name in git(ROOT, "ls-files", "-z").split("\0"):
-        if name and (ROOT / name).is_file():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, copy / name)
+    copy = tracked_copy(tmp_path_factory.mktemp("extended"))
     git(copy, "init", "-q")
     git(copy, "add", "-A")
     git(copy, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "before")
