@@ -149,6 +149,45 @@ def _ctypes():
     import ctypes, torch
     return ctypes.CDLL(torch._C.__file__)  # libtorch's Python binding, to reach its kernels by symbol
 
+# the standard library's compilers, which the guard lets compile text of their own shape, given other text
+def _parse_with_flags_patched():
+    import ast
+    ast.PyCF_ONLY_AST = 0  # ast.parse now compiles code
+    try:
+        return ast.parse("y = 4", "x", "exec")
+    finally:
+        ast.PyCF_ONLY_AST = 1024
+
+def _dataclass_body():
+    import dataclasses
+    return dataclasses._create_fn("f", ("self",), ["import os", "return os.getpid()"], globals={})
+
+def _dataclass_field_name():
+    import dataclasses
+    class Injected:
+        __annotations__ = {"x:int=0):\\n  import os\\n  def g(": int}
+    return dataclasses.dataclass(Injected)
+
+def _dataclass_nested_def():
+    import dataclasses
+    return dataclasses._create_fn("f", ("self",), ["def g(): return 1"], globals={})
+
+def _dataclass_repr_payload():
+    import dataclasses
+    class Injected:
+        __annotations__ = {"x={__import__('os').getpid()}": int}
+    return repr(dataclasses.dataclass(Injected)(1))
+
+def _honest_dataclass():
+    import dataclasses
+    Point = dataclasses.make_dataclass("Point", [("x", int), ("y", int, dataclasses.field(default=2))], frozen=True)
+    return repr(Point(1)), Point(1) == Point(1, 2), hash(Point(1)) == hash(Point(1, 2))
+
+def _honest_annotations():
+    import typing
+    def f(q: "typing.Optional[torch.Tensor]", k: "dict[str, 'int'] | None" = None) -> "tuple[int, ...]": ...
+    return sorted(typing.get_type_hints(f, {"typing": typing, "torch": __import__("torch")}))
+
 REFUSED = {
     "runsource": lambda: code.InteractiveInterpreter({}).runsource("x = " + "1"),
     "exec": lambda: exec("x = " + "1"),
@@ -167,13 +206,25 @@ REFUSED = {
     "pickle": lambda: __import__("pickle").loads(b"cbuiltins\\nexec\\n(S'y = 3'\\ntR."),
     "gc": lambda: gc.get_objects(),
     "ctypes": _ctypes,
+    "parse_flags_patched": _parse_with_flags_patched,
+    "dataclass_body": _dataclass_body,
+    "dataclass_field_name": _dataclass_field_name,
+    "dataclass_nested_def": _dataclass_nested_def,
+    "dataclass_repr_payload": _dataclass_repr_payload,
+    "forward_ref_call": lambda: __import__("typing").ForwardRef("__import__('os').getpid()"),
+    "annotation_lambda": lambda: __import__("inspect").get_annotations(_annotated_lambda, eval_str=True),
 }
+def _annotated_lambda(x: "(lambda: 0)()"): ...
+
 ALLOWED_CTYPES = lambda: __import__("ctypes").CDLL(None).getpid() > 0  # the program's own symbols (libc)
 ALLOWED = {
     "namedtuple": lambda: collections.namedtuple("Pair", "a b")(1, 2).b,
     "fresh_import": lambda: __import__("colorsys").rgb_to_hsv(1.0, 0.0, 0.0)[2],
     "constant": lambda: CONSTANT,
     "ctypes_libc": ALLOWED_CTYPES,
+    "dataclass": _honest_dataclass,
+    "annotations": _honest_annotations,
+    "parse": lambda: type(__import__("ast").parse("y = 4")).__name__,
 }
 
 def _worker_globals():
@@ -215,15 +266,18 @@ def attention_scores(Q, K):
 @pytest.mark.timeout(300)
 def test_code_built_at_run_time_is_refused_and_honest_code_runs(sandbox):
     """Every way tried to build or run code at run time is refused in the student's sandbox, also after the
-    builtins and the worker's globals are replaced, and so is code given as a string constant; imports, namedtuple
-    and a notebook cell run by its wrapper run."""
+    builtins and the worker's globals are replaced, and so is code given as a string constant or passed through the
+    standard library's own compilers (dataclasses, typing, inspect, ast with its flags patched); imports, namedtuple,
+    dataclasses, annotations, ast.parse and a notebook cell run by its wrapper run."""
     with sandbox(GUARD_PROBE) as box:
         assert box.load().ok, box.load_reply
         found = box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=60)
     assert found.ok, found.describe()
     found = found.value
     refused = {"runsource", "exec", "eval", "exec_constant", "cell_elsewhere", "compile_tree", "reload", "respec",
-               "compile_torch_file", "timeit", "pickle", "marshal", "exec_after_patching"}  # fmt: skip
+               "compile_torch_file", "timeit", "pickle", "marshal", "exec_after_patching", "parse_flags_patched",
+               "dataclass_body", "dataclass_field_name", "dataclass_nested_def", "dataclass_repr_payload",
+               "forward_ref_call", "annotation_lambda"}  # fmt: skip
     for name in refused:
         assert found.pop(name).startswith(BUILT_AT_RUN_TIME), name
     assert found.pop("FunctionType") == (
@@ -237,6 +291,9 @@ def test_code_built_at_run_time_is_refused_and_honest_code_runs(sandbox):
         "fresh_import": "ran: 1.0",
         "constant": "ran: 1",
         "ctypes_libc": "ran: True",
+        "dataclass": "ran: ('Point(x=1, y=2)', True, True)",
+        "annotations": "ran: ['k', 'q', 'return']",
+        "parse": "ran: Module",
     }
 
 

@@ -87,6 +87,16 @@ def _block_fused() -> None:
     torch.nn.MultiheadAttention.forward = _refuse("nn.MultiheadAttention")
     quantizable.MultiheadAttention.forward = _refuse("quantizable MultiheadAttention")
     quantizable.MultiheadAttention._forward_impl = _refuse("quantizable MultiheadAttention")
+    torch.compile = _as_written
+
+
+def _as_written(model=None, **options):
+    """``torch.compile`` in the sandbox: the function or module as the student wrote it, run eagerly. What a compiled
+    function computes is what its code says; graded as written, its ops are the ones recorded and timed (and the
+    compiler's own code generation, a C++ toolchain and files of its own, has no place in a sandbox)."""
+    if model is None:  # @torch.compile(mode=...): a decorator
+        return _as_written
+    return model
 
 
 # Audit events (PEP 578) that reach around the fused-kernel block or the grader's objects: every object the
@@ -101,6 +111,40 @@ _LIBRARIES = frozenset({"libnvidia-ml.so.1"})
 
 
 _CELL_NAME = re.compile(r"cell[1-9][0-9]{0,5}/attention\.py")
+
+# What the standard library compiles for the student's own classes and annotations, recognised by its shape alone
+# (which does not depend on who called the library): every pattern below runs in linear time (no nested or
+# overlapping quantifiers), on text that its caller made.
+# An annotation, as typing's ForwardRef and inspect.get_annotations compile it (``Optional[Tensor]``,
+# ``torch.device | str | None``, ``Callable[..., "Tensor"]``): names, dots, subscripts, commas, ``|`` and string
+# literals. No call, no lambda, no assignment: nothing that runs code but lookups and ``__getitem__``/``__or__``.
+_ANNOTATION = re.compile(r"""(?:[\w.\[\], |]|'[^'\\\n]*'|"[^"\\\n]*")*""")
+# A method that dataclasses writes for a class (Python 3.10-3.12 ``_create_fn``): its two-line header, one line per
+# field, its return; every name an identifier. No loop, no nested function, no import: attribute assignments, the
+# default factories called, the repr, comparisons, the hash, the frozen class's guards.
+_DATACLASS_HEAD = re.compile(r"def __create_fn__\((?:\w+(?:, \w+)*)?\):")
+_DATACLASS_DEF = re.compile(r" def \w+\((?:\*|\w+(?::_type_\w+(?:=\w+)?)?)(?:,(?:\*|\w+(?::_type_\w+(?:=\w+)?)?))*\)"
+                            r"(?:->_return_type)?:")  # fmt: skip
+_FIELDS = r"\((?:self\.\w+,)*\)"
+_DATACLASS_LINE = re.compile(
+    "|".join((
+        r"  pass",
+        r"  \w+\.\w+=\w+(?:\(\))?",  # self.x=x, self.x=_dflt_x()
+        r"  \w+\.\w+=\w+\(\) if \w+ is _HAS_DEFAULT_FACTORY else \w+",
+        r"  __dataclass_builtins_object__\.__setattr__\(\w+,'\w+',\w+(?:\(\))?\)",
+        r"  __dataclass_builtins_object__\.__setattr__\(\w+,'\w+',\w+\(\) if \w+ is _HAS_DEFAULT_FACTORY else \w+\)",
+        r"  \w+\.__post_init__\((?:\w+(?:,\w+)*)?\)",
+        r'  return self\.__class__\.__qualname__ \+ f"\((?:\w+=\{self\.\w+!r\}(?:, \w+=\{self\.\w+!r\})*)?\)"',
+        r"  if type\(self\) is cls or name in \((?:'\w+',)*\):",
+        r'   raise FrozenInstanceError\(f"cannot (?:assign to|delete) field \{name!r\}"\)',
+        r"  super\(cls, self\)\.__(?:setattr__\(name, value|delattr__\(name)\)",
+        r"  if other\.__class__ is self\.__class__:",
+        rf"   return {_FIELDS}(?:==|<|<=|>|>=){_FIELDS.replace('self', 'other')}",
+        r"  return NotImplemented",
+        rf"  return hash\({_FIELDS}\)",
+    ))
+)  # fmt: skip
+_DATACLASS_TAIL = re.compile(r" return \w+")
 
 
 def _cell_sources(source: bytes) -> frozenset[tuple[bytes, str]]:
@@ -161,8 +205,12 @@ def _guard_code(path: str) -> None:
     ``collections.namedtuple`` keeps compiling its one line (its names are checked identifiers).
     The hook's state is immutable and bound at definition (no global or builtin is looked up when it runs), so
     replacing the worker's globals or builtins does not change what it refuses."""
+    import ast
     import collections
+    import dataclasses
     import importlib._bootstrap_external as external
+    import inspect
+    import typing
 
     with open(path, "rb") as handle:
         own = handle.read()
@@ -175,8 +223,15 @@ def _guard_code(path: str) -> None:
     writable = _devices(os.getcwd(), "/tmp", "/dev/shm") - _devices(os.__file__, sys.modules["torch"].__file__)
     # the file's name as its code has it (importlib makes the path absolute) or as it was given
     names = frozenset({path, os.path.abspath(path)})
-    sys.addaudithook(_code_hook(own, cells, names, loaded, writable, collections.namedtuple.__code__,
-                                external._compile_bytecode.__code__))  # fmt: skip
+    # the standard library's own compilers of text for what the student wrote: a class's methods, an annotation, a
+    # syntax tree (their code objects: immutable)
+    library = (
+        collections.namedtuple.__code__,
+        dataclasses._create_fn.__code__,
+        frozenset({typing.ForwardRef.__init__.__code__, inspect.get_annotations.__code__}),
+        ast.parse.__code__,
+    )
+    sys.addaudithook(_code_hook(own, cells, names, loaded, writable, library, external._compile_bytecode.__code__))
 
 
 def _devices(*paths: str) -> frozenset[int]:
@@ -196,19 +251,24 @@ def _code_hook(
     names,
     loaded,
     writable,
-    namedtuple,
+    library,
     bytecode,
     refused=_REFUSED_EVENTS,
     code_events=_CODE_EVENTS,
     libraries=_LIBRARIES,
+    shapes=(_ANNOTATION, _DATACLASS_HEAD, _DATACLASS_DEF, _DATACLASS_LINE, _DATACLASS_TAIL),
 ):
     """The hook itself. What it uses is bound here, immutable (frozensets, bytes, code objects, C functions; its
     frame, which a traceback shows, holds nothing else): no global or builtin is looked up when it runs."""
+
+    namedtuple, dataclass, annotations, parse = library
+    annotation, head, signature, line, tail = shapes
 
     def hook(
         event,
         args,
         frame=sys._getframe,
+        UnicodeDecodeError=UnicodeDecodeError,
         error=NotAvailable,
         stat=os.stat,
         open=open,
@@ -237,6 +297,29 @@ def _code_hook(
             caller = frame(1).f_code
             if content == own or caller == namedtuple:
                 return
+            if caller == parse:  # ast.parse returns a syntax tree, never code, while its flags hold PyCF_ONLY_AST
+                flags = frame(1).f_locals.get("flags")
+                if type(flags) is int and flags & 0x400:
+                    return
+            elif caller == dataclass or caller in annotations:  # the library's text for a class or an annotation
+                try:
+                    lines = content.decode("utf-8").split("\n")
+                except UnicodeDecodeError:
+                    lines = []
+                if caller in annotations:
+                    if lines and annotation.fullmatch(content.decode("utf-8")) is not None:
+                        return
+                elif (
+                    lines[3:]
+                    and head.fullmatch(lines[0]) is not None
+                    and signature.fullmatch(lines[1]) is not None
+                    and tail.fullmatch(lines[-1]) is not None
+                ):
+                    for body in lines[2:-1]:
+                        if line.fullmatch(body) is None:
+                            break
+                    else:
+                        return
             if (
                 type(name) is str
                 and (content, name) in cells

@@ -27,6 +27,11 @@ def _warm_up() -> None:
     with functions, ops:
         y = torch.softmax(x @ x.transpose(-2, -1), dim=-1).masked_fill(torch.eye(2, dtype=torch.bool), 0.0)
         torch.autograd.grad(y, x, torch.ones_like(y))  # with a gradient given, as _call gives one (it loads sympy)
+    try:  # compiles RemoteModule's template as it is imported, which torch._dynamo's first import (torch.func,
+        # torch.utils.checkpoint, an optimizer's zero_grad) does: here, before any code guard, as torch's own import
+        import torch.distributed.nn  # noqa: F401
+    except Exception:  # noqa: BLE001 - a torch built without distributed: nothing of it to import later either
+        pass
 
 
 def main() -> None:
