@@ -135,6 +135,8 @@ class GradingPlugin:
             error = call.excinfo.value if call.excinfo else None
             fields = ("mistake", "cause", "evidence", "flag")  # a CheckFailure's, an IntegrityFlag's
             mistake, cause, evidence, flag = (getattr(error, key, None) for key in fields)
+            if status == Status.PASSED and (noted := dict(item.user_properties).get("review")):
+                flag, message = noted  # passed, with a note for the instructor's review (flags.review)
             function = facts["function"]
             failed_here = status == Status.FAILED and report.when == "call"
             shown = self._picture(item, function, facts["picture"]) if failed_here else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from autograder.checks.flags import REVIEW_ONLY
 from autograder.checks.mistakes import NEEDS
 from autograder.config import Settings
 from autograder.plugin import Outcome
@@ -33,6 +34,7 @@ CENTRAL = {
 # a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
 # function's timed answers are wrong for the reason its own checks already give: no flag, no accusation
 FLAGS_ON_CORRECT_FUNCTIONS_ONLY = {"timed_answer_wrong"}
+# and the flags a passed check carries for review (checks/flags.REVIEW_ONLY): withheld like a plain pass
 
 
 @dataclass
@@ -113,12 +115,12 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
             outcome.function in broken
             and outcome.category in GATED
             and outcome.status in (Status.PASSED, Status.FAILED)
-            and (not outcome.flag or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY)
+            and (not outcome.flag or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY | REVIEW_ONLY)
         ):  # no verdict on what is not yet an implementation: no points yet, and no accusation (a flag for what the
             # source or the ops show, fused attention, tampering, stays a failure)
             scored.append(Scored(replace(outcome, flag="", message=""), 0.0, worth, "", withheld=True))
-        elif outcome.status == Status.PASSED:
-            scored.append(Scored(outcome, worth, worth, Status.PASSED))
+        elif outcome.status == Status.PASSED:  # with what it found for review, where it found something
+            scored.append(Scored(outcome, worth, worth, outcome.message or Status.PASSED))
         elif outcome.status == Status.NOT_RUN and outcome.category == Category.TIMING:
             earned = {"exclude": 0.0, "award": worth, "fail": 0.0}[when_no_gpu]
             ceiling = 0.0 if when_no_gpu == "exclude" else worth

@@ -17,10 +17,9 @@ from tests.helpers import REFERENCE, ROOT, SUBMISSIONS
     [
         'f = getattr(torch.nn.functional, "scaled_" + "dot_product_attention")',
         'f = getattr(F, "".join(["scaled_dot", "_product_attention"]))',
-        'f = getattr(F, chr(115) + "caled_dot_product_attention")',
-        "name = 'x'\nf = getattr(F, name)",
-        'f = getattr(F, f"scaled_{kind}_attention")',
+        "f = getattr(F, f\"scaled_{'dot_product'}_attention\")",
         'f = getattr(F, "scaled_dot_product_attention")',
+        'f = vars(F)["scaled_dot_product_attention"]',
         'm = __import__("torch").nn.functional',
         'import importlib\nm = importlib.import_module("torch.nn.functional")',
         "with torch._C.DisableTorchFunction():\n    pass",
@@ -28,13 +27,56 @@ from tests.helpers import REFERENCE, ROOT, SUBMISSIONS
         "from torch.utils._python_dispatch import _disable_current_modes",
         "out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(Q, K, V)",
         "import sys\nhandler = sys.modules['__main__']._call",
-        'exec("import torch" + ".nn")',
         "exec(\"y = getattr(F, 'scaled_' + 'dot_product_attention')\")",
     ],
 )
 def test_dynamic_reach_is_flagged(code):
-    """getattr / __import__ / importlib / exec with built names, torch._C and the mode switches are found."""
+    """getattr / __import__ / importlib given a name known without running (constants, joined or not) that names
+    something fused or internal, torch._C and the mode switches are found, and cost the check."""
     assert dynamic_reach(code), code
+    assert dynamic_reach(code, weak=True) == [], code
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'f = getattr(F, chr(115) + "caled_dot_product_attention")',
+        "name = 'x'\nf = getattr(F, name)",
+        'f = getattr(F, f"scaled_{kind}_attention")',
+        'exec("import torch" + suffix)',
+        "for name in ('w_q', 'w_k'):\n    getattr(self, name).reset_parameters()",
+    ],
+)
+def test_names_built_at_run_time_are_for_review_only(code):
+    """A name that depends on a value (getattr over the projections' names, a built name): shown for review, no
+    deduction (the op record decides whether anything forbidden ran)."""
+    assert dynamic_reach(code) == [], code
+    assert dynamic_reach(code, weak=True), code
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        '"""See torch.nn.functional.scaled_dot_product_attention."""',
+        'def f():\n    """torch.nn.functional.scaled_dot_product_attention"""',
+        '__all__ = ["scaled_dot_product_attention", "MultiHeadAttention"]',
+        "# F.scaled_dot_product_attention(Q, K, V) would do it in one call",
+        'message = "do not call F.scaled_dot_product_attention"',
+        'if __name__ == "__main__":\n    import torch.nn.functional as F\n    F.scaled_dot_product_attention(q, k, v)',
+        'if "__main__" == __name__:\n    torch.allclose = None\n    open("x", "w")',
+    ],
+)
+def test_mention_is_not_use(code):
+    """A name in a docstring, a comment, __all__, a string never run, or a block that never runs while graded
+    (``if __name__ == "__main__":``) is not use: no finding of any kind."""
+    assert fused_uses(code) == [] and dynamic_reach(code) == [] and tampering(code) == {}, code
+    assert dynamic_reach(code, weak=True) == [], code
+
+
+def test_main_blocks_else_is_scanned():
+    """The ``else`` of an ``if __name__ == "__main__":`` block runs when graded: it is scanned."""
+    code = 'if __name__ == "__main__":\n    pass\nelse:\n    out = F.scaled_dot_product_attention(q, k, v)'
+    assert fused_uses(code) == ["line 4: .scaled_dot_product_attention"]
 
 
 def test_honest_sources_are_not_flagged():
@@ -136,8 +178,8 @@ def test_mallory_leaves_all_three_kinds():
     "inner", ["x = " + "-" * 5000 + "1", "x = a" + ".b" * 100000, "x = " + "lambda: " * 50000 + "1"]
 )
 def test_code_too_deep_to_scan_is_a_finding_not_a_crash(inner):
-    """Python too deeply nested for the parser, inside a string constant, is flagged; the scan never raises."""
-    source = f"NOTE = {inner!r}\n"
+    """Python too deeply nested for the parser, inside a string given to exec, is flagged; the scan never raises."""
+    source = f"exec({inner!r})\n"
     assert dynamic_reach(source) == ["code nested too deeply to scan"]
     assert fused_uses(source) == []
 
@@ -145,6 +187,6 @@ def test_code_too_deep_to_scan_is_a_finding_not_a_crash(inner):
 @pytest.mark.parametrize("inner", ["x = " + "-" * 5000 + "1", "x = " + "lambda: " * 50000 + "1"])
 def test_tampering_scan_of_code_too_deep_is_empty_not_a_crash(inner):
     """The attack-trace scan meets the same deep sources: it finds nothing there and never raises."""
-    assert tampering(f"import torch\ntorch.equal = None\nNOTE = {inner!r}\n") == {
+    assert tampering(f"import torch\ntorch.equal = None\nexec({inner!r})\n") == {
         "patches_torch": ["line 2: torch.equal"]
     }

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from autograder.checks.expect import dtype_name, fail
-from autograder.checks.flags import TAMPERING, flag
+from autograder.checks.flags import TAMPERING, flag, review
 from autograder.checks.integrity import dynamic_reach, fused_uses, tampering
 from autograder.checks.student import StudentFault
 from autograder.checks.timing import CPU_REPEAT, CPU_SHAPES, GPU_REPEAT, GPU_SHAPES, WALL_SLACK, folded, measure, within
@@ -35,6 +35,13 @@ def _integrity(request, source, function):
             "dynamic_reach",
         )
     _tampering(tamper)
+    built = dynamic_reach(source, weak=True)
+    if built:  # nothing forbidden ran, and nothing in the source reaches for it: evidence to look at, no deduction
+        review(
+            request,
+            f"passed, no points taken; for review: attention.py builds names at run time ({'; '.join(built[:3])})",
+            "names_built",
+        )
 
 
 def _fused_source(static: list[str]) -> None:
@@ -59,9 +66,10 @@ def test_integrity_sdpa(request, source):
     """No F.scaled_dot_product_attention or other fused attention, in the source or in the ops that ran; no patched
     torch, imported grader or written files in the source.
 
-    Also no reach into torch internals, the worker, or names built at run time, and no code built at run time; the
-    ops are recorded in any thread. A flag: listed in the class summary for review, even when the submission's other
-    checks fail.
+    Also no reach into torch internals or the worker, and no code built at run time; the ops are recorded in any
+    thread. A flag: listed in the class summary for review, even when the submission's other checks fail. What is
+    judged is use: a name in a docstring, a comment, ``__all__`` or an ``if __name__ == "__main__":`` block is not;
+    a name built at run time (``getattr(self, name)``) is listed for review without taking points.
     """
     _integrity(request, source, "scaled_dot_product_attention")
 

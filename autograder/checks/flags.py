@@ -20,7 +20,10 @@ REASONS = {
     "writes_files": "the source writes files it was not asked to",
     "builds_code": "the source builds code at run time or reaches native memory",
     "whole_softmax": "blockwise attention called the student's own attention or softmax on all keys at once",
+    "names_built": "the source builds names at run time (for review: no points taken)",
 }
+# flags on a check that passed: shown for the instructor's review, never a deduction (``review``)
+REVIEW_ONLY = frozenset({"names_built"})
 # what each tampering kind (integrity.tampering) did, as the student's feedback says it
 TAMPERING = {
     "patches_torch": "replaces torch's own functions",
@@ -42,3 +45,9 @@ class IntegrityFlag(CheckFailure):
 def flag(message: str, key: str) -> None:
     """Fail the check and flag the submission: ``key`` (in REASONS) travels as a field, ``message`` is shown."""
     raise IntegrityFlag(message, key)
+
+
+def review(request, message: str, key: str) -> None:
+    """Let the check pass, with ``message`` and the flag ``key`` (in REVIEW_ONLY) for the instructor's review: the
+    plugin reads them from the test's ``user_properties``; the points are the check's."""
+    request.node.user_properties.append(("review", (key, message)))

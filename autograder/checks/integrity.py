@@ -88,7 +88,8 @@ def _fused_uses(source: str, depth: int, deadline: float, cells: dict[str, int] 
     if tree is None:
         return []
     found = []
-    for node in ast.walk(tree):
+    code = _code_strings(tree)
+    for node in _walk(tree):
         if isinstance(node, ast.Attribute) and (
             _is_fused(node.attr) or (node.attr == "attention" and _call_name(node.value) == "ops")
         ):
@@ -101,10 +102,74 @@ def _fused_uses(source: str, depth: int, deadline: float, cells: dict[str, int] 
             found.append(f"line {node.lineno}: import of {modules[0]}")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
             found += [f"line {node.lineno}: import of {alias.name}" for alias in node.names if _is_fused(alias.name)]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
-            cell = _in_cell(cells, node.value)  # any string that is Python: one-line notebook cells too
+        elif id(node) in code and depth > 0 and node.value.strip():
+            cell = _in_cell(cells, node.value) or f"line {node.lineno}, in code given as a string: "
             found += [f"{cell}{finding}" for finding in _fused_uses(node.value, depth - 1, deadline)]
     return found
+
+
+def _walk(tree: ast.AST):
+    """Every node of ``tree`` but those of a block that never runs while graded (``if __name__ == "__main__":``,
+    whose body runs only when the file is run as a script); its ``else`` is walked."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and _is_main_test(node.test):
+            todo.extend(reversed(node.orelse))
+            todo.append(node.test)
+        else:
+            todo.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and any(
+        _is_str(b) and b.value == "__main__" for b in sides
+    )
+
+
+def _code_strings(tree: ast.AST) -> set[int]:
+    """The string constants of ``tree`` that are code when the file runs: the first argument of ``exec``, ``eval``
+    and ``compile`` (a notebook's cells are compiled so). Any other string (a docstring, a comment's kin, ``__all__``,
+    a message) is text, not use."""
+    return {
+        id(node.args[0])
+        for node in _walk(tree)
+        if isinstance(node, ast.Call)
+        and _call_name(node.func) in ("exec", "eval", "compile")
+        and node.args
+        and _is_str(node.args[0])
+    }
+
+
+def _folded(node: ast.expr) -> str | None:
+    """The text of a name built from string constants alone (``"scaled_" + "dot_product"``, an f-string of
+    constants, ``"".join([...constants])``): known without running anything; None where it depends on a value."""
+    if _is_str(node):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left), _folded(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.FormattedValue) and node.conversion == -1 and node.format_spec is None:
+        return _folded(node.value)
+    if isinstance(node, ast.JoinedStr):
+        parts = [_folded(value) for value in node.values]
+        return None if None in parts else "".join(parts)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and _is_str(node.func.value)
+        and len(node.args) == 1
+        and isinstance(node.args[0], (ast.List, ast.Tuple))
+    ):
+        parts = [_folded(value) for value in node.args[0].elts]
+        return None if None in parts else node.func.value.value.join(parts)
+    return None
 
 
 def _is_fused(name: str) -> bool:
@@ -147,31 +212,39 @@ REACH_NAMES = (
 _DYNAMIC_CALLS = ("getattr", "__import__", "import_module", "attrgetter", "eval", "exec", "compile")
 
 
-def dynamic_reach(source: str, depth: int = 3) -> list[str]:
-    """Places where the source reaches torch internals, the worker, or names it builds at run time.
+def dynamic_reach(source: str, depth: int = 3, weak: bool = False) -> list[str]:
+    """Places where the source reaches torch internals, the worker, or fused attention by a name.
 
-    Flags ``getattr``, ``__import__``, ``importlib.import_module``, ``operator.attrgetter``,
-    ``eval``, ``exec`` and ``compile`` given a name that is not a plain string constant (built
-    with ``+``, f-strings, ``chr()``, ``join``, a variable, ...), or a constant that names
-    something fused or internal; any use of ``torch._C``, ``DisableTorchFunction``,
-    ``_disable_current_modes``, ``torch.ops.aten``, ``sys.modules``, ``__main__`` or importlib;
-    and a string constant that names fused attention. Strings that are themselves Python (a
-    notebook's cells, one-liners included, or code given to exec) are searched ``depth`` deep.
-    Python nested too deeply to parse, or a scan past SCAN_SECONDS, is itself a finding.
+    Strong (the default): ``getattr``, ``__import__``, ``importlib.import_module``, ``operator.attrgetter``,
+    ``eval``, ``exec`` and ``compile`` given a name known without running anything (a constant, or constants joined)
+    that names something fused or internal, and a subscript by such a name (``vars(F)["scaled_dot_product_..."]``);
+    any use of ``torch._C``, ``DisableTorchFunction``, ``_disable_current_modes``, ``torch.ops.aten``,
+    ``sys.modules``, ``__main__`` or importlib. Python nested too deeply to parse, or a scan past SCAN_SECONDS, is
+    itself a finding. ``weak=True``: the places where those calls are given a name that depends on a value
+    (``getattr(self, name)`` in a loop): evidence for the instructor's review, never a deduction.
+
+    Only what runs while graded counts: a string is text (a docstring, ``__all__``, a message) unless it is code given
+    to exec/eval/compile (a notebook's cells), searched ``depth`` deep; an ``if __name__ == "__main__":`` block is
+    never run by the grader.
     """
     try:
         _scanning(source)
-        return _dynamic_reach(source, depth, time.monotonic() + SCAN_SECONDS, _cell_numbers(source))
+        found = _dynamic_reach(source, depth, time.monotonic() + SCAN_SECONDS, _cell_numbers(source))
     except _Unscannable as why:
-        return [str(why)]
+        return [] if weak else [str(why)]
+    return [place for is_weak, place in found if is_weak == weak]
 
 
-def _dynamic_reach(source: str, depth: int, deadline: float, cells: dict[str, int] | None = None) -> list[str]:
+def _dynamic_reach(
+    source: str, depth: int, deadline: float, cells: dict[str, int] | None = None
+) -> list[tuple[bool, str]]:
+    """(weak, place) for each finding (``dynamic_reach``)."""
     tree = _tree(source, deadline)
     if tree is None:
         return []
-    found = []
-    for node in ast.walk(tree):
+    found: list[tuple[bool, str]] = []
+    code = _code_strings(tree)
+    for node in _walk(tree):
         where = f"line {getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.Call) and _call_name(node.func) in _DYNAMIC_CALLS:
             name = _call_name(node.func)
@@ -182,34 +255,37 @@ def _dynamic_reach(source: str, depth: int, deadline: float, cells: dict[str, in
                 continue
             if _is_compiled_constant(argument) or (name in ("eval", "exec", "compile") and _is_str(argument)):
                 continue  # code given as a constant is scanned below, as a string that is Python
-            if not _is_str(argument):
-                found.append(f"{where}: {name}() with a name built at run time")
-            elif _is_fused(argument.value) or argument.value in REACH_NAMES or argument.value.startswith("_"):
-                found.append(f"{where}: {name}() of {argument.value!r}")
+            known = _folded(argument)
+            if known is None:
+                found.append((True, f"{where}: {name}() with a name built at run time"))
+            elif _reaches(known):
+                built = "" if _is_str(argument) else " (a name built at run time)"
+                found.append((False, f"{where}: {name}() of {known!r}{built}"))
+        elif isinstance(node, ast.Subscript) and (known := _folded(node.slice)) is not None and _is_fused(known):
+            found.append((False, f"{where}: [{known!r}]"))
         elif isinstance(node, ast.Attribute) and node.attr in REACH_NAMES:
             if node.attr != "modules" or _call_name(node.value) == "sys":
-                found.append(f"{where}: .{node.attr}")
+                found.append((False, f"{where}: .{node.attr}"))
         elif isinstance(node, ast.Attribute) and node.attr == "aten" and _call_name(node.value) == "ops":
-            found.append(f"{where}: torch.ops.aten")
+            found.append((False, f"{where}: torch.ops.aten"))
         elif isinstance(node, ast.Name) and node.id in ("DisableTorchFunction", "_disable_current_modes", "__import__"):
-            found.append(f"{where}: {node.id}")
+            found.append((False, f"{where}: {node.id}"))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
             names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
             if any(m.split(".")[0] in ("importlib", "__main__") or m.startswith("torch._") for m in modules):
-                found.append(f"{where}: import of {', '.join(modules)}")
-            found += [f"{where}: import of {n}" for n in names if n in REACH_NAMES]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if _is_fused(node.value.strip()) or node.value.strip() in (
-                "DisableTorchFunction",
-                "_disable_current_modes",
-            ):
-                found.append(f"{where}: the string {node.value.strip()!r}")
-            elif depth > 0 and node.value.strip():
-                inner = _dynamic_reach(node.value, depth - 1, deadline)
-                within = _in_cell(cells, node.value) or f"{where}, in code given as a string: "
-                found += [f"{within}{finding}" for finding in inner]
+                found.append((False, f"{where}: import of {', '.join(modules)}"))
+            found += [(False, f"{where}: import of {n}") for n in names if n in REACH_NAMES]
+        elif id(node) in code and depth > 0 and node.value.strip():
+            inner = _dynamic_reach(node.value, depth - 1, deadline)
+            within = _in_cell(cells, node.value) or f"{where}, in code given as a string: "
+            found += [(is_weak, f"{within}{finding}") for is_weak, finding in inner]
     return found
+
+
+def _reaches(name: str) -> bool:
+    """Whether a name given to getattr and its kin names something fused or internal."""
+    return _is_fused(name) or name in REACH_NAMES or name.startswith("_")
 
 
 def _call_name(func: ast.expr) -> str:
@@ -283,7 +359,8 @@ def _tampering(source: str, depth: int, deadline: float, cells: dict[str, int] |
         return {}
     aliases = _torch_aliases(tree)
     found: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
+    code = _code_strings(tree)
+    for node in _walk(tree):
         where = f"line {getattr(node, 'lineno', '?')}"
         targets = []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
@@ -306,7 +383,7 @@ def _tampering(source: str, depth: int, deadline: float, cells: dict[str, int] |
             found.setdefault("writes_files", []).append(f"{where}: {ast.unparse(node.func)}()")
         if builds := _builds_code(node):
             found.setdefault("builds_code", []).append(f"{where}: {builds}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth > 0 and node.value.strip():
+        elif id(node) in code and depth > 0 and node.value.strip():
             try:
                 inner = _tampering(node.value, depth - 1, deadline)
             except _Unscannable:  # a string too deep, or no time left: dynamic_reach flags the source

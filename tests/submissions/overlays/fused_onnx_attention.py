@@ -3,8 +3,8 @@ import torch.onnx.ops
 
 # Torch's own attention, written in Python: torch.onnx.ops.attention (the ONNX Attention-23 op, eager) computes
 # softmax(Q K^T * scale) V with torch.matmul and torch.softmax in torch's own Python when given a softmax precision
-# (its fused branch is taken only without one). Its import builds code (dataclasses), so the file does not load; with
-# those texts carried as string constants it did, with full marks (fused_onnx_smuggled.py). Integrity names it here.
+# (its fused branch is taken only without one). Its import builds dataclasses, which the standard library compiles
+# (the file loads); the call is refused, as the fused kernels are, and integrity names it here.
 _reference_sdpa = scaled_dot_product_attention
 FLOAT = 1  # ONNX's FLOAT, as the op's softmax_precision
 
