@@ -27,6 +27,7 @@ BUILDS_ON = {
 # --- end of what sdpa-build writes ---
 _missing: list[str] = []  # functions still a stub (their NotImplementedError)
 _failing: list[str] = []  # functions whose own tests fail for another reason
+_unreadable: list[str] = []  # where Python cannot read attention.py: "attention.py, line N: what Python said"
 
 
 class _OneLine:
@@ -58,6 +59,22 @@ def pytest_runtest_makereport(item, call):
     _failing.append(_function_of(item))
     if one_line:  # a real failure: the test's name, what went wrong, and the test's own line
         outcome.get_result().longrepr = _OneLine(f"{item.name} failed: {_first_line(call.excinfo)} ({_test_line(item, call.excinfo)})")
+
+
+def pytest_collectreport(report):
+    """A test file that cannot import attention.py because Python cannot read it (a SyntaxError, an IndentationError):
+    one line, the file's line and what Python said, instead of pytest's traceback."""
+    if not report.failed or _unreadable:
+        return
+    path = Path(__file__).with_name("attention.py")
+    try:
+        compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    except SyntaxError as error:
+        said = f"{type(error).__name__}: {error.msg}"
+        _unreadable.append(f"attention.py, line {error.lineno}: {said}")
+        report.longrepr = f"{_unreadable[0]} (Python cannot read the file, so no test can import it)"
+    except (OSError, ValueError):
+        return
 
 
 def _function_of(item) -> str:
@@ -102,6 +119,9 @@ def _stubs() -> set[str]:
 
 
 def pytest_terminal_summary(terminalreporter):
+    if _unreadable:
+        terminalreporter.write_line(f"Next: fix {_unreadable[0]}")
+        return
     _missing.extend(_stubs())
     pending = [name for name in ORDER if name in _missing or name in _failing]
     if not pending:

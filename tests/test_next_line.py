@@ -52,3 +52,24 @@ def test_next_counts_every_stub_of_the_untouched_template(tmp_path):
     count = len(functions(reference_source(ROOT)))  # the functions handed out: the default settings' parts
     expected = f"Next: implement attention_scores in attention.py ({count} function(s) still to write)"
     assert next_line == expected
+
+
+@pytest.mark.parametrize(
+    ("broken", "below", "said"),
+    [
+        ("    x = 1\n        y = 2\n", 2, "IndentationError: unexpected indent"),
+        ("    return scores /\n", 1, "SyntaxError: invalid syntax"),
+    ],
+)
+def test_a_file_python_cannot_read_is_one_line_and_next_points_to_it(tmp_path, broken, below, said):
+    """attention.py that does not parse: one line (the file's line and what Python said), no traceback, and "Next:"
+    points to that line."""
+    lines = REFERENCE.read_text().splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if line.startswith("def scale_scores")) + 1
+    folder = student_folder(tmp_path, "".join(lines[:at]) + broken + "".join(lines[at:]))
+    result = run([str(BIN / "python"), "-m", "pytest", "-p", "no:cacheprovider"], cwd=folder, timeout=180)
+    assert result.returncode == 2, result.stdout[-2000:]
+    where = f"attention.py, line {at + below}: {said}"  # ``below`` the def line, counted from 1
+    assert f"{where} (Python cannot read the file, so no test can import it)" in result.stdout, result.stdout
+    assert f"Next: fix {where}" in result.stdout.splitlines(), result.stdout
+    assert "Traceback" not in result.stdout and "_pytest" not in result.stdout, result.stdout
