@@ -6,10 +6,12 @@ import importlib.util
 import threading
 import types
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 from autograder.sandbox.student_side import recording, serving
+from autograder.sandbox.student_side.blocking import NotAvailable
 from tests.helpers import REFERENCE
 
 
@@ -29,9 +31,9 @@ def test_fused_attention_in_a_thread_is_recorded():
     assert any("scaled_dot_product" in op for op in reply["ops"]), reply["ops"]
 
 
-def test_torchs_attention_written_in_python_is_recorded_by_name():
-    """torch.onnx.ops' eager Attention-23 (Q K^T, softmax, @ V in torch's own Python) is in the call's record, named
-    by its module and function."""
+def test_torchs_attention_written_in_python_is_refused_by_name():
+    """torch.onnx.ops' eager Attention-23 (Q K^T, softmax, @ V in torch's own Python) is found among the callers of
+    the first torch function it calls, named by its module and function, and refused there, as a fused kernel is."""
     import torch.onnx.ops
 
     attention = torch.onnx.ops.aten_decompositions()[torch.ops.onnx.Attention.opset23]
@@ -40,8 +42,8 @@ def test_torchs_attention_written_in_python_is_recorded_by_name():
         return attention(Q, K, V, softmax_precision=1)[0]
 
     x = torch.randn(1, 1, 4, 3)
-    reply = serving._call(types.SimpleNamespace(attend=attend), {"target": "attend", "args": [x, x, x]})
-    assert reply["ops"] == ["torch.onnx.ops._impl.attention_23"], reply["ops"]
+    with pytest.raises(NotAvailable, match=r"^torch\.onnx\.ops\._impl\.attention_23 is torch's own attention"):
+        serving._call(types.SimpleNamespace(attend=attend), {"target": "attend", "args": [x, x, x]})
 
 
 def test_the_references_own_attention_records_nothing():
