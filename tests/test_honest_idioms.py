@@ -2,13 +2,15 @@
 to the reference solution (tests/submissions/honest/), keep the reference's full marks with no flag.
 
 A dataclass (frozen, slots, default factories), typing under the reference's ``from __future__ import annotations``
-(NamedTuple, TypedDict, ``Optional["Tensor"]``, ``Callable[..., "Tensor"]``, ``TypeVar(bound=...)``,
-``typing.get_type_hints``), ``torch.utils.checkpoint`` and ``torch.func.grad`` (whose first call imports
-``torch._dynamo``), ``@torch.jit.script`` and ``@torch.compile``, enum, abc, Protocol and ``functools.lru_cache``;
-a docstring, a comment or ``__all__`` naming ``F.scaled_dot_product_attention``, and an ``if __name__ == "__main__":``
-self-check against it. A name built at run time (``getattr(self, name)`` over the projections' names) keeps its points
-and is shown for review. Graded as a .py with one zygote, the worker root and unprivileged, and as a notebook's last
-cell through ``sdpa-grade batch``.
+(NamedTuple, TypedDict, ``Optional["Tensor"]``, ``Callable[..., "Tensor"]``, ``TypeVar(bound=...)``, ``Annotated``,
+``typing.get_type_hints``), ``torch.utils.checkpoint``, ``torch.func.grad`` and an optimizer's ``zero_grad`` (whose
+first call imports ``torch._dynamo``), ``@torch.jit.script`` and ``@torch.compile``, enum, abc, Protocol, logging,
+warnings and functools; a docstring, a comment or ``__all__`` naming ``F.scaled_dot_product_attention``, and an
+``if __name__ == "__main__":`` self-check against it. A name built at run time (``getattr(self, name)`` over the
+projections' names) keeps its points and is shown for review. A chunked attention in the style of Stable Diffusion
+front ends (tests/submissions/honest_blockwise/: a NamedTuple per chunk, each under checkpoint) keeps the optional
+blockwise part's full marks. Graded as a .py with one zygote, the worker root and unprivileged, and as a notebook's
+last cell through ``sdpa-grade batch``.
 """
 
 from __future__ import annotations
@@ -22,15 +24,19 @@ import pytest
 
 from autograder.sandbox.processes import readable_by_others
 from tests.attacks import MODES, POINTS, checks_of, grade_all, overlaid
-from tests.helpers import BIN, REFERENCE, SUBMISSIONS, run, total
+from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run, total
 
 HONEST = SUBMISSIONS / "honest"
 IDIOMS = sorted(path.stem for path in HONEST.glob("*.py"))
+# real chunked attention that uses them, for the optional blockwise part (a NamedTuple per chunk, checkpoint)
+PORTS = SUBMISSIONS / "honest_blockwise"
+BLOCKWISE = sorted(path.stem for path in PORTS.glob("*.py"))
+PART_ON = (ROOT / "tests" / "blockwise_on.toml").read_text()
 # a name built at run time: the check keeps its points, the flag says "for review"
 REVIEWED = {"getattr_projections": "names_built"}
 # their first call imports torch._dynamo, which imports standard modules no grading needed before (cProfile): an
 # unprivileged worker reads them only where Python's standard library is open to other users
-LAZY_STDLIB = {"checkpoint_mha", "func_grad_variance"}
+LAZY_STDLIB = {"checkpoint_mha", "func_grad_variance", "optimizer_zero_grad"}
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
 
@@ -40,25 +46,35 @@ def _flags(result: dict) -> set[str]:
 
 @pytest.fixture(scope="module", params=MODES)
 def graded(request, tmp_path_factory):
-    """Every idiom graded with one zygote, the worker root or unprivileged."""
+    """Every idiom and port graded with one zygote, the worker root or unprivileged, the blockwise part on."""
     base = tmp_path_factory.mktemp(f"honest-{request.param}")
-    return grade_all(request.param, base, [overlaid(base, name, HONEST) for name in IDIOMS])["results"]
+    files = [overlaid(base, name, HONEST) for name in IDIOMS] + [overlaid(base, name, PORTS) for name in BLOCKWISE]
+    return grade_all(request.param, base, files, limits=f"{FAST_LIMITS}\n{PART_ON}")["results"]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("name", IDIOMS)
+@pytest.mark.parametrize("name", IDIOMS + BLOCKWISE)
 def test_each_idiom_keeps_full_marks_with_no_flag(request, graded, name):
-    """The reference with the idiom appended scores the reference's full total; only a name built at run time is
-    flagged, for review, with no points taken."""
-    if name in LAZY_STDLIB and request.node.callspec.params["graded"] != "root" and not readable_by_others(STDLIB):
+    """The reference with the idiom appended scores the reference's full total, the blockwise part's included; only
+    a name built at run time is flagged, for review, with no points taken."""
+    lazy = name in LAZY_STDLIB or name in BLOCKWISE
+    if lazy and request.node.callspec.params["graded"] != "root" and not readable_by_others(STDLIB):
         pytest.skip(f"an unprivileged worker cannot read {STDLIB} (a folder above it is closed to others)")
     result = graded[name]["result"]
     assert "grader_error" not in result, result.get("grader_error")
     lost = {check: test["output"] for check, test in checks_of(result).items() if test["score"] < test["max_score"]}
     assert lost == {}, lost
-    assert result["score"] == sum(POINTS.values())
+    assert result["score"] == result["max_score"] == sum(POINTS.values()) + total_of_part()
     assert _flags(result) == ({REVIEWED[name]} if name in REVIEWED else set())
+
+
+def total_of_part() -> float:
+    """The blockwise part's points under its settings (the part's checks' markers, or the settings' overrides)."""
+    from autograder.config import load_settings
+
+    on = load_settings(ROOT / "tests" / "blockwise_on.toml", environ={})
+    return sum(on.points.values()) - sum(load_settings(environ={}).points.values())
 
 
 def _notebook_with(idiom: str) -> nbformat.NotebookNode:
