@@ -145,6 +145,8 @@ _DATACLASS_LINE = re.compile(
     ))
 )  # fmt: skip
 _DATACLASS_TAIL = re.compile(r" return \w+")
+# collections.namedtuple's one line: its constructor, every name an identifier
+_NAMEDTUPLE = re.compile(r"lambda _cls, (?:\w+(?:, \w+)*,?)?: _tuple_new\(_cls, \((?:\w+(?:, \w+)*,?)?\)\)")
 
 
 def _cell_sources(source: bytes) -> frozenset[tuple[bytes, str]]:
@@ -202,7 +204,8 @@ def _guard_code(path: str) -> None:
     (``importlib.reload``, a module loaded again from torch's file, which would bring back what ``_block_fused``
     replaced), ``gc.get_objects`` / ``get_referrers`` / ``get_referents``, and ctypes loading a library by name
     (``CDLL(None)``, the program's own symbols, stays: libtorch's are not among them).
-    ``collections.namedtuple`` keeps compiling its one line (its names are checked identifiers).
+    What the standard library compiles for what the student wrote is accepted by its caller's code and its text's
+    shape (the ``_ANNOTATION``, ``_DATACLASS_*`` and ``_NAMEDTUPLE`` patterns; ``ast.parse`` with PyCF_ONLY_AST).
     The hook's state is immutable and bound at definition (no global or builtin is looked up when it runs), so
     replacing the worker's globals or builtins does not change what it refuses."""
     import ast
@@ -256,13 +259,13 @@ def _code_hook(
     refused=_REFUSED_EVENTS,
     code_events=_CODE_EVENTS,
     libraries=_LIBRARIES,
-    shapes=(_ANNOTATION, _DATACLASS_HEAD, _DATACLASS_DEF, _DATACLASS_LINE, _DATACLASS_TAIL),
+    shapes=(_ANNOTATION, _DATACLASS_HEAD, _DATACLASS_DEF, _DATACLASS_LINE, _DATACLASS_TAIL, _NAMEDTUPLE),
 ):
     """The hook itself. What it uses is bound here, immutable (frozensets, bytes, code objects, C functions; its
     frame, which a traceback shows, holds nothing else): no global or builtin is looked up when it runs."""
 
     namedtuple, dataclass, annotations, parse = library
-    annotation, head, signature, line, tail = shapes
+    annotation, head, signature, line, tail, constructor = shapes
 
     def hook(
         event,
@@ -295,18 +298,21 @@ def _code_hook(
         if event == "compile" and content is not None:
             name = args[1]
             caller = frame(1).f_code
-            if content == own or caller == namedtuple:
+            if content == own:
                 return
             if caller == parse:  # ast.parse returns a syntax tree, never code, while its flags hold PyCF_ONLY_AST
                 flags = frame(1).f_locals.get("flags")
                 if type(flags) is int and flags & 0x400:
                     return
-            elif caller == dataclass or caller in annotations:  # the library's text for a class or an annotation
+            elif caller == dataclass or caller == namedtuple or caller in annotations:  # for a class, an annotation
                 try:
                     lines = content.decode("utf-8").split("\n")
                 except UnicodeDecodeError:
                     lines = []
-                if caller in annotations:
+                if caller == namedtuple:
+                    if lines and constructor.fullmatch(lines[0]) is not None and not lines[1:]:
+                        return
+                elif caller in annotations:
                     if lines and annotation.fullmatch(content.decode("utf-8")) is not None:
                         return
                 elif (
