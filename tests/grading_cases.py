@@ -181,7 +181,9 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "integrity_sdpa": "reaches into torch's internals or the grader's worker",
         },
     ),
-    "scan_bomb": (GATED_SDPA - {"timing_cpu"} | GATED_MHA, {"integrity_sdpa": "nested too deeply to scan"}),
+    # a string that is never run is text: not parsed, so neither a grader error nor a finding (code nested too deeply
+    # in a string given to exec is a finding: test_integrity.py)
+    "scan_bomb": (set(), {}),
     # a (N, 1, 1) mask for the feedback picture: sized before any work (the grader's peak stays at 0.3 GB, not 4.2)
     "picture_bomb": ({"padding_lengths"}, {"padding_lengths": "entries differ"}),
     # escape sequences in an exception message: shown as text in the terminal, the CSV and the HTML page

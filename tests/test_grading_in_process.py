@@ -86,7 +86,6 @@ GATES_MEASURED = {
         (
             "cheat_mutation_after_copies",
             "patch_torch_compare",
-            "scan_bomb",
             "shrink_shared_memory",
             "attack_blockwise_unmeasured",
         ),

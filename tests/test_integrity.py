@@ -28,11 +28,14 @@ from tests.helpers import REFERENCE, ROOT, SUBMISSIONS
         "out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(Q, K, V)",
         "import sys\nhandler = sys.modules['__main__']._call",
         "exec(\"y = getattr(F, 'scaled_' + 'dot_product_attention')\")",
+        'exec("import torch" + suffix)',
+        "exec(open(path).read(), space)",
     ],
 )
 def test_dynamic_reach_is_flagged(code):
     """getattr / __import__ / importlib given a name known without running (constants, joined or not) that names
-    something fused or internal, torch._C and the mode switches are found, and cost the check."""
+    something fused or internal, exec of code built at run time, torch._C and the mode switches are found, and cost
+    the check."""
     assert dynamic_reach(code), code
     assert dynamic_reach(code, weak=True) == [], code
 
@@ -43,7 +46,6 @@ def test_dynamic_reach_is_flagged(code):
         'f = getattr(F, chr(115) + "caled_dot_product_attention")',
         "name = 'x'\nf = getattr(F, name)",
         'f = getattr(F, f"scaled_{kind}_attention")',
-        'exec("import torch" + suffix)',
         "for name in ('w_q', 'w_k'):\n    getattr(self, name).reset_parameters()",
     ],
 )
@@ -91,13 +93,11 @@ def test_honest_sources_are_not_flagged():
         "wire_unhashable_reply",  # patches the worker's copy of wire.py, found in sys.modules
         "late_answers",  # the time attacks (tests/submissions/time/) patch the worker's wire.py too
         "trickle_after_first_byte",
-        "spin_helpers",  # names the fused function in a string
-        "steal_reference",  # steal_reference exec()s a file it found at run time
         "shrink_shared_memory",
         "trickle_reply",
+        "steal_reference",  # exec()s a file it found at run time
         "forged_empty_gradients",
         "forged_markers",
-        "scan_bomb",
         "steal_everything",
     }  # the notebook attack reaches for the grader by every route it knows
     for path in [REFERENCE, *sorted(SUBMISSIONS.glob("*/*.py"))]:

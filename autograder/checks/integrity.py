@@ -220,8 +220,9 @@ def dynamic_reach(source: str, depth: int = 3, weak: bool = False) -> list[str]:
     that names something fused or internal, and a subscript by such a name (``vars(F)["scaled_dot_product_..."]``);
     any use of ``torch._C``, ``DisableTorchFunction``, ``_disable_current_modes``, ``torch.ops.aten``,
     ``sys.modules``, ``__main__`` or importlib. Python nested too deeply to parse, or a scan past SCAN_SECONDS, is
-    itself a finding. ``weak=True``: the places where those calls are given a name that depends on a value
-    (``getattr(self, name)`` in a loop): evidence for the instructor's review, never a deduction.
+    itself a finding, and so is ``exec``, ``eval`` or ``compile`` of code built at run time. ``weak=True``: the
+    places where the lookups are given a name that depends on a value (``getattr(self, name)`` in a loop): evidence
+    for the instructor's review, never a deduction.
 
     Only what runs while graded counts: a string is text (a docstring, ``__all__``, a message) unless it is code given
     to exec/eval/compile (a notebook's cells), searched ``depth`` deep; an ``if __name__ == "__main__":`` block is
@@ -256,7 +257,9 @@ def _dynamic_reach(
             if _is_compiled_constant(argument) or (name in ("eval", "exec", "compile") and _is_str(argument)):
                 continue  # code given as a constant is scanned below, as a string that is Python
             known = _folded(argument)
-            if known is None:
+            if known is None and name in ("eval", "exec", "compile"):  # code of its own, which the guard refuses
+                found.append((False, f"{where}: {name}() of code built at run time"))
+            elif known is None:
                 found.append((True, f"{where}: {name}() with a name built at run time"))
             elif _reaches(known):
                 built = "" if _is_str(argument) else " (a name built at run time)"
