@@ -267,3 +267,55 @@ def test_the_public_jwk_is_the_keys_public_half_named_by_its_thumbprint(tool_key
     assert set(jwk) == {"kty", "e", "n", "kid", "alg", "use"}
     assert jwk["kid"] == JWK.from_pem(key.read_bytes()).thumbprint()
     assert JWK(**{k: jwk[k] for k in ("kty", "e", "n")}).thumbprint() == jwk["kid"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("fault", ["token_answer", "echoed_headers"])
+def test_a_platforms_secrets_are_never_printed(course, tool_key, tmp_path, fault):
+    """A token answer with no access_token but an accessToken, and a 403 that echoes the request's headers (its bearer
+    token): the platform's answer is quoted with the secret redacted, never the token or the assertion."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        if fault == "token_answer":
+            lms.faults.token_answer = {"accessToken": "SECRET-8d41c0", "token_type": "bearer"}
+        else:
+            lms.faults.echo_headers = True
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        said = done.stdout + done.stderr
+        assert done.returncode == 1, said
+        if fault == "token_answer":
+            assert 'the token answer holds no access_token (HTTP 200: {"accessToken": "[redacted]"' in said
+        else:
+            assert '"Authorization": "[redacted]"' in said and "not sent: alice: POST " in said
+        assert "SECRET" not in said and "eyJ" not in said and "Bearer ey" not in said, said
+
+
+def test_redact_takes_out_tokens_assertions_and_credentials_in_linear_time():
+    """redact: secret-named fields (JSON, header, form), Bearer and Basic credentials, JWTs; other text kept; its time
+    grows with the text's length, not faster."""
+    import time
+
+    from autograder.course.redact import redact
+
+    cases = {
+        '{"accessToken": "SECRET-1", "expires_in": 3600}': '{"accessToken": "[redacted]", "expires_in": 3600}',
+        "Authorization: Bearer 0a1b2c3d4e5f\nHost: lms": "Authorization: [redacted]\nHost: lms",
+        "grant_type=client_credentials&client_assertion=abc.def.ghi&scope=x":
+            "grant_type=client_credentials&client_assertion=[redacted]&scope=x",
+        "GET https://lms/y?access_token=abc&b=1": "GET https://lms/y?access_token=[redacted]&b=1",
+        "denied (bearer 9f8e7d)": "denied (bearer [redacted])",
+        "bad signature on eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln": "bad signature on [redacted]",
+        "HTTP 403: User not found in course, scoreGiven: 40": "HTTP 403: User not found in course, scoreGiven: 40",
+    }  # fmt: skip
+    for text, expected in cases.items():
+        assert redact(text) == expected, text
+    for hostile in ("token" * 4000, "a" * 20000, '"' * 20000, "eyJ" + "a." * 10000, "Bearer " * 3000):
+        start = time.perf_counter()
+        redact(hostile)
+        small = time.perf_counter() - start
+        start = time.perf_counter()
+        redact(hostile * 8)
+        assert time.perf_counter() - start < 40 * small + 0.05, (
+            f"redact slows faster than its text grows: {hostile[:9]}"
+        )

@@ -11,6 +11,7 @@ token and the requests are lti_client.py's.
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,6 +27,7 @@ from autograder.course.lti_client import (
     Failed,
     Platform,
     PushError,
+    quoted,
     sub_url,
     with_query,
 )
@@ -75,7 +77,7 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
         current: dict[str, object] = {}
         if item:
             if url_problem(str(item)):
-                raise Failed(f"the line item's id {item}: {url_problem(str(item))}")
+                raise Failed(f"the line item's id {quoted(item)}: {url_problem(str(item))}")
             results = platform.pages(sub_url(item, "results"), RESULTS, None)
             current = {str(r.get("userId")): r.get("resultScore") for r in results if isinstance(r, dict)}
             done.lines.append(f"line item {item} (resourceId {lti.resource_id})")
@@ -86,7 +88,7 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
             _, made, _ = platform.call("POST", lti.lineitems_url, LINEITEM, new, once=True)  # never two
             item = str((made or {}).get("id", ""))
             if not item or url_problem(item):
-                raise Failed(f"the created line item has no usable id ({inert(str(made), keep_newlines=False)})")
+                raise Failed(f"the created line item has no usable id ({quoted(json.dumps(made))})")
             done.lines.append(f"line item {item} (resourceId {lti.resource_id}): created")
     except (Failed, PushError) as error:
         raise PushError(str(error)) from None
@@ -99,7 +101,7 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
             continue
         if dry_run:
             before = current.get(user)  # the platform's: a number, or anything else shown as it is
-            shown = inert(str(before or "none"), keep_newlines=False)
+            shown = quoted(before or "none")
             now = f"{before:g}" if isinstance(before, (int, float)) else shown
             done.lines.append(f"{who}: on the platform {now}, new {score:g} of {most:g}")
             continue
@@ -113,7 +115,7 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
             done.not_sent[name] = str(error)
     unknown = sorted(value for value in known if value not in by_identity)
     if unknown:
-        done.lines.append(f"learners with no result in this class ({lti.identity}): {', '.join(map(inert, unknown))}")
+        done.lines.append(f"learners with no result in this class ({lti.identity}): {', '.join(map(quoted, unknown))}")
     return done
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from autograder.config import Lti, url_problem
+from autograder.course.redact import redact
 from autograder.render.inert import inert
 
 AGS = "https://purl.imsglobal.org/spec/lti-ags/scope/"
@@ -138,7 +139,7 @@ class Platform:
                 if attempt == last:
                     reason = getattr(error, "reason", error)
                     tries = f" (tried {attempt + 1} times)" if attempt else ""
-                    said = inert(str(reason), keep_newlines=False)
+                    said = quoted(reason)
                     raise Failed(f"{method} {url} got no answer: {said}{tries}") from None
             time.sleep(2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises on its last attempt
@@ -215,6 +216,12 @@ def _next_link(header: str) -> str:
     return ""
 
 
+def quoted(text: object, limit: int = ANSWER_CHARS) -> str:
+    """A text from the platform as a message quotes it: its secrets redacted (redact.py, the one pass every such
+    text takes), on one line, at most ``limit`` characters."""
+    return inert(redact(str(text)).strip()[:limit], keep_newlines=False)
+
+
 def _answer(code: int, said: bytes) -> str:
-    text = said.decode("utf-8", "replace").strip()[:ANSWER_CHARS]
-    return f"HTTP {code}: {inert(text, keep_newlines=False)}" if text else f"HTTP {code}"
+    text = quoted(said.decode("utf-8", "replace"))
+    return f"HTTP {code}: {text}" if text else f"HTTP {code}"
