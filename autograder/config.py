@@ -358,8 +358,11 @@ class Lti:
         "the line item's resourceId: push finds the column by it, and creates it only where none has it"
     )
     identity: str = setting(
-        "what names a class's student in the platform's membership: login (the member's login or username), email"
-        " or sis_id (lis_person_sourcedid); the whole value is compared (e-mail without case)",
+        "what names a class's student (their folder's name) in the platform's membership: email (Canvas and Moodle"
+        " send it where their privacy settings share it), sis_id (lis_person_sourcedid: Canvas's SIS id, Moodle's ID"
+        " number) or login (login_id, ext_user_username or username: neither Canvas nor Moodle sends one); the whole"
+        " value is compared (e-mail without case). A field the platform does not send is refused before any column is"
+        " created",
         choices=("login", "email", "sis_id"),
     )
     timeout: float = setting("seconds one request to the platform may take")

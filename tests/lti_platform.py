@@ -262,12 +262,12 @@ class LtiPlatform:
 
     def settings(self, key_path: str, **changes: object) -> str:
         """A course's [lti] table for this platform (``changes`` replacing its keys; Moodle's line items URL with its
-        ``?type_id=``)."""
+        ``?type_id=``; on the generic platform, whose members carry a login, identity = "login")."""
         lineitems = f"{self.url}/lineitems" + ("?type_id=1" if self.flavour == "moodle" else "")
         keys = {"issuer": ISSUER, "client_id": CLIENT_ID, "deployment_id": DEPLOYMENT_ID,
                 "token_url": f"{self.url}/token", "memberships_url": f"{self.url}/memberships",
                 "lineitems_url": lineitems, "key_path": key_path, "retries": 0, "timeout": 5.0,
-                **changes}  # fmt: skip
+                **({"identity": "login"} if self.flavour == "generic" else {}), **changes}  # fmt: skip
         return "[lti]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
 
     def answer(self, method: str, path: str, query: dict, headers: dict, body: bytes) -> tuple[int, object, dict]:

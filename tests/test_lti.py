@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import BIN, run, total
-from tests.lti_platform import INSTRUCTOR, LEARNER, LtiPlatform, rsa_pem
+from tests.lti_platform import INSTRUCTOR, LEARNER, LtiPlatform, member, rsa_pem
 
 TOTAL = total()
 SCORES = {"alice": 40.0, "bob": 30.0, "carol": 20.0}
@@ -46,6 +46,28 @@ def course(graded_class, tmp_path: Path):
     for name, score in SCORES.items():
         (out / f"{name}.json").write_text(json.dumps({"score": score, "max_score": TOTAL, "output": "", "tests": []}))
     return folder, out
+
+
+@pytest.fixture
+def a_class(tmp_path: Path):
+    """``a_class({name: score})``: a graded class of any names (e-mails, SIS ids), results written where a batch
+    writes them (roster.result_names): (class folder, results folder)."""
+    from autograder.course.roster import result_names
+
+    def make(scores: dict[str, float]) -> tuple[Path, Path]:
+        folder, out = tmp_path / "class", tmp_path / "class-grades"
+        out.mkdir()
+        for name, file in result_names(list(scores)).items():
+            (folder / name).mkdir(parents=True)
+            (out / file).write_text(json.dumps({"score": scores[name], "max_score": TOTAL, "output": "", "tests": []}))
+        return folder, out
+
+    return make
+
+
+def _roll(flavour: str, size: int) -> list[dict]:
+    """A course on ``flavour`` as its membership gives it: ``size`` learners s00, s01, ... and an instructor."""
+    return [*(member(i, f"s{i:02d}", flavour=flavour) for i in range(size)), member(99, "prof", INSTRUCTOR, flavour)]
 
 
 def _push(folder: Path, out: Path, config: Path, *extra: str):
@@ -319,3 +341,59 @@ def test_redact_takes_out_tokens_assertions_and_credentials_in_linear_time():
         assert time.perf_counter() - start < 40 * small + 0.05, (
             f"redact slows faster than its text grows: {hostile[:9]}"
         )
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("flavour", ["canvas", "moodle"])
+@pytest.mark.parametrize("identity", ["default", "sis_id"])
+def test_docs_identities_match_on_canvas_and_moodle(a_class, tool_key, tmp_path, flavour, identity):
+    """docs/lti.md's examples as written: the default identity (e-mail) and sis_id match every learner of a Canvas
+    and of a Moodle membership (no login in either; 12 learners over two pages of 10; Moodle's ?type_id=): each
+    score sent once, in one column, exit 0."""
+    scores = {f"s{i:02d}": 10.0 + i for i in range(12)}
+    named = {(f"{n}@example.edu" if identity == "default" else f"sis-{n}"): score for n, score in scores.items()}
+    folder, out = a_class(named)
+    key, public = tool_key
+    with LtiPlatform(public, _roll(flavour, 12), flavour) as lms:
+        changes = {} if identity == "default" else {"identity": identity}
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), **changes)))
+        assert done.returncode == 0, done.stderr
+        assert "sdpa-grade push: 12 of 12 students' scores sent" in done.stderr
+        assert lms.gradebook() == {LABEL: scores} and sorted(lms.book.applied) == sorted(f"u{i}" for i in range(12))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_identity_field_the_platform_does_not_send_is_refused_before_any_column(
+    a_class, tool_key, tmp_path, dry_run
+):
+    """identity = "login" on Canvas, whose membership carries no login: refused before any column is created, naming
+    the fields it does send and the identities they allow (exit 2), for the push and its dry run alike."""
+    folder, out = a_class({f"s{i:02d}": 10.0 for i in range(3)})
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
+        config = _settings(tmp_path, lms.settings(str(key), identity="login"))
+        done = _push(folder, out, config, *(["--dry-run"] if dry_run else []))
+        assert done.returncode == 2, done.stderr
+        assert (
+            "sdpa-grade push: identity = login: the platform's learners carry no login_id, ext_user_username or"
+            " username; they carry email, family_name, given_name, lis_person_sourcedid, lti11_legacy_user_id, name,"
+            " picture, roles, status, user_id: set [lti] identity to email or sis_id"
+        ) in done.stderr
+        assert "nothing sent" in done.stderr and lms.book.items == {}, "no column created"
+
+
+@pytest.mark.timeout(60)
+def test_a_class_that_matches_no_learner_is_refused_before_any_column(a_class, tool_key, tmp_path):
+    """identity = "email" (the default) on a class whose folders are named by login: no student matches a learner, so
+    nothing is sent and no column is created (exit 2), saying what the class's names are compared with."""
+    folder, out = a_class({f"s{i:02d}": 10.0 for i in range(3)})
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 2, done.stderr
+        assert (
+            "sdpa-grade push: none of the class's 3 students is a learner of the platform by email (the class's names"
+            " are its folders' names)"
+        ) in done.stderr
+        assert lms.book.items == {}, "no column created"

@@ -35,9 +35,16 @@ from autograder.render.inert import inert
 from autograder.status import GRADER_ERROR
 
 LEARNER = "Learner"  # the last part of the role's URI (membership#Learner), or the short form itself
-# the member's fields that hold each identity, first found first: Canvas and Moodle name the login differently
+# the member's fields that hold each identity, first found first. Canvas's and Moodle's memberships carry email (by
+# their privacy settings) and lis_person_sourcedid (Canvas: the SIS id; Moodle: the ID number), never a login: login is
+# for platforms that send one
 IDENTITY_FIELDS = {"login": ("login_id", "ext_user_username", "username"), "email": ("email",),
                    "sis_id": ("lis_person_sourcedid",)}  # fmt: skip
+
+
+class IdentityMismatch(PushError):
+    """``identity`` cannot name the class's students on this platform: a setting to change (exit 2), found before any
+    column is created."""
 
 
 @dataclass
@@ -49,19 +56,46 @@ class Pushed:
     not_sent: dict[str, str] = field(default_factory=dict)
 
 
-def learners(members: list, identity: str) -> dict[str, str]:
-    """The active learners of a membership: their identity value -> their LTI user id (e-mail lower-cased)."""
-    found = {}
+def _active_learners(members: list) -> list[dict]:
+    """The members with the role Learner and the status Active."""
+    found = []
     for member in members:
         if not isinstance(member, dict) or member.get("status", "Active") != "Active":
             continue
         roles = [str(role).rsplit("#", 1)[-1].rsplit("/", 1)[-1] for role in member.get("roles") or []]
-        if LEARNER not in roles:
-            continue
+        if LEARNER in roles:
+            found.append(member)
+    return found
+
+
+def learners(members: list, identity: str) -> dict[str, str]:
+    """The active learners of a membership: their identity value -> their LTI user id (e-mail lower-cased)."""
+    found = {}
+    for member in _active_learners(members):
         value = next((str(member[f]) for f in IDENTITY_FIELDS[identity] if member.get(f)), "")
         if value and member.get("user_id"):
-            found[value.lower() if identity == "email" else value] = str(member["user_id"])
+            found[_key(value, identity)] = str(member["user_id"])
     return found
+
+
+def _key(value: str, identity: str) -> str:
+    return value.lower() if identity == "email" else value
+
+
+def unsent_identity(members: list, identity: str) -> str:
+    """Why ``identity`` names nobody on this platform ("" where it can): its learners carry none of its fields. Says
+    the fields they do carry, and the identities those allow."""
+    them = _active_learners(members)
+    fields = IDENTITY_FIELDS[identity]
+    if not them or any(member.get(f) for member in them for f in fields):
+        return ""
+    carried = sorted({str(f) for member in them for f, value in member.items() if value not in (None, "", [], {})})
+    usable = [name for name, held in IDENTITY_FIELDS.items() if any(f in carried for f in held)]
+    wanted = f"{', '.join(fields[:-1])} or {fields[-1]}" if len(fields) > 1 else fields[0]
+    todo = (f"set [lti] identity to {' or '.join(usable)}" if usable else
+            "share the members' e-mail or SIS id with the tool in the LMS's privacy settings")  # fmt: skip
+    they = quoted(", ".join(carried))
+    return f"identity = {identity}: the platform's learners carry no {wanted}; they carry {they}: {todo}"
 
 
 def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pushed:
@@ -70,7 +104,16 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
     top = max((most for _, most in scores.values()), default=0.0)
     try:
         members = platform.pages(lti.memberships_url, MEMBERS, "members")
+        unsent = unsent_identity(members, lti.identity)
+        if unsent:
+            raise IdentityMismatch(unsent)
         known = learners(members, lti.identity)
+        if scores and not any(_key(name, lti.identity) in known for name in scores):
+            raise IdentityMismatch(
+                f"none of the class's {len(scores)} students is a learner of the platform by {lti.identity} (the"
+                f" class's names are its folders' names): name the folders by the learners' {lti.identity}, or set"
+                " [lti] identity to the field they are named by"
+            )
         items = platform.pages(with_query(lti.lineitems_url, resource_id=lti.resource_id), LINEITEMS, None)
         ours = [item for item in items if isinstance(item, dict) and item.get("resourceId") == lti.resource_id]
         item = ours[0].get("id", "") if ours else ""
@@ -90,12 +133,12 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
             if not item or url_problem(item):
                 raise Failed(f"the created line item has no usable id ({quoted(json.dumps(made))})")
             done.lines.append(f"line item {item} (resourceId {lti.resource_id}): created")
-    except (Failed, PushError) as error:
+    except Failed as error:
         raise PushError(str(error)) from None
-    by_identity = {(name.lower() if lti.identity == "email" else name): name for name in scores}
+    by_identity = {_key(name, lti.identity): name for name in scores}
     for name, (score, most) in scores.items():
         who = inert(name, keep_newlines=False)
-        user = known.get(name.lower() if lti.identity == "email" else name)
+        user = known.get(_key(name, lti.identity))
         if user is None:
             done.not_sent[name] = f"no learner on the platform has {lti.identity} {who}"
             continue
@@ -139,7 +182,7 @@ def run_push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool, sk
     except PushError as error:
         everyone = len(scores) + len(skipped)
         print(f"sdpa-grade push: {error}; nothing sent (0 of {everyone} students' scores)", file=sys.stderr)
-        return 1
+        return 2 if isinstance(error, IdentityMismatch) else 1
     for line in done.lines:
         print(line)
     not_sent = {**skipped, **done.not_sent}
