@@ -67,7 +67,8 @@ def a_class(tmp_path: Path):
 
 def _roll(flavour: str, size: int) -> list[dict]:
     """A course on ``flavour`` as its membership gives it: ``size`` learners s00, s01, ... and an instructor."""
-    return [*(member(i, f"s{i:02d}", flavour=flavour) for i in range(size)), member(99, "prof", INSTRUCTOR, flavour)]
+    learners = [member(i, f"s{i:02d}", flavour=flavour) for i in range(size)]
+    return [*learners, member(10_000, "prof", INSTRUCTOR, flavour)]
 
 
 def _push(folder: Path, out: Path, config: Path, *extra: str):
@@ -397,3 +398,135 @@ def test_a_class_that_matches_no_learner_is_refused_before_any_column(a_class, t
             " are its folders' names)"
         ) in done.stderr
         assert lms.book.items == {}, "no column created"
+
+
+def _class_of(a_class, size: int) -> tuple[Path, Path, dict[str, float]]:
+    """A class of ``size`` students named by their e-mail (the default identity) on a ``_roll`` course: (class folder,
+    results folder, score by login)."""
+    scores = {f"s{i:02d}": float(i % 50) for i in range(size)}
+    folder, out = a_class({f"{name}@example.edu": score for name, score in scores.items()})
+    return folder, out, scores
+
+
+@pytest.mark.timeout(60)
+def test_retry_after_is_honoured(a_class, tool_key, tmp_path):
+    """A platform answering 429 with Retry-After: 4 for its first 4 s: the push waits what it asks (not 1 s and 2 s),
+    then sends every score (exit 0)."""
+    import time
+
+    folder, out, scores = _class_of(a_class, 3)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
+        lms.faults.retry_after = 4
+        start = time.monotonic()
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), retries=2)))
+        assert done.returncode == 0, done.stderr
+        assert lms.gradebook() == {LABEL: scores} and time.monotonic() - start >= 4
+
+
+@pytest.mark.timeout(60)
+def test_a_retry_carries_a_newer_timestamp_on_moodle(a_class, tool_key, tmp_path):
+    """Moodle stores a score and answers 502: the retry carries a timestamp newer to the second, which Moodle takes
+    (not 409); the score is reported sent, and stored once more, not twice refused."""
+    folder, out, scores = _class_of(a_class, 3)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("moodle", 3), "moodle") as lms:
+        lms.faults.store_then_502 = {"u1"}
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), retries=2)))
+        assert done.returncode == 0, done.stderr
+        assert "sdpa-grade push: 3 of 3 students' scores sent" in done.stderr
+        assert lms.gradebook() == {LABEL: scores} and lms.book.applied.count("u1") == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_stored_score_answered_with_text_is_read_back(a_class, tool_key, tmp_path):
+    """A platform that stores each score and answers "200 OK" as plain text: each score is read back from the line
+    item's results, found, and reported sent (exit 0)."""
+    folder, out, scores = _class_of(a_class, 4)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 4), "canvas") as lms:
+        lms.faults.plain_ok = True
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 0, done.stderr
+        assert "sdpa-grade push: 4 of 4 students' scores sent" in done.stderr
+        assert "answered HTTP 200 with no JSON; read back: stored" in done.stdout
+        assert lms.gradebook() == {LABEL: scores}
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("flavour", ["canvas", "moodle"])
+def test_a_platform_clock_ahead_still_takes_an_update(a_class, tool_key, tmp_path, flavour):
+    """A platform whose clock is 3 minutes ahead (its Date header, the times it stores): a regrade pushed right after
+    the first push is stamped after what the platform holds (Canvas: not 400; Moodle: not 409), and the push says by
+    how much the clocks differ."""
+    folder, out, scores = _class_of(a_class, 3)
+    key, public = tool_key
+    with LtiPlatform(public, _roll(flavour, 3), flavour) as lms:
+        lms.faults.clock_ahead = 180
+        config = _settings(tmp_path, lms.settings(str(key)))
+        assert _push(folder, out, config).returncode == 0
+        from autograder.course.roster import result_names
+
+        file = out / result_names(["s01@example.edu"])["s01@example.edu"]
+        file.write_text(json.dumps({"score": 33.0, "max_score": TOTAL, "output": "", "tests": []}))
+        done = _push(folder, out, config)
+        assert done.returncode == 0, done.stderr
+        assert "the platform's clock reads 180 s ahead of this machine's" in done.stdout
+        assert lms.gradebook() == {LABEL: {**scores, "s01": 33.0}}
+
+
+@pytest.mark.timeout(60)
+def test_a_trickled_membership_is_given_up_at_its_timeout(a_class, tool_key, tmp_path):
+    """A membership answer trickled over 15 s, each piece well within timeout = 2: given up after about 2 s (not
+    waited for), nothing sent, the reason named."""
+    import time
+
+    folder, out, _ = _class_of(a_class, 3)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
+        lms.faults.trickle = 15.0
+        start = time.monotonic()
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), timeout=2.0)))
+        took = time.monotonic() - start
+        assert done.returncode == 1, done.stderr
+        assert f"GET {lms.url}/memberships got no whole answer within timeout = 2 s" in done.stderr
+        assert "nothing sent" in done.stderr and took < 12, took
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("stop", ["budget", "failures_in_a_row"])
+def test_a_push_to_a_platform_that_times_out_ends_in_its_budget_and_a_rerun_completes_it(
+    a_class, tool_key, tmp_path, stop
+):
+    """200 students, every score timing out: the push ends within its budget (or after failures_in_a_row), lists
+    each student not sent and exits 1; the platform answering again, a rerun sends each of those once and none of
+    the scores the platform already holds."""
+    import time
+
+    folder, out, scores = _class_of(a_class, 200)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 200), "canvas") as lms:
+        budget = 6.0
+        limits = {"budget": budget, "failures_in_a_row": 1000} if stop == "budget" else {"failures_in_a_row": 3}
+        config = _settings(tmp_path, lms.settings(str(key), timeout=0.3, **limits))
+        lms.faults.score_delay = 1.0
+        start = time.monotonic()
+        done = _push(folder, out, config)
+        took = time.monotonic() - start
+        assert done.returncode == 1, done.stderr
+        not_sent = [line for line in done.stderr.splitlines() if line.startswith("not sent: ")]
+        if stop == "budget":
+            assert took < budget + 6, took  # the budget, and the command's start
+            assert "the push's budget ([lti] budget = 6 s) was spent: push again to send it" in done.stderr
+        else:
+            assert "the push stopped after 3 scores in a row got no answer: push again to send it" in done.stderr
+            assert len(not_sent) == 200
+        assert len(not_sent) > 150 and "students' scores sent" in done.stderr
+        time.sleep(1.5)  # the scores the platform applied after the push stopped waiting
+        before = list(lms.book.applied)
+        lms.faults.score_delay = 0.0
+        again = _push(folder, out, config)
+        assert again.returncode == 0, again.stderr
+        rerun = lms.book.applied[len(before) :]
+        assert sorted(rerun + before) == sorted(f"u{i}" for i in range(200)), "each learner's score applied once"
+        assert lms.gradebook() == {LABEL: scores}

@@ -12,9 +12,9 @@ token and the requests are lti_client.py's.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from autograder.config import Lti, url_problem
 from autograder.course.class_results import ClassResults
@@ -24,9 +24,13 @@ from autograder.course.lti_client import (
     MEMBERS,
     RESULTS,
     SCORE,
+    Clock,
     Failed,
+    NotJson,
+    OutOfTime,
     Platform,
     PushError,
+    iso,
     quoted,
     sub_url,
     with_query,
@@ -49,10 +53,11 @@ class IdentityMismatch(PushError):
 
 @dataclass
 class Pushed:
-    """What a push did: each line to print, and the students sent and not sent (and why)."""
+    """What a push did: each line to print, and the students sent, already on the platform, and not sent (and why)."""
 
     lines: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # the platform held their score already: not sent again
     not_sent: dict[str, str] = field(default_factory=dict)
 
 
@@ -99,67 +104,136 @@ def unsent_identity(members: list, identity: str) -> str:
 
 
 def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pushed:
-    """Send ``scores`` (student -> (final score, maximum)) as ``lti`` says; for a dry run, say what would be sent."""
+    """Send ``scores`` (student -> (final score, maximum)) as ``lti`` says; for a dry run, say what would be sent.
+
+    Within the push's budget: once it is spent, or after ``failures_in_a_row`` scores the platform did not answer,
+    the students not yet sent are listed and nothing more is tried. A score the platform already holds is not sent
+    again, so a rerun sends only what is missing."""
     done, platform = Pushed(), Platform(lti)
-    top = max((most for _, most in scores.values()), default=0.0)
     try:
-        members = platform.pages(lti.memberships_url, MEMBERS, "members")
-        unsent = unsent_identity(members, lti.identity)
-        if unsent:
-            raise IdentityMismatch(unsent)
-        known = learners(members, lti.identity)
-        if scores and not any(_key(name, lti.identity) in known for name in scores):
-            raise IdentityMismatch(
-                f"none of the class's {len(scores)} students is a learner of the platform by {lti.identity} (the"
-                f" class's names are its folders' names): name the folders by the learners' {lti.identity}, or set"
-                " [lti] identity to the field they are named by"
-            )
-        items = platform.pages(with_query(lti.lineitems_url, resource_id=lti.resource_id), LINEITEMS, None)
-        ours = [item for item in items if isinstance(item, dict) and item.get("resourceId") == lti.resource_id]
-        item = ours[0].get("id", "") if ours else ""
-        current: dict[str, object] = {}
-        if item:
-            if url_problem(str(item)):
-                raise Failed(f"the line item's id {quoted(item)}: {url_problem(str(item))}")
-            results = platform.pages(sub_url(item, "results"), RESULTS, None)
-            current = {str(r.get("userId")): r.get("resultScore") for r in results if isinstance(r, dict)}
-            done.lines.append(f"line item {item} (resourceId {lti.resource_id})")
-        elif dry_run:
-            done.lines.append(f"line item: none has resourceId {lti.resource_id}; the push would create it")
-        else:
-            new = {"label": lti.line_item_label, "scoreMaximum": top, "resourceId": lti.resource_id}
-            _, made, _ = platform.call("POST", lti.lineitems_url, LINEITEM, new, once=True)  # never two
-            item = str((made or {}).get("id", ""))
-            if not item or url_problem(item):
-                raise Failed(f"the created line item has no usable id ({quoted(json.dumps(made))})")
-            done.lines.append(f"line item {item} (resourceId {lti.resource_id}): created")
+        known, item, current = _column(platform, lti, scores, dry_run, done)
     except Failed as error:
         raise PushError(str(error)) from None
     by_identity = {_key(name, lti.identity): name for name in scores}
+    stopped, in_a_row = "", 0
     for name, (score, most) in scores.items():
         who = inert(name, keep_newlines=False)
         user = known.get(_key(name, lti.identity))
         if user is None:
             done.not_sent[name] = f"no learner on the platform has {lti.identity} {who}"
-            continue
-        if dry_run:
-            before = current.get(user)  # the platform's: a number, or anything else shown as it is
-            shown = quoted(before or "none")
-            now = f"{before:g}" if isinstance(before, (int, float)) else shown
+        elif dry_run:
+            before = current.get(user, (None, None))[0]  # the platform's: a number, or anything else shown as it is
+            now = f"{before:g}" if isinstance(before, (int, float)) else quoted(before or "none")
             done.lines.append(f"{who}: on the platform {now}, new {score:g} of {most:g}")
-            continue
-        payload = {"userId": user, "scoreGiven": score, "scoreMaximum": most, "activityProgress": "Completed",
-                   "gradingProgress": "FullyGraded", "timestamp": datetime.now(timezone.utc).isoformat()}  # fmt: skip
-        try:
-            platform.call("POST", sub_url(item, "scores"), LINEITEM, payload, kind=SCORE)
-            done.sent.append(name)
-            done.lines.append(f"{who}: {score:g} of {most:g} sent")
-        except Failed as error:
-            done.not_sent[name] = str(error)
+        elif stopped:
+            done.not_sent[name] = f"not tried: {stopped}"
+        elif _holds(current.get(user), score, most):
+            done.kept.append(name)
+            done.lines.append(f"{who}: {score:g} of {most:g} already on the platform")
+        else:
+            try:
+                done.lines.append(f"{who}: {score:g} of {most:g} sent{_send_score(platform, item, user, score, most)}")
+                done.sent.append(name)
+                in_a_row = 0
+            except OutOfTime:
+                stopped = f"the push's budget ([lti] budget = {lti.budget:g} s) was spent: push again to send it"
+                done.not_sent[name] = stopped
+            except Failed as error:
+                done.not_sent[name] = str(error) + _skew_note(error, platform.clock)
+                in_a_row = in_a_row + 1 if error.transient else 0
+                if in_a_row >= lti.failures_in_a_row:
+                    stopped = (f"the push stopped after {in_a_row} scores in a row got no answer: push again to send"
+                               " it")  # fmt: skip
+    if platform.clock.lead():
+        done.lines.append(f"the platform's clock reads {math.ceil(platform.clock.ahead)} s ahead of this machine's:"
+                          f" scores are stamped {math.ceil(platform.clock.lead())} s ahead, after what it"
+                          " holds")  # fmt: skip
     unknown = sorted(value for value in known if value not in by_identity)
     if unknown:
         done.lines.append(f"learners with no result in this class ({lti.identity}): {', '.join(map(quoted, unknown))}")
     return done
+
+
+def _column(platform: Platform, lti: Lti, scores: dict, dry_run: bool, done: Pushed) -> tuple[dict, str, dict]:
+    """The learners by identity, the line item (found, or created unless a dry run) and its results (user id ->
+    (score, maximum)): everything read before the first score, any failure here sending nothing."""
+    members = platform.pages(lti.memberships_url, MEMBERS, "members")
+    unsent = unsent_identity(members, lti.identity)
+    if unsent:
+        raise IdentityMismatch(unsent)
+    known = learners(members, lti.identity)
+    if scores and not any(_key(name, lti.identity) in known for name in scores):
+        raise IdentityMismatch(
+            f"none of the class's {len(scores)} students is a learner of the platform by {lti.identity} (the"
+            f" class's names are its folders' names): name the folders by the learners' {lti.identity}, or set"
+            " [lti] identity to the field they are named by"
+        )
+    items = platform.pages(with_query(lti.lineitems_url, resource_id=lti.resource_id), LINEITEMS, None)
+    ours = [item for item in items if isinstance(item, dict) and item.get("resourceId") == lti.resource_id]
+    item = str(ours[0].get("id", "")) if ours else ""
+    current: dict[str, tuple] = {}
+    if item:
+        if url_problem(item):
+            raise Failed(f"the line item's id {quoted(item)}: {url_problem(item)}")
+        current = _results(platform, item)
+        done.lines.append(f"line item {item} (resourceId {lti.resource_id})")
+    elif dry_run:
+        done.lines.append(f"line item: none has resourceId {lti.resource_id}; the push would create it")
+    else:
+        top = max((most for _, most in scores.values()), default=0.0)
+        new = {"label": lti.line_item_label, "scoreMaximum": top, "resourceId": lti.resource_id}
+        _, made, _ = platform.call("POST", lti.lineitems_url, LINEITEM, new, once=True)  # never two
+        item = str((made or {}).get("id", "")) if isinstance(made, dict) else ""
+        if not item or url_problem(item):
+            raise Failed(f"the created line item has no usable id ({quoted(json.dumps(made))})")
+        done.lines.append(f"line item {item} (resourceId {lti.resource_id}): created")
+    return known, item, current
+
+
+def _results(platform: Platform, item: str, user: str = "") -> dict[str, tuple]:
+    """A line item's results (one learner's, given ``user``): user id -> (resultScore, resultMaximum) as they are."""
+    url = sub_url(item, "results")
+    results = platform.pages(with_query(url, user_id=user) if user else url, RESULTS, None)
+    return {
+        str(r.get("userId")): (r.get("resultScore"), r.get("resultMaximum")) for r in results if isinstance(r, dict)
+    }
+
+
+def _holds(result: tuple | None, score: float, most: float) -> bool:
+    """Whether a result the platform gave is this score (and this maximum, where it gives one)."""
+    given, maximum = result or (None, None)
+    if not isinstance(given, (int, float)) or abs(given - score) > 1e-9 * max(1.0, abs(score)):
+        return False
+    return not isinstance(maximum, (int, float)) or abs(maximum - most) <= 1e-9 * max(1.0, abs(most))
+
+
+def _send_score(platform: Platform, item: str, user: str, score: float, most: float) -> str:
+    """One learner's score sent (Failed where it was not), each try with a newer timestamp; a 2xx whose body is not
+    JSON is checked by reading the score back. What to add to the line that says it was sent."""
+    last = [0.0]
+
+    def payload() -> dict:
+        last[0] = platform.clock.stamp(after=last[0])
+        return {"userId": user, "scoreGiven": score, "scoreMaximum": most, "activityProgress": "Completed",
+                "gradingProgress": "FullyGraded", "timestamp": iso(last[0])}  # fmt: skip
+
+    try:
+        platform.call("POST", sub_url(item, "scores"), LINEITEM, payload, kind=SCORE)
+        return ""
+    except NotJson as error:
+        if _holds(_results(platform, item, user).get(user), score, most):
+            return f" (the platform answered HTTP {error.code} with no JSON; read back: stored)"
+        raise Failed(f"{error}; read back, the platform does not hold this score") from None
+
+
+def _skew_note(error: Failed, clock: Clock) -> str:
+    """What a score's refusal for its timestamp (Canvas 400, Moodle 409) may mean: the clocks."""
+    if error.code not in (400, 409) or "timestamp" not in str(error).lower():
+        return ""
+    if clock.lead():
+        return (f" (the platform's clock reads {math.ceil(clock.ahead)} s ahead of this machine's, and it holds a newer"
+                " score's time: push again)")  # fmt: skip
+    return " (the platform holds a newer score's time than this machine's clock: check both clocks, and push again)"
 
 
 def push_class(stats: ClassResults, lti: Lti, dry_run: bool) -> int:
@@ -193,5 +267,7 @@ def run_push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool, sk
         would = len(scores) - len(done.not_sent)
         print(f"dry run: {would} of {everyone} students' scores would be sent; nothing sent", file=sys.stderr)
         return 0
-    print(f"sdpa-grade push: {len(done.sent)} of {everyone} students' scores sent", file=sys.stderr)
+    kept = f", {len(done.kept)} already on the platform" if done.kept else ""
+    rest = f"; {len(not_sent)} not sent (listed above)" if not_sent else ""
+    print(f"sdpa-grade push: {len(done.sent)} of {everyone} students' scores sent{kept}{rest}", file=sys.stderr)
     return 1 if not_sent else 0
