@@ -530,3 +530,65 @@ def test_a_push_to_a_platform_that_times_out_ends_in_its_budget_and_a_rerun_comp
         rerun = lms.book.applied[len(before) :]
         assert sorted(rerun + before) == sorted(f"u{i}" for i in range(200)), "each learner's score applied once"
         assert lms.gradebook() == {LABEL: scores}
+
+
+@pytest.mark.timeout(60)
+def test_push_without_the_lms_extra_is_one_line_and_exit_2(course, tool_key, tmp_path):
+    """PyJWT and cryptography not installed (shadowed by packages that fail to import): one line naming the extra and
+    its install command, exit 2, no traceback; the offline dry run needs neither and still runs."""
+    folder, out = course
+    key, _ = tool_key
+    shadow = tmp_path / "shadow"
+    for package in ("jwt", "cryptography"):
+        (shadow / package).mkdir(parents=True)
+        (shadow / package / "__init__.py").write_text(f"raise ModuleNotFoundError({f'No module named {package}'!r})\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow)}
+    lti = (f'[lti]\nissuer = "https://lms.example.edu"\nclient_id = "1"\ndeployment_id = "1"\nkey_path = "{key}"\n'
+           'token_url = "http://127.0.0.1:9/token"\nmemberships_url = "http://127.0.0.1:9/m"\n'
+           'lineitems_url = "http://127.0.0.1:9/l"\nidentity = "login"\n')  # fmt: skip
+    config = _settings(tmp_path, lti)
+    command = [str(BIN / "sdpa-grade"), "push", str(folder), "--json-dir", str(out), "--config", str(config)]
+    done = run(command, timeout=60, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "sdpa-grade push: needs the lms extra (PyJWT, cryptography): pip install 'sdpa-assignment[lms]'" in (
+        done.stderr
+    )
+    offline = run([*command, "--dry-run", "--offline"], timeout=60, env=env)
+    assert offline.returncode == 0, offline.stderr
+    assert "alice: 40 of" in offline.stdout
+
+
+@pytest.mark.timeout(60)
+def test_an_offline_dry_run_says_what_would_be_sent_to_whom_without_a_platform(course, tmp_path):
+    """--dry-run --offline with [lti] unset: each student's final score (the CSV's, deadlines applied) and the
+    identity it would go to, said to be unchecked; a student the grader failed on listed as not sent; exit 0."""
+    folder, out = course
+    (folder / "dave").mkdir()
+    (out / "dave.json").write_text(json.dumps({"score": 0.0, "max_score": TOTAL, "output": "", "tests": [],
+                                               "grader_error": "the worker died"}))  # fmt: skip
+    done = run([str(BIN / "sdpa-grade"), "push", str(folder), "--json-dir", str(out), "--dry-run", "--offline"],
+               timeout=60, env={**os.environ, "SDPA_GRADE_CONFIG": ""})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"alice: 40 of {TOTAL:g} would be sent to the learner whose email is alice" in done.stdout
+    assert "offline: the platform was not asked" in done.stdout
+    assert "not sent: dave: the grader failed on this submission" in done.stderr
+    assert "sdpa-grade push: dry run (offline): 3 of 4 students' scores would be sent; nothing sent" in done.stderr
+
+
+@pytest.mark.timeout(60)
+def test_every_message_of_push_names_push(course, tool_key, tmp_path):
+    """A class folder that is not one, and a class with a student not yet graded: the message names push (not
+    --batch, not summary's --partial)."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        config = _settings(tmp_path, lms.settings(str(key)))
+        nowhere = _push(tmp_path / "nowhere", out, config)
+        assert nowhere.returncode == 2 and f"sdpa-grade push: {tmp_path / 'nowhere'} is not a folder" in nowhere.stderr
+        (folder / "erin").mkdir()
+        missing = _push(folder, out, config)
+        assert missing.returncode == 1, missing.stderr
+        assert "sdpa-grade push: 1 of 4 students have no result yet: erin" in missing.stderr
+        assert "--batch" not in missing.stderr + nowhere.stderr and "--partial" not in missing.stderr
+        assert lms.gradebook() == {}

@@ -236,16 +236,35 @@ def _skew_note(error: Failed, clock: Clock) -> str:
     return " (the platform holds a newer score's time than this machine's clock: check both clocks, and push again)"
 
 
-def push_class(stats: ClassResults, lti: Lti, dry_run: bool) -> int:
+def push_class(stats: ClassResults, lti: Lti, dry_run: bool, offline: bool = False) -> int:
     """``sdpa-grade push``, once the class is summarised: the CSV's final scores of the students graded (a grader
-    error has no grade to send), pushed."""
+    error has no grade to send), pushed, or for an offline dry run, said with the identity each would go to."""
     from autograder.course.grades_csv import final_scores
 
     finals = final_scores(stats)
     skipped = {s.name: "the grader failed on this submission: grade it again first" for s in stats.present
                if s.status == GRADER_ERROR}  # fmt: skip
     scores = {name: (float(score), float(most)) for name, (score, most) in finals.items() if name not in skipped}
+    if offline:
+        return offline_dry_run(scores, lti, skipped)
     return run_push(scores, lti, dry_run, skipped)
+
+
+def offline_dry_run(scores: dict[str, tuple[float, float]], lti: Lti, skipped: dict[str, str]) -> int:
+    """``push --dry-run --offline``: each score that would be sent and the identity it would go to, no platform asked
+    (so no learner is looked up: whether the platform has one is unchecked). Exit 0."""
+    print(f"offline: the platform was not asked; each score would go to the learner whose {lti.identity} is the"
+          " student's name, if the platform has one (a dry run without --offline checks)")  # fmt: skip
+    for name, (score, most) in scores.items():
+        who = inert(name, keep_newlines=False)
+        to = inert(_key(name, lti.identity), keep_newlines=False)
+        print(f"{who}: {score:g} of {most:g} would be sent to the learner whose {lti.identity} is {to}")
+    for name, why in skipped.items():
+        print(f"not sent: {inert(name, keep_newlines=False)}: {why}", file=sys.stderr)
+    everyone = len(scores) + len(skipped)
+    print(f"sdpa-grade push: dry run (offline): {len(scores)} of {everyone} students' scores would be sent; nothing"
+          " sent", file=sys.stderr)  # fmt: skip
+    return 0
 
 
 def run_push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool, skipped: dict[str, str]) -> int:
@@ -265,7 +284,10 @@ def run_push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool, sk
     everyone = len(scores) + len(skipped)
     if dry_run:
         would = len(scores) - len(done.not_sent)
-        print(f"dry run: {would} of {everyone} students' scores would be sent; nothing sent", file=sys.stderr)
+        print(
+            f"sdpa-grade push: dry run: {would} of {everyone} students' scores would be sent; nothing sent",
+            file=sys.stderr,
+        )
         return 0
     kept = f", {len(done.kept)} already on the platform" if done.kept else ""
     rest = f"; {len(not_sent)} not sent (listed above)" if not_sent else ""

@@ -44,6 +44,19 @@ class PushError(Exception):
     """What stops a push before any score is sent: the settings, the key, the token or the platform's listings."""
 
 
+def missing_extra() -> str:
+    """Why a push cannot run on this installation ("" when it can): the lms extra (PyJWT, cryptography) missing."""
+    try:
+        import cryptography  # noqa: F401
+        import jwt  # noqa: F401
+    except ImportError:
+        return (
+            "needs the lms extra (PyJWT, cryptography): pip install 'sdpa-assignment[lms]' (in the project's folder:"
+            " pip install -e '.[lms]')"
+        )
+    return ""
+
+
 def not_ready(lti: Lti) -> str:
     """Why a push cannot start with these settings ("" when it can): the [lti] keys left empty, or the key file."""
     empty = [key for key in REQUIRED if not getattr(lti, key)]

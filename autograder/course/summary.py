@@ -29,17 +29,22 @@ def summarise_only(roster: dict, targets: dict, args, settings: Settings, skippe
     same, the missing students' rows marked ``missing``. Results graded with other checks or other
     settings are not added up at all (exit 2): each group is named, with where its settings came from.
     """
+    from autograder.course.batch import said_by
+
     missing = [name for name in roster if not targets[name].is_file()]
     mixed = why_not_merged({name: load(targets[name]) for name in roster if name not in missing})
     if mixed:
-        print(f"sdpa-grade: {mixed}", file=sys.stderr)
+        print(f"{said_by(args)}: {mixed}{'; nothing sent' if args.push else ''}", file=sys.stderr)
         return 2
     if missing:
         print(
-            f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: "
+            f"{said_by(args)}: {len(missing)} of {len(roster)} students have no result yet: "
             f"{', '.join(shown(name) for name in missing)}",
             file=sys.stderr,
         )
+    if missing and args.push:
+        print("sdpa-grade push: grade them (sdpa-grade batch), then push; nothing sent", file=sys.stderr)
+        return 1
     if missing and not args.partial:
         wrote = f"no CSV written ({args.csv}); " if args.csv else ""
         print(
@@ -58,7 +63,7 @@ def summarise_only(roster: dict, targets: dict, args, settings: Settings, skippe
     if args.push:
         from autograder.course.lti import push_class
 
-        return push_class(stats, settings.lti, args.dry_run) or (1 if missing or unmatched else 0)
+        return push_class(stats, settings.lti, args.dry_run, args.offline) or (1 if missing or unmatched else 0)
     return 1 if missing or unmatched else 0
 
 
