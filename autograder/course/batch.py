@@ -25,7 +25,7 @@ from autograder.course.pool import grade_all
 from autograder.course.resume import FORCED, left_line, mark_output, why_graded, why_line
 from autograder.course.roster import result_names
 from autograder.course.shard import select
-from autograder.course.summary import changes_since, similarity_pass, summarise_only, write_dashboard
+from autograder.course.summary import changes_since, said_by, similarity_pass, summarise_only, write_dashboard
 from autograder.read.handed_in import HandedIn, collected_by_nbgrader, listing, take, with_time
 from autograder.record import Result
 from autograder.render.inert import inert, shown
@@ -57,11 +57,6 @@ class BatchOptions:
     push: bool = False  # with --summary-only: send the final scores to the LMS ([lti], course/lti.py)
     dry_run: bool = False  # with push: say what would be sent, and send nothing
     offline: bool = False  # with push's dry run: ask no platform
-
-
-def said_by(args: BatchOptions) -> str:
-    """Who a message is from: ``sdpa-grade push`` for a push (every message of the verb names it), else sdpa-grade."""
-    return "sdpa-grade push" if args.push else "sdpa-grade"
 
 
 def students(folder: Path, settings: Settings | None = None) -> dict[str, Path | tuple[Path, ...]]:

@@ -20,6 +20,11 @@ from autograder.render.terminal import summary
 from autograder.report import load
 
 
+def said_by(args) -> str:
+    """Who a message is from: ``sdpa-grade push`` for a push (every message of the verb names it), else sdpa-grade."""
+    return "sdpa-grade push" if args.push else "sdpa-grade"
+
+
 def summarise_only(roster: dict, targets: dict, args, settings: Settings, skipped: dict) -> int:
     """--summary-only: summary and CSV of the results already written, by any machine (the merge of the shards).
 
@@ -29,8 +34,6 @@ def summarise_only(roster: dict, targets: dict, args, settings: Settings, skippe
     same, the missing students' rows marked ``missing``. Results graded with other checks or other
     settings are not added up at all (exit 2): each group is named, with where its settings came from.
     """
-    from autograder.course.batch import said_by
-
     missing = [name for name in roster if not targets[name].is_file()]
     mixed = why_not_merged({name: load(targets[name]) for name in roster if name not in missing})
     if mixed:
