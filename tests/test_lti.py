@@ -333,6 +333,10 @@ def test_redact_takes_out_tokens_assertions_and_credentials_in_linear_time():
     }  # fmt: skip
     for text, expected in cases.items():
         assert redact(text) == expected, text
+    from autograder.course.lti_client import quoted
+
+    item = "https://lms/lineitems/1/lineitem?type_id=1&access_token=abc\x1b[2J"  # a line item id the platform gave
+    assert quoted(item) == "https://lms/lineitems/1/lineitem?type_id=1&access_token=[redacted]"
     for hostile in ("token" * 4000, "a" * 20000, '"' * 20000, "eyJ" + "a." * 10000, "Bearer " * 3000):
         start = time.perf_counter()
         redact(hostile)

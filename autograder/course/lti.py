@@ -24,6 +24,7 @@ from autograder.course.lti_client import (
     MEMBERS,
     RESULTS,
     SCORE,
+    URL_CHARS,
     Clock,
     Failed,
     NotJson,
@@ -176,7 +177,7 @@ def _column(platform: Platform, lti: Lti, scores: dict, dry_run: bool, done: Pus
         if url_problem(item):
             raise Failed(f"the line item's id {quoted(item)}: {url_problem(item)}")
         current = _results(platform, item)
-        done.lines.append(f"line item {item} (resourceId {lti.resource_id})")
+        done.lines.append(f"line item {quoted(item, URL_CHARS)} (resourceId {lti.resource_id})")
     elif dry_run:
         done.lines.append(f"line item: none has resourceId {lti.resource_id}; the push would create it")
     else:
@@ -186,7 +187,7 @@ def _column(platform: Platform, lti: Lti, scores: dict, dry_run: bool, done: Pus
         item = str((made or {}).get("id", "")) if isinstance(made, dict) else ""
         if not item or url_problem(item):
             raise Failed(f"the created line item has no usable id ({quoted(json.dumps(made))})")
-        done.lines.append(f"line item {item} (resourceId {lti.resource_id}): created")
+        done.lines.append(f"line item {quoted(item, URL_CHARS)} (resourceId {lti.resource_id}): created")
     return known, item, current
 
 

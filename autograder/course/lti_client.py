@@ -36,6 +36,7 @@ SCORE = "application/vnd.ims.lis.v1.score+json"
 MEMBERS = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 REQUIRED = ("issuer", "client_id", "deployment_id", "token_url", "memberships_url", "lineitems_url", "key_path")
 ANSWER_CHARS = 300  # of the platform's answer, shown with a failure
+URL_CHARS = 2000  # of an address, shown with a failure (the platform's own, a line item's or a next page's, quoted)
 MAX_PAGES = 100  # of one paged listing (members, line items, results)
 MAX_ANSWER = 1 << 22  # bytes of one answer read
 
@@ -244,12 +245,12 @@ class Platform:
         each try's (a score's newer timestamp)."""
         problem = url_problem(url)
         if problem:
-            raise Failed(f"{url}: {problem}")
+            raise Failed(f"{quoted(url, URL_CHARS)}: {problem}")
         last = 0 if once else self.lti.retries
         budget = f"the push's budget ([lti] budget = {self.lti.budget:g} s) was spent"
         for attempt in range(last + 1):
             if self.left() <= 0:
-                raise OutOfTime(f"{method} {url}: {budget}", transient=True)
+                raise OutOfTime(f"{method} {quoted(url, URL_CHARS)}: {budget}", transient=True)
             try:
                 code, said, got = self._exchange(method, url, body() if callable(body) else body, headers)
             except (urllib.error.URLError, OSError) as error:
@@ -265,9 +266,13 @@ class Platform:
             if attempt == last or why:
                 tries = f" (tried {attempt + 1} times)" if attempt else ""
                 if code:
-                    raise Failed(f"{method} {url}: {_answer(code, said)}{tries}{why}", transient=True, code=code)
+                    raise Failed(
+                        f"{method} {quoted(url, URL_CHARS)}: {_answer(code, said)}{tries}{why}",
+                        transient=True,
+                        code=code,
+                    )
                 got_no = said if said.startswith("no whole answer") else f"no answer: {said}"
-                raise Failed(f"{method} {url} got {got_no}{tries}{why}", transient=True)
+                raise Failed(f"{method} {quoted(url, URL_CHARS)} got {got_no}{tries}{why}", transient=True)
             time.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises on its last attempt
 
@@ -316,11 +321,13 @@ class Platform:
             raise Failed(f"the platform refused the access token, even one just issued ({_answer(code, said)}): check"
                          " this machine's clock, and that the tool has the AGS and NRPS scopes")  # fmt: skip
         if not 200 <= code < 300:
-            raise Failed(f"{method} {url}: {_answer(code, said)}", code=code)
+            raise Failed(f"{method} {quoted(url, URL_CHARS)}: {_answer(code, said)}", code=code)
         try:
             return code, json.loads(said) if said.strip() else None, got
         except ValueError:
-            raise NotJson(f"{method} {url}: the answer is not JSON ({_answer(code, said)})", code=code) from None
+            raise NotJson(
+                f"{method} {quoted(url, URL_CHARS)}: the answer is not JSON ({_answer(code, said)})", code=code
+            ) from None
 
     def pages(self, url: str, accept: str, key: str | None) -> list:
         """Every entry of a paged listing: the body's list (``key`` in it, or the body itself), its Link rel="next"."""
@@ -329,12 +336,12 @@ class Platform:
             _, body, headers = self.call("GET", url, accept)
             entries = body.get(key) if key and isinstance(body, dict) else body
             if not isinstance(entries, list):
-                raise Failed(f"GET {url}: expected a list{f' under {key!r}' if key else ''}")
+                raise Failed(f"GET {quoted(url, URL_CHARS)}: expected a list{f' under {key!r}' if key else ''}")
             found += entries
             url = _next_link(headers.get("Link") or headers.get("link") or "")
             if not url:
                 return found
-        raise Failed(f"GET {url}: more than {MAX_PAGES} pages")
+        raise Failed(f"GET {quoted(url, URL_CHARS)}: more than {MAX_PAGES} pages")
 
 
 def _next_link(header: str) -> str:
