@@ -230,6 +230,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send nothing: print each student's score on the platform and the new one, and whom the platform lacks",
     )
+    push.add_argument(
+        "--offline",
+        action="store_true",
+        help="a dry run that asks no platform (implies --dry-run; [lti] and the lms extra not needed): each student's"
+        " final score and the identity it would be sent to, unchecked",
+    )
     # the summary it runs first writes no file of its own
     push.set_defaults(summary_only=True, push=True, csv=None, csv_format="plain", roster=None, report=None)
 
@@ -397,10 +403,12 @@ def _main(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    if args.verb == "push":  # before the class is read: nothing is summarised for a push that cannot start
-        from autograder.course.lti_client import not_ready
+    if args.verb == "push" and args.offline:
+        args.dry_run = True
+    if args.verb == "push" and not args.offline:  # before the class is read: nothing summarised for a push that can't
+        from autograder.course.lti_client import missing_extra, not_ready
 
-        problem = not_ready(settings.lti)
+        problem = missing_extra() or not_ready(settings.lti)
         if problem:
             print(f"sdpa-grade push: {problem}; nothing sent", file=sys.stderr)
             return 2

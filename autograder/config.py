@@ -358,14 +358,33 @@ class Lti:
         "the line item's resourceId: push finds the column by it, and creates it only where none has it"
     )
     identity: str = setting(
-        "what names a class's student in the platform's membership: login (the member's login or username), email"
-        " or sis_id (lis_person_sourcedid); the whole value is compared (e-mail without case)",
+        "what names a class's student (their folder's name) in the platform's membership: email (Canvas and Moodle"
+        " send it where their privacy settings share it), sis_id (lis_person_sourcedid: Canvas's SIS id, Moodle's ID"
+        " number) or login (login_id, ext_user_username or username: neither Canvas nor Moodle sends one); the whole"
+        " value is compared (e-mail without case). A field the platform does not send is refused before any column is"
+        " created",
         choices=("login", "email", "sis_id"),
     )
-    timeout: float = setting("seconds one request to the platform may take")
+    timeout: float = setting(
+        "seconds one request to the platform may take, its whole answer included (an answer trickled a piece at a time"
+        " is given up once they are spent)"
+    )
     retries: int = setting(
-        "times a request the platform did not answer, or answered 429 or 5xx, is tried again (after 1, 2, 4 s)",
+        "times a request the platform did not answer, or answered 429 or 5xx, is tried again: after the Retry-After it"
+        " asks (at most retry_after_max), else after 1, 2, 4 s; a score tried again carries a newer timestamp",
         zero=True,
+    )
+    retry_after_max: float = setting(
+        "the longest wait a platform's Retry-After is granted, seconds: asked to wait longer, the request fails"
+    )
+    budget: float = setting(
+        "seconds a whole push may take, by the wall clock: once they are spent no request is begun, and each student"
+        " not sent is listed (push again to send them: a score the platform already holds is not sent again)"
+    )
+    failures_in_a_row: int = setting(
+        "scores in a row the platform does not answer (or answers 429 or 5xx, after their retries) before the push"
+        " stops, listing each student not sent",
+        minimum=1,
     )
 
 

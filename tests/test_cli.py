@@ -317,8 +317,8 @@ def test_help_lists_each_verb_on_one_line(capsys, monkeypatch):
         ("summary", ["--json-dir", "--csv", "--partial", "--shard", "--report", "--config", "--similarity"],
          ["--jobs", "--force", "--show", "--html", "--device"]),
         ("diff", ["--csv"], ["--config", "--shard", "--force", "--report"]),
-        ("push", ["--json-dir", "--times", "--config", "--dry-run"], ["--csv", "--jobs", "--shard", "--report",
-                                                                      "--device"]),
+        ("push", ["--json-dir", "--times", "--config", "--dry-run", "--offline"], ["--csv", "--jobs", "--shard",
+                                                                                   "--report", "--device"]),
     ],
 )  # fmt: skip
 def test_each_verb_lists_its_own_options(capsys, verb, own, others):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import BIN, run, total
-from tests.lti_platform import INSTRUCTOR, LEARNER, LtiPlatform, rsa_pem
+from tests.lti_platform import INSTRUCTOR, LEARNER, LtiPlatform, member, rsa_pem
 
 TOTAL = total()
 SCORES = {"alice": 40.0, "bob": 30.0, "carol": 20.0}
@@ -46,6 +46,29 @@ def course(graded_class, tmp_path: Path):
     for name, score in SCORES.items():
         (out / f"{name}.json").write_text(json.dumps({"score": score, "max_score": TOTAL, "output": "", "tests": []}))
     return folder, out
+
+
+@pytest.fixture
+def a_class(tmp_path: Path):
+    """``a_class({name: score})``: a graded class of any names (e-mails, SIS ids), results written where a batch
+    writes them (roster.result_names): (class folder, results folder)."""
+    from autograder.course.roster import result_names
+
+    def make(scores: dict[str, float]) -> tuple[Path, Path]:
+        folder, out = tmp_path / "class", tmp_path / "class-grades"
+        out.mkdir()
+        for name, file in result_names(list(scores)).items():
+            (folder / name).mkdir(parents=True)
+            (out / file).write_text(json.dumps({"score": scores[name], "max_score": TOTAL, "output": "", "tests": []}))
+        return folder, out
+
+    return make
+
+
+def _roll(flavour: str, size: int) -> list[dict]:
+    """A course on ``flavour`` as its membership gives it: ``size`` learners s00, s01, ... and an instructor."""
+    learners = [member(i, f"s{i:02d}", flavour=flavour) for i in range(size)]
+    return [*learners, member(10_000, "prof", INSTRUCTOR, flavour)]
 
 
 def _push(folder: Path, out: Path, config: Path, *extra: str):
@@ -267,3 +290,309 @@ def test_the_public_jwk_is_the_keys_public_half_named_by_its_thumbprint(tool_key
     assert set(jwk) == {"kty", "e", "n", "kid", "alg", "use"}
     assert jwk["kid"] == JWK.from_pem(key.read_bytes()).thumbprint()
     assert JWK(**{k: jwk[k] for k in ("kty", "e", "n")}).thumbprint() == jwk["kid"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("fault", ["token_answer", "echoed_headers"])
+def test_a_platforms_secrets_are_never_printed(course, tool_key, tmp_path, fault):
+    """A token answer with no access_token but an accessToken, and a 403 that echoes the request's headers (its bearer
+    token): the platform's answer is quoted with the secret redacted, never the token or the assertion."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        if fault == "token_answer":
+            lms.faults.token_answer = {"accessToken": "SECRET-8d41c0", "token_type": "bearer"}
+        else:
+            lms.faults.echo_headers = True
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        said = done.stdout + done.stderr
+        assert done.returncode == 1, said
+        if fault == "token_answer":
+            assert 'the token answer holds no access_token (HTTP 200: {"accessToken": "[redacted]"' in said
+        else:
+            assert '"Authorization": "[redacted]"' in said and "not sent: alice: POST " in said
+        assert "SECRET" not in said and "eyJ" not in said and "Bearer ey" not in said, said
+
+
+def test_redact_takes_out_tokens_assertions_and_credentials_in_linear_time():
+    """redact: secret-named fields (JSON, header, form), Bearer and Basic credentials, JWTs; other text kept; its time
+    grows with the text's length, not faster."""
+    import time
+
+    from autograder.course.redact import redact
+
+    cases = {
+        '{"accessToken": "SECRET-1", "expires_in": 3600}': '{"accessToken": "[redacted]", "expires_in": 3600}',
+        "Authorization: Bearer 0a1b2c3d4e5f\nHost: lms": "Authorization: [redacted]\nHost: lms",
+        "grant_type=client_credentials&client_assertion=abc.def.ghi&scope=x":
+            "grant_type=client_credentials&client_assertion=[redacted]&scope=x",
+        "GET https://lms/y?access_token=abc&b=1": "GET https://lms/y?access_token=[redacted]&b=1",
+        "denied (bearer 9f8e7d)": "denied (bearer [redacted])",
+        "bad signature on eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln": "bad signature on [redacted]",
+        "HTTP 403: User not found in course, scoreGiven: 40": "HTTP 403: User not found in course, scoreGiven: 40",
+    }  # fmt: skip
+    for text, expected in cases.items():
+        assert redact(text) == expected, text
+    from autograder.course.lti_client import quoted
+
+    item = "https://lms/lineitems/1/lineitem?type_id=1&access_token=abc\x1b[2J"  # a line item id the platform gave
+    assert quoted(item) == "https://lms/lineitems/1/lineitem?type_id=1&access_token=[redacted]"
+    for hostile in ("token" * 4000, "a" * 20000, '"' * 20000, "eyJ" + "a." * 10000, "Bearer " * 3000):
+        start = time.perf_counter()
+        redact(hostile)
+        small = time.perf_counter() - start
+        start = time.perf_counter()
+        redact(hostile * 8)
+        assert time.perf_counter() - start < 40 * small + 0.05, (
+            f"redact slows faster than its text grows: {hostile[:9]}"
+        )
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("flavour", ["canvas", "moodle"])
+@pytest.mark.parametrize("identity", ["default", "sis_id"])
+def test_docs_identities_match_on_canvas_and_moodle(a_class, tool_key, tmp_path, flavour, identity):
+    """docs/lti.md's examples as written: the default identity (e-mail) and sis_id match every learner of a Canvas
+    and of a Moodle membership (no login in either; 12 learners over two pages of 10; Moodle's ?type_id=): each
+    score sent once, in one column, exit 0."""
+    scores = {f"s{i:02d}": 10.0 + i for i in range(12)}
+    named = {(f"{n}@example.edu" if identity == "default" else f"sis-{n}"): score for n, score in scores.items()}
+    folder, out = a_class(named)
+    key, public = tool_key
+    with LtiPlatform(public, _roll(flavour, 12), flavour) as lms:
+        changes = {} if identity == "default" else {"identity": identity}
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), **changes)))
+        assert done.returncode == 0, done.stderr
+        assert "sdpa-grade push: 12 of 12 students' scores sent" in done.stderr
+        assert lms.gradebook() == {LABEL: scores} and sorted(lms.book.applied) == sorted(f"u{i}" for i in range(12))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_identity_field_the_platform_does_not_send_is_refused_before_any_column(
+    a_class, tool_key, tmp_path, dry_run
+):
+    """identity = "login" on Canvas, whose membership carries no login: refused before any column is created, naming
+    the fields it does send and the identities they allow (exit 2), for the push and its dry run alike."""
+    folder, out = a_class({f"s{i:02d}": 10.0 for i in range(3)})
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
+        config = _settings(tmp_path, lms.settings(str(key), identity="login"))
+        done = _push(folder, out, config, *(["--dry-run"] if dry_run else []))
+        assert done.returncode == 2, done.stderr
+        assert (
+            "sdpa-grade push: identity = login: the platform's learners carry no login_id, ext_user_username or"
+            " username; they carry email, family_name, given_name, lis_person_sourcedid, lti11_legacy_user_id, name,"
+            " picture, roles, status, user_id: set [lti] identity to email or sis_id"
+        ) in done.stderr
+        assert "nothing sent" in done.stderr and lms.book.items == {}, "no column created"
+
+
+@pytest.mark.timeout(60)
+def test_a_class_that_matches_no_learner_is_refused_before_any_column(a_class, tool_key, tmp_path):
+    """identity = "email" (the default) on a class whose folders are named by login: no student matches a learner, so
+    nothing is sent and no column is created (exit 2), saying what the class's names are compared with."""
+    folder, out = a_class({f"s{i:02d}": 10.0 for i in range(3)})
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 2, done.stderr
+        assert (
+            "sdpa-grade push: none of the class's 3 students is a learner of the platform by email (the class's names"
+            " are its folders' names)"
+        ) in done.stderr
+        assert lms.book.items == {}, "no column created"
+
+
+def _class_of(a_class, size: int) -> tuple[Path, Path, dict[str, float]]:
+    """A class of ``size`` students named by their e-mail (the default identity) on a ``_roll`` course: (class folder,
+    results folder, score by login)."""
+    scores = {f"s{i:02d}": float(i % 50) for i in range(size)}
+    folder, out = a_class({f"{name}@example.edu": score for name, score in scores.items()})
+    return folder, out, scores
+
+
+@pytest.mark.timeout(60)
+def test_retry_after_is_honoured(a_class, tool_key, tmp_path):
+    """A platform answering 429 with Retry-After: 4 for its first 4 s: the push waits what it asks (not 1 s and 2 s),
+    then sends every score (exit 0)."""
+    import time
+
+    folder, out, scores = _class_of(a_class, 3)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
+        lms.faults.retry_after = 4
+        start = time.monotonic()
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), retries=2)))
+        assert done.returncode == 0, done.stderr
+        assert lms.gradebook() == {LABEL: scores} and time.monotonic() - start >= 4
+
+
+@pytest.mark.timeout(60)
+def test_a_retry_carries_a_newer_timestamp_on_moodle(a_class, tool_key, tmp_path):
+    """Moodle stores a score and answers 502: the retry carries a timestamp newer to the second, which Moodle takes
+    (not 409); the score is reported sent, and stored once more, not twice refused."""
+    folder, out, scores = _class_of(a_class, 3)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("moodle", 3), "moodle") as lms:
+        lms.faults.store_then_502 = {"u1"}
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), retries=2)))
+        assert done.returncode == 0, done.stderr
+        assert "sdpa-grade push: 3 of 3 students' scores sent" in done.stderr
+        assert lms.gradebook() == {LABEL: scores} and lms.book.applied.count("u1") == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_stored_score_answered_with_text_is_read_back(a_class, tool_key, tmp_path):
+    """A platform that stores each score and answers "200 OK" as plain text: each score is read back from the line
+    item's results, found, and reported sent (exit 0)."""
+    folder, out, scores = _class_of(a_class, 4)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 4), "canvas") as lms:
+        lms.faults.plain_ok = True
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 0, done.stderr
+        assert "sdpa-grade push: 4 of 4 students' scores sent" in done.stderr
+        assert "answered HTTP 200 with no JSON; read back: stored" in done.stdout
+        assert lms.gradebook() == {LABEL: scores}
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("flavour", ["canvas", "moodle"])
+def test_a_platform_clock_ahead_still_takes_an_update(a_class, tool_key, tmp_path, flavour):
+    """A platform whose clock is 3 minutes ahead (its Date header, the times it stores): a regrade pushed right after
+    the first push is stamped after what the platform holds (Canvas: not 400; Moodle: not 409), and the push says by
+    how much the clocks differ."""
+    folder, out, scores = _class_of(a_class, 3)
+    key, public = tool_key
+    with LtiPlatform(public, _roll(flavour, 3), flavour) as lms:
+        lms.faults.clock_ahead = 180
+        config = _settings(tmp_path, lms.settings(str(key)))
+        assert _push(folder, out, config).returncode == 0
+        from autograder.course.roster import result_names
+
+        file = out / result_names(["s01@example.edu"])["s01@example.edu"]
+        file.write_text(json.dumps({"score": 33.0, "max_score": TOTAL, "output": "", "tests": []}))
+        done = _push(folder, out, config)
+        assert done.returncode == 0, done.stderr
+        assert "the platform's clock reads 180 s ahead of this machine's" in done.stdout
+        assert lms.gradebook() == {LABEL: {**scores, "s01": 33.0}}
+
+
+@pytest.mark.timeout(60)
+def test_a_trickled_membership_is_given_up_at_its_timeout(a_class, tool_key, tmp_path):
+    """A membership answer trickled over 15 s, each piece well within timeout = 2: given up after about 2 s (not
+    waited for), nothing sent, the reason named."""
+    import time
+
+    folder, out, _ = _class_of(a_class, 3)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
+        lms.faults.trickle = 15.0
+        start = time.monotonic()
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), timeout=2.0)))
+        took = time.monotonic() - start
+        assert done.returncode == 1, done.stderr
+        assert f"GET {lms.url}/memberships got no whole answer within timeout = 2 s" in done.stderr
+        assert "nothing sent" in done.stderr and took < 12, took
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("stop", ["budget", "failures_in_a_row"])
+def test_a_push_to_a_platform_that_times_out_ends_in_its_budget_and_a_rerun_completes_it(
+    a_class, tool_key, tmp_path, stop
+):
+    """200 students, every score timing out: the push ends within its budget (or after failures_in_a_row), lists
+    each student not sent and exits 1; the platform answering again, a rerun sends each of those once and none of
+    the scores the platform already holds."""
+    import time
+
+    folder, out, scores = _class_of(a_class, 200)
+    key, public = tool_key
+    with LtiPlatform(public, _roll("canvas", 200), "canvas") as lms:
+        budget = 6.0
+        limits = {"budget": budget, "failures_in_a_row": 1000} if stop == "budget" else {"failures_in_a_row": 3}
+        config = _settings(tmp_path, lms.settings(str(key), timeout=0.3, **limits))
+        lms.faults.score_delay = 1.0
+        start = time.monotonic()
+        done = _push(folder, out, config)
+        took = time.monotonic() - start
+        assert done.returncode == 1, done.stderr
+        not_sent = [line for line in done.stderr.splitlines() if line.startswith("not sent: ")]
+        if stop == "budget":
+            assert took < budget + 6, took  # the budget, and the command's start
+            assert "the push's budget ([lti] budget = 6 s) was spent: push again to send it" in done.stderr
+        else:
+            assert "the push stopped after 3 scores in a row got no answer: push again to send it" in done.stderr
+            assert len(not_sent) == 200
+        assert len(not_sent) > 150 and "students' scores sent" in done.stderr
+        time.sleep(1.5)  # the scores the platform applied after the push stopped waiting
+        before = list(lms.book.applied)
+        lms.faults.score_delay = 0.0
+        again = _push(folder, out, config)
+        assert again.returncode == 0, again.stderr
+        rerun = lms.book.applied[len(before) :]
+        assert sorted(rerun + before) == sorted(f"u{i}" for i in range(200)), "each learner's score applied once"
+        assert lms.gradebook() == {LABEL: scores}
+
+
+@pytest.mark.timeout(60)
+def test_push_without_the_lms_extra_is_one_line_and_exit_2(course, tool_key, tmp_path):
+    """PyJWT and cryptography not installed (shadowed by packages that fail to import): one line naming the extra and
+    its install command, exit 2, no traceback; the offline dry run needs neither and still runs."""
+    folder, out = course
+    key, _ = tool_key
+    shadow = tmp_path / "shadow"
+    for package in ("jwt", "cryptography"):
+        (shadow / package).mkdir(parents=True)
+        (shadow / package / "__init__.py").write_text(f"raise ModuleNotFoundError({f'No module named {package}'!r})\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow)}
+    lti = (f'[lti]\nissuer = "https://lms.example.edu"\nclient_id = "1"\ndeployment_id = "1"\nkey_path = "{key}"\n'
+           'token_url = "http://127.0.0.1:9/token"\nmemberships_url = "http://127.0.0.1:9/m"\n'
+           'lineitems_url = "http://127.0.0.1:9/l"\nidentity = "login"\n')  # fmt: skip
+    config = _settings(tmp_path, lti)
+    command = [str(BIN / "sdpa-grade"), "push", str(folder), "--json-dir", str(out), "--config", str(config)]
+    done = run(command, timeout=60, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "sdpa-grade push: needs the lms extra (PyJWT, cryptography): pip install 'sdpa-assignment[lms]'" in (
+        done.stderr
+    )
+    offline = run([*command, "--dry-run", "--offline"], timeout=60, env=env)
+    assert offline.returncode == 0, offline.stderr
+    assert "alice: 40 of" in offline.stdout
+
+
+@pytest.mark.timeout(60)
+def test_an_offline_dry_run_says_what_would_be_sent_to_whom_without_a_platform(course, tmp_path):
+    """--dry-run --offline with [lti] unset: each student's final score (the CSV's, deadlines applied) and the
+    identity it would go to, said to be unchecked; a student the grader failed on listed as not sent; exit 0."""
+    folder, out = course
+    (folder / "dave").mkdir()
+    (out / "dave.json").write_text(json.dumps({"score": 0.0, "max_score": TOTAL, "output": "", "tests": [],
+                                               "grader_error": "the worker died"}))  # fmt: skip
+    done = run([str(BIN / "sdpa-grade"), "push", str(folder), "--json-dir", str(out), "--dry-run", "--offline"],
+               timeout=60, env={**os.environ, "SDPA_GRADE_CONFIG": ""})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"alice: 40 of {TOTAL:g} would be sent to the learner whose email is alice" in done.stdout
+    assert "offline: the platform was not asked" in done.stdout
+    assert "not sent: dave: the grader failed on this submission" in done.stderr
+    assert "sdpa-grade push: dry run (offline): 3 of 4 students' scores would be sent; nothing sent" in done.stderr
+
+
+@pytest.mark.timeout(60)
+def test_every_message_of_push_names_push(course, tool_key, tmp_path):
+    """A class folder that is not one, and a class with a student not yet graded: the message names push (not
+    --batch, not summary's --partial)."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        config = _settings(tmp_path, lms.settings(str(key)))
+        nowhere = _push(tmp_path / "nowhere", out, config)
+        assert nowhere.returncode == 2 and f"sdpa-grade push: {tmp_path / 'nowhere'} is not a folder" in nowhere.stderr
+        (folder / "erin").mkdir()
+        missing = _push(folder, out, config)
+        assert missing.returncode == 1, missing.stderr
+        assert "sdpa-grade push: 1 of 4 students have no result yet: erin" in missing.stderr
+        assert "--batch" not in missing.stderr + nowhere.stderr and "--partial" not in missing.stderr
+        assert lms.gradebook() == {}

@@ -25,7 +25,7 @@ from autograder.course.pool import grade_all
 from autograder.course.resume import FORCED, left_line, mark_output, why_graded, why_line
 from autograder.course.roster import result_names
 from autograder.course.shard import select
-from autograder.course.summary import changes_since, similarity_pass, summarise_only, write_dashboard
+from autograder.course.summary import changes_since, said_by, similarity_pass, summarise_only, write_dashboard
 from autograder.read.handed_in import HandedIn, collected_by_nbgrader, listing, take, with_time
 from autograder.record import Result
 from autograder.render.inert import inert, shown
@@ -56,6 +56,7 @@ class BatchOptions:
     similarity: bool = False  # also compare every pair of students: similarity.csv, for review (never a deduction)
     push: bool = False  # with --summary-only: send the final scores to the LMS ([lti], course/lti.py)
     dry_run: bool = False  # with push: say what would be sent, and send nothing
+    offline: bool = False  # with push's dry run: ask no platform
 
 
 def students(folder: Path, settings: Settings | None = None) -> dict[str, Path | tuple[Path, ...]]:
@@ -69,7 +70,8 @@ def students(folder: Path, settings: Settings | None = None) -> dict[str, Path |
 def run_batch(args: BatchOptions, settings: Settings) -> int:
     folder = args.folder
     if not folder.is_dir():
-        print(f"sdpa-grade: --batch {folder} is not a folder", file=sys.stderr)
+        where = f"{folder}" if args.push else f"--batch {folder}"
+        print(f"{said_by(args)}: {where} is not a folder{'; nothing sent' if args.push else ''}", file=sys.stderr)
         return 2
     if args.jobs < 1:
         print(f"sdpa-grade: Invalid --jobs {args.jobs}: expected at least 1", file=sys.stderr)
@@ -120,7 +122,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     try:
         times = read_times(args.times) if args.times is not None else {}
     except DeadlineError as error:
-        print(f"sdpa-grade: {error}", file=sys.stderr)
+        print(f"{said_by(args)}: {error}", file=sys.stderr)
         return 2
     for note in _deadline_notes(settings, everyone, times, args):
         print(f"warning: {note}", file=sys.stderr)

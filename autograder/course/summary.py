@@ -20,6 +20,11 @@ from autograder.render.terminal import summary
 from autograder.report import load
 
 
+def said_by(args) -> str:
+    """Who a message is from: ``sdpa-grade push`` for a push (every message of the verb names it), else sdpa-grade."""
+    return "sdpa-grade push" if args.push else "sdpa-grade"
+
+
 def summarise_only(roster: dict, targets: dict, args, settings: Settings, skipped: dict) -> int:
     """--summary-only: summary and CSV of the results already written, by any machine (the merge of the shards).
 
@@ -32,14 +37,17 @@ def summarise_only(roster: dict, targets: dict, args, settings: Settings, skippe
     missing = [name for name in roster if not targets[name].is_file()]
     mixed = why_not_merged({name: load(targets[name]) for name in roster if name not in missing})
     if mixed:
-        print(f"sdpa-grade: {mixed}", file=sys.stderr)
+        print(f"{said_by(args)}: {mixed}{'; nothing sent' if args.push else ''}", file=sys.stderr)
         return 2
     if missing:
         print(
-            f"sdpa-grade: {len(missing)} of {len(roster)} students have no result yet: "
+            f"{said_by(args)}: {len(missing)} of {len(roster)} students have no result yet: "
             f"{', '.join(shown(name) for name in missing)}",
             file=sys.stderr,
         )
+    if missing and args.push:
+        print("sdpa-grade push: grade them (sdpa-grade batch), then push; nothing sent", file=sys.stderr)
+        return 1
     if missing and not args.partial:
         wrote = f"no CSV written ({args.csv}); " if args.csv else ""
         print(
@@ -58,7 +66,7 @@ def summarise_only(roster: dict, targets: dict, args, settings: Settings, skippe
     if args.push:
         from autograder.course.lti import push_class
 
-        return push_class(stats, settings.lti, args.dry_run) or (1 if missing or unmatched else 0)
+        return push_class(stats, settings.lti, args.dry_run, args.offline) or (1 if missing or unmatched else 0)
     return 1 if missing or unmatched else 0
 
 
