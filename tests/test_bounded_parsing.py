@@ -160,6 +160,35 @@ def test_a_quiz_answer_too_large_for_a_float_is_a_wrong_answer():
 
 
 @pytest.mark.parametrize(
+    "answer",
+    ["-" * 6000 + "64", "(" * 3000 + "64" + ")" * 3000, "[" * 3000 + "]" * 3000, "not " * 2000 + "1", "~" * 9000],
+)
+def test_a_quiz_answer_nested_past_the_parser_is_the_students_message(answer):
+    """``q_variance = ------...64`` (6 KB): the parser's own depth limit (its MemoryError, which stopped the grading
+    process: a grader error on every path) is the student's message, the answer's usual form shown."""
+    message = verdict("q_variance", f"q_variance = {answer}")
+    assert message.endswith("write it as `q_variance = 0`") or message.startswith("set q_variance to a value"), message
+
+
+@pytest.mark.timeout(120)
+def test_quiz_answers_from_random_bytes_get_a_message_never_an_exception():
+    """Random and adversarial text in every answer cell, 300 cells a question, seeded: each a verdict (a string),
+    never an exception out of the trusted reader."""
+    import random
+
+    from autograder.release.quiz import QUESTIONS
+
+    pieces = ["(", ")", "[", "]", "{", "}", "-", "~", "not ", "'", '"', "\\", "\n", "=", "64", "1e308", "0x", "*", ",",
+              "lambda: ", "q_variance", " ", "#", ":", "\x00", "\u212a", "\ud800", "..."]  # fmt: skip
+    draw = random.Random(54)
+    for question in QUESTIONS:
+        for _ in range(300):
+            text = "".join(draw.choice(pieces) for _ in range(draw.randrange(1, 400)))
+            source = text if draw.random() < 0.3 else f"{question.name} = {text}"
+            assert isinstance(verdict(question.name, source), str), source
+
+
+@pytest.mark.parametrize(
     "marker",
     [
         {"$tensor": 0, "dtype": ["float32"], "shape": [1]},

@@ -151,6 +151,8 @@ def answer_in(source: str, name: str, max_chars: int = MAX_CELL) -> object:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         raise NotAnAnswer(f"the answer cell is not valid Python; write it as `{example}`") from None
+    except (RecursionError, MemoryError):  # the parser's own depth limit, on at most max_chars characters
+        raise NotAnAnswer(f"the answer cell nests too deeply to read; write it as `{example}`") from None
     assigned = [
         node.value
         for node in tree.body
