@@ -473,7 +473,7 @@ def compare(old: Path, new: Path, csv_path: Path | None) -> int:
     try:
         found = diff(old, new)
     except Unusable as error:
-        print(f"sdpa-grade: --diff: {error}", file=sys.stderr)
+        print(f"sdpa-grade diff: {error}", file=sys.stderr)
         return 2
     print("\n".join(lines(found)))
     if csv_path is not None:

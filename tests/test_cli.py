@@ -441,3 +441,20 @@ def test_an_older_form_prints_and_exits_as_its_verb_form(tmp_path, old, new):
         names["OUT"].unlink(missing_ok=True)
         done.append((result.returncode, result.stdout, result.stderr, written and json.loads(written)["output"]))
     assert done[0] == done[1] and done[0][0] in (1, 2), done
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["batch", "nowhere"], "sdpa-grade batch: nowhere is not a folder"),
+        (["summary", "nowhere"], "sdpa-grade summary: nowhere is not a folder"),
+        (["diff", "nowhere", "."], "sdpa-grade diff: nowhere is not a folder"),
+        (["--batch", "nowhere"], "sdpa-grade batch: nowhere is not a folder"),
+        (["--batch", "nowhere", "--summary-only"], "sdpa-grade summary: nowhere is not a folder"),
+    ],
+)
+def test_each_verbs_messages_name_that_verb(tmp_path, capsys, monkeypatch, argv, said):
+    """A folder that is not one is refused by the verb that was run, in its own name (never an older form's)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == said

@@ -292,7 +292,7 @@ def test_ctrl_c_stops_a_batch_with_one_line(tmp_path):
     assert batch.returncode == 130, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith("sdpa-grade: interrupted: ") and f"of 4 results are saved in {out}" in last, last
+    assert last.startswith("sdpa-grade batch: interrupted: ") and f"of 4 results are saved in {out}" in last, last
     assert "run the same command again" in last
 
 
@@ -322,7 +322,7 @@ def test_ctrl_c_during_a_fork_still_stops_the_batch(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith("sdpa-grade: interrupted: 0 of 3 results are saved")
+    assert done.stderr.strip().splitlines()[-1].startswith("sdpa-grade batch: interrupted: 0 of 3 results are saved")
 
 
 def _worker_pids(temporary: Path) -> list[str]:

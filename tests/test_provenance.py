@@ -363,7 +363,7 @@ def test_ctrl_c_on_a_forced_batch_says_which_results_are_new_and_which_old(tmp_p
     assert batch.returncode == 130, stderr
     new = sum(path.stat().st_mtime_ns != t for path, t in times.items())
     last = stderr.strip().splitlines()[-1]
-    saved = f"sdpa-grade: interrupted: 3 of 3 results are saved in {out}: {new} graded by this run,"
+    saved = f"sdpa-grade batch: interrupted: 3 of 3 results are saved in {out}: {new} graded by this run,"
     assert last.startswith(saved), last
     assert f"{3 - new} from before it, not graded again" in last, last
     assert "the same command (--force) grades all 3 again; without --force, 0 would be graded" in last, last

@@ -70,16 +70,13 @@ def students(folder: Path, settings: Settings | None = None) -> dict[str, Path |
 def run_batch(args: BatchOptions, settings: Settings) -> int:
     folder = args.folder
     if not folder.is_dir():
-        where = f"{folder}" if args.push else f"--batch {folder}"
-        print(f"{said_by(args)}: {where} is not a folder{'; nothing sent' if args.push else ''}", file=sys.stderr)
+        print(f"{said_by(args)}: {folder} is not a folder{'; nothing sent' if args.push else ''}", file=sys.stderr)
         return 2
     if args.jobs < 1:
-        print(f"sdpa-grade: Invalid --jobs {args.jobs}: expected at least 1", file=sys.stderr)
+        print(f"{said_by(args)}: Invalid --jobs {args.jobs}: expected at least 1", file=sys.stderr)
         return 2
     if args.partial and not args.summary_only:
-        print(
-            "sdpa-grade: --partial goes with --summary-only (a merge that may have students missing)", file=sys.stderr
-        )
+        print(f"{said_by(args)}: --partial goes with summary (a merge that may have students missing)", file=sys.stderr)
         return 2
     # before any grading: a roster that cannot be used is a bad option, not a failure once the class is graded
     if args.csv_format != "plain" and args.roster is not None:
@@ -88,14 +85,14 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         try:
             check_roster(args.roster, args.csv_format)
         except RosterError as error:
-            print(f"sdpa-grade: {error}; nothing graded", file=sys.stderr)
+            print(f"{said_by(args)}: {error}; nothing graded", file=sys.stderr)
             return 2
     entries = listing(folder, settings.limits)
     everyone = entries.students
     roster = select(everyone, args.shard)
     if args.show is not None and args.show not in roster:
         print(
-            f"sdpa-grade: Invalid --show {shown(args.show)}: no such student in {folder}"
+            f"{said_by(args)}: Invalid --show {shown(args.show)}: no such student in {folder}"
             f" (have: {', '.join(shown(name) for name in roster)})",
             file=sys.stderr,
         )
@@ -107,10 +104,10 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         try:
             read_folder(args.diff)
         except Unusable as error:
-            print(f"sdpa-grade: --diff: {error}", file=sys.stderr)
+            print(f"{said_by(args)}: --diff: {error}", file=sys.stderr)
             return 2
         if args.diff.resolve() == out.resolve():
-            print(f"sdpa-grade: --diff {args.diff} is this batch's own results folder: regrade into a new"
+            print(f"{said_by(args)}: --diff {args.diff} is this batch's own results folder: regrade into a new"
                   " --json-dir and compare the released one with it", file=sys.stderr)  # fmt: skip
             return 2
     mark_output(out)
@@ -146,7 +143,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             failures = grade_all(again, handed, targets, settings, args)
     except KeyboardInterrupt:
         left = left_line(handed, targets, today, out, started, args.force)
-        print(f"\nsdpa-grade: interrupted: {left}", file=sys.stderr)
+        print(f"\n{said_by(args)}: interrupted: {left}", file=sys.stderr)
         return 130
     _apply_deadline(handed, targets, settings)
     results = {name: load(targets[name]) for name in roster}
@@ -228,6 +225,6 @@ def _apply_deadline(handed: dict[str, HandedIn], targets: dict, settings: Settin
         print(
             f"warning: {unstamped} {were} scored under a [deadline] (late penalties taken off), and this run has no"
             " deadline.due: their raw scores are back. The policy is applied again on every run: pass the same"
-            " --config and --times to every later --batch run (--summary-only, --csv-format) of this class",
+            " --config and --times to every later batch, summary or push of this class",
             file=sys.stderr,
         )

@@ -21,8 +21,9 @@ from autograder.report import load
 
 
 def said_by(args) -> str:
-    """Who a message is from: ``sdpa-grade push`` for a push (every message of the verb names it), else sdpa-grade."""
-    return "sdpa-grade push" if args.push else "sdpa-grade"
+    """Who a message is from: the verb that runs (``sdpa-grade push``, ``summary`` or ``batch``): every message of a
+    verb names it."""
+    return f"sdpa-grade {'push' if args.push else 'summary' if args.summary_only else 'batch'}"
 
 
 def summarise_only(roster: dict, targets: dict, args, settings: Settings, skipped: dict) -> int:
