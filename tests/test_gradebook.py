@@ -203,3 +203,16 @@ def test_unmatched_names_are_listed_one_quoted_name_each():
     assert line == (
         'sdpa-grade: 3 in the roster but not graded (not in c.csv): "Doe, Jane", "Student, Test", "say \\"hi\\""'
     )
+
+
+@pytest.mark.parametrize("twin", ["\u212aate@uni.edu", "Kate@Uni.edu"])
+def test_two_students_one_roster_row_are_refused_naming_both(tmp_path, twin):
+    """A Kelvin-sign or case twin of a classmate's e-mail: both would match Kate's row (e-mails compare after NFKC
+    and case folding); the file is refused, naming both, and nothing is written."""
+    roster = tmp_path / "moodle.csv"
+    roster.write_text("First name,Last name,ID number,Email address,SDPA\nKate,Doe,,kate@uni.edu,\n", encoding="utf-8")
+    out = tmp_path / "m.csv"
+    with pytest.raises(RosterError, match="compare as one") as refused:
+        write_moodle(out, roster, "SDPA", {"kate@uni.edu": 55.0, twin: 0.0})
+    assert '"kate@uni.edu"' in str(refused.value) and twin in str(refused.value)
+    assert not out.exists()

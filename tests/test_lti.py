@@ -596,3 +596,25 @@ def test_every_message_of_push_names_push(course, tool_key, tmp_path):
         assert "sdpa-grade push: 1 of 4 students have no result yet: erin" in missing.stderr
         assert "--batch" not in missing.stderr + nowhere.stderr and "--partial" not in missing.stderr
         assert lms.gradebook() == {}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("twin", ["\u212aate@uni.edu", "KATE@uni.edu", "ｋａｔｅ@uni.edu"])
+def test_two_students_one_learner_are_refused_before_anything_is_sent(a_class, tool_key, tmp_path, twin):
+    """A folder named with a Kelvin sign, in another case or in full-width letters beside a classmate's: one
+    normalisation (NFKC, case folded) makes them one learner, so the push refuses the class naming both, before any
+    request (the platform gets none) and in the offline dry run alike; the classmate's score stays hers."""
+    folder, out = a_class({"kate@uni.edu": 55.0, twin: 0.0})
+    key, public = tool_key
+    members = [member(0, "kate", flavour="canvas") | {"email": "kate@uni.edu"}, member(9, "prof", INSTRUCTOR)]
+    with LtiPlatform(public, members, flavour="canvas") as lms:
+        config = _settings(tmp_path, lms.settings(str(key)))
+        done = _push(folder, out, config)
+        book = lms.gradebook()
+    assert done.returncode == 2, done.stdout + done.stderr
+    named = [json.dumps(name, ensure_ascii=False) for name in ("kate@uni.edu", twin)]
+    assert "compare as one" in done.stderr and all(name in done.stderr for name in named), done.stderr
+    assert "nothing sent" in done.stderr and book == {}, book  # no column made, no score stored
+    offline = run([str(BIN / "sdpa-grade"), "push", str(folder), "--json-dir", str(out), "--offline"], timeout=60,
+                  env={**os.environ, "SDPA_GRADE_CONFIG": ""})  # fmt: skip
+    assert offline.returncode == 2 and "compare as one" in offline.stderr, offline.stderr

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.atomic import write_atomically
+from autograder.course.identity import key as identity_key
+from autograder.course.identity import twins_line
 from autograder.render.inert import csv_cell, shown
 
 # Canvas's gradebook export: these identity columns come first, Section the last of them; then one column per
@@ -70,9 +72,9 @@ def _match(row: dict[str, str], keys: tuple[str, ...], graded: Mapping[str, obje
         value = (row.get(key) or "").strip()
         if value and value in graded:
             return value
-        lowered = {name.lower(): name for name in graded}
-        if value and key.lower().startswith("email") and value.lower() in lowered:
-            return lowered[value.lower()]  # e-mail addresses compare without case
+        folded = {identity_key(name): name for name in graded}
+        if value and key.lower().startswith("email") and identity_key(value) in folded:
+            return folded[identity_key(value)]  # e-mail addresses compare as every identity does (course/identity)
     return None
 
 
@@ -147,6 +149,8 @@ def write_moodle(path: Path, roster: Path, title: str, scores: Mapping[str, floa
 
 
 def _fill(path, out, header, rows, identity, keys, scores, *, skip) -> Written:
+    if clash := twins_line(scores):  # one roster row would take two students' grades
+        raise RosterError(clash)
     used, roster_only = set(), []
     for cells in rows:
         row = dict(zip(header, cells))

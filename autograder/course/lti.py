@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from autograder.config import Lti, url_problem
 from autograder.course.class_results import ClassResults
+from autograder.course.identity import key, twins_line
 from autograder.course.lti_client import (
     LINEITEM,
     LINEITEMS,
@@ -84,8 +85,8 @@ def learners(members: list, identity: str) -> dict[str, str]:
     return found
 
 
-def _key(value: str, identity: str) -> str:
-    return value.lower() if identity == "email" else value
+def _key(value: str, identity: str) -> str:  # noqa: ARG001 - one normalisation for every identity (course/identity)
+    return key(value)
 
 
 def unsent_identity(members: list, identity: str) -> str:
@@ -246,6 +247,9 @@ def push_class(stats: ClassResults, lti: Lti, dry_run: bool, offline: bool = Fal
     skipped = {s.name: "the grader failed on this submission: grade it again first" for s in stats.present
                if s.status == GRADER_ERROR}  # fmt: skip
     scores = {name: (float(score), float(most)) for name, (score, most) in finals.items() if name not in skipped}
+    if clash := twins_line([*scores, *skipped]):  # before anything: one learner would get two students' scores
+        print(f"sdpa-grade push: {clash}; nothing sent", file=sys.stderr)
+        return 2
     if offline:
         return offline_dry_run(scores, lti, skipped)
     return run_push(scores, lti, dry_run, skipped)
