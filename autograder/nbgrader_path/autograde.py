@@ -174,6 +174,13 @@ class GradeNotebook(NbGraderPreprocessor):
                 + ". Give the source notebook's hidden cells the settings' points and run nbgrader generate_assignment"
                 " --force, or change the settings (docs/instructor.md)"
             )
+        missing = _missing_checks(tests, settings)
+        if missing:  # nbgrader would score each 0 without a word, while sdpa-grade grades them: the totals would differ
+            raise GraderFailed(
+                "the notebook has no cell for " + ", ".join(f"check_{name}" for name in missing) + " (the student"
+                " deleted it): set c.OverwriteCells.add_missing_cells = True in nbgrader_config.py, as the course's"
+                " does, so that nbgrader puts it back from the source notebook before grading (docs/instructor.md)"
+            )
         verdicts = self.code_verdicts(nb, settings)
         answers = answer_cells(nb.cells, answer_chars)  # found as sdpa-grade finds them (release/quiz.py)
         for cell in tests:
@@ -238,6 +245,17 @@ def _parts_problem(tests: list[nbformat.NotebookNode], settings: Settings) -> No
                 " grade with the settings file the notebook was built with (sdpa-build --config FILE, then nbgrader"
                 " generate_assignment --force), docs/instructor.md"
             )
+
+
+def _missing_checks(tests: list[nbformat.NotebookNode], settings: Settings) -> list[str]:
+    """The checks and questions the source notebook gives a cell (release/notebook.py: every check of the parts the
+    settings grade, but those graded outside the notebook, and every question) that ``tests`` holds no cell of."""
+    from autograder.release.notebook import NOT_IN_NOTEBOOK
+
+    off = settings.parts.off()
+    expected = [e.check for e in catalogue() if e.function not in off and e.check not in NOT_IN_NOTEBOOK]
+    present = {_check_of(cell) for cell in tests}
+    return [name for name in [*expected, *BY_NAME] if name not in present]
 
 
 def points_mismatch(tests: list[nbformat.NotebookNode], points: Mapping[str, float]) -> list[tuple[str, float, float]]:
