@@ -36,12 +36,18 @@ def graded_name(assignment: str, student: str, notebooks: list[str], **_) -> Non
         log.warning("sdpa-grade: %s: no graded file chosen (%s)", folder.parent.name, error)
         return
     others = ", ".join(choice.others)
-    if choice.path == released or released.exists():
+    if choice.path == released:
         if choice.others:
             log.warning(
                 "sdpa-grade: %s: %s is graded; also handed in, for review: %s", folder.parent.name, choice.relative,
                 others,
             )  # fmt: skip
+        return
+    if released.exists():  # the rule prefers another file (attention.py): nbgrader can grade only its notebook
+        log.warning(
+            "sdpa-grade: %s: nbgrader grades %s, while the one rule (and sdpa-grade) grades %s: review this student",
+            folder.parent.name, released.relative_to(folder.parent).as_posix(), choice.relative,
+        )  # fmt: skip
         return
     if not is_notebook(choice.path):
         log.warning(
