@@ -64,3 +64,14 @@ c.HTMLExporter.extra_template_basedirs = [
     os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
     os.path.join(here, "feedback_template"),
 ]
+
+# A notebook handed in under another name (a browser's "sdpa (1).ipynb", JupyterLab's "sdpa-Copy1.ipynb") is graded
+# as sdpa-grade grades it, never skipped as unknown: the one rule picks the file, and a copy under the released name is
+# graded, the student named in the log (autograder/nbgrader_path/renamed.py).
+from autograder.nbgrader_path.renamed import graded_name  # noqa: E402
+
+c.Autograde.pre_convert_hook = graded_name
+# A hidden check's cell the student deleted (VS Code, a Cut) is put back before grading, from the gradebook's copy of
+# the source notebook, so that every check is scored whatever the notebook kept; GradeNotebook refuses a notebook that
+# still lacks one (nbgrader would score the check 0 without a word).
+c.OverwriteCells.add_missing_cells = True

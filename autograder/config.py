@@ -215,9 +215,16 @@ class Limits:
         "files and folders the search for the graded file looks at, in all, counted as it walks (past it, as past"
         " folder_depth)"
     )
+    notebook_file_mb: int = setting(
+        "the largest notebook file (.ipynb) the grading process reads, MiB, outputs included, checked before it is"
+        " read; its outputs and attachments are then dropped without being decoded (what a student printed never"
+        " counts against notebook_mb)",
+        minimum=1,
+    )
     notebook_mb: int = setting(
-        "the largest notebook (.ipynb) the grading process reads, MiB, checked before it is read; a submission past"
-        " this bound, or any below, is ungradable, with the bound named",
+        "the largest notebook the grading process decodes once its outputs and attachments are dropped, MiB (its"
+        " code, markdown and metadata); a submission past this bound, or any below, is ungradable, with the bound"
+        " named",
         minimum=1,
     )
     notebook_depth: int = setting(

@@ -23,7 +23,7 @@ from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
 from autograder.read import bounded
 from autograder.read.handed_in import HandedIn, take
-from autograder.read.submission import Choice, Ungradable, is_notebook, shown_name, source_of
+from autograder.read.submission import Choice, Ungradable, is_notebook, notebook_cells, shown_name, source_of
 from autograder.release import quiz
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.protocol import Failure, Reply, Runner
@@ -223,7 +223,7 @@ def knowledge_check(grading: Grading) -> Grading:
     limits = grading.settings.limits
     text = handed.data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")  # as source_of
     try:
-        cells = bounded.notebook_cells(bounded.load_json(text, limits.notebook_depth, limits.notebook_containers))
+        cells = notebook_cells(text, limits)
     except bounded.Refused:  # its code was read from it: not reached, and never a grader error
         return grading
     settings = grading.settings

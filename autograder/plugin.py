@@ -217,6 +217,11 @@ class GradingPlugin:
         return self._runner.source
 
     @pytest.fixture
+    def shown(self) -> str:
+        """What the feedback calls the submission: attention.py, or "your notebook" (whose lines are cited by cell)."""
+        return self._shown
+
+    @pytest.fixture
     def settings(self, request: pytest.FixtureRequest) -> Settings:
         """The grading's settings as this check reads them: its own [tolerance.<check>], if set, in place of
         [tolerance]'s keys."""

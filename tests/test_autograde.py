@@ -159,3 +159,46 @@ def test_a_deadline_nbgrader_does_not_hold_is_warned(tmp_path, monkeypatch):
     assert "later than [deadline].due" in due_date_problem(db, "late", deadline)
     assert due_date_problem(db, "same", deadline) == ""
     assert due_date_problem(db, "sdpa", parse({}, "course.toml")) == ""
+
+
+def _answer(name: str, source: str, **meta) -> nbformat.NotebookNode:
+    nbgrader = {"grade_id": name, "solution": True, "grade": False, "locked": False, "schema_version": 3} | meta
+    return new_code_cell(source, metadata={"nbgrader": nbgrader})
+
+
+def test_a_pasted_answer_cell_is_graded_by_its_last_copy_on_both_paths():
+    """Two cells marked as q_variance's answer (a pasted copy, the last one right): both paths grade the last copy
+    (nbgrader's DeduplicateIds keeps its metadata on the last; sdpa-grade read the first before) and say so."""
+    from autograder.nbgrader_path.autograde import DeduplicateIds
+    from autograder.release.quiz import answer_cells, results
+
+    nb = new_notebook(cells=[new_code_cell("import torch"), _answer("q_variance", "q_variance = 0"),
+                             _answer("q_variance", "q_variance = 64")])  # fmt: skip
+    [test] = [test for test in results(nb.cells, "visible") if test["extra_data"]["check"] == "q_variance"]
+    assert test["score"] == test["max_score"]
+    assert (
+        test["output"]
+        == "Correct.\ncells 2 and 3 are all q_variance's answer cell (a pasted copy?): the last, cell 3, is graded"
+    )
+    before = answer_cells(nb.cells)["q_variance"]
+    sanitized = DeduplicateIds().preprocess(nbformat.from_dict(json.loads(nbformat.writes(nb))), {})[0]
+    assert "nbgrader" not in sanitized.cells[1].metadata  # nbgrader's ids stay unique
+    assert answer_cells(sanitized.cells)["q_variance"] == before  # the nbgrader path finds the same cell, same note
+
+
+def test_an_answer_cell_without_its_metadata_is_found_by_what_it_sets():
+    """JupyterLab's Merge drops the merged cell's nbgrader metadata: the answer is the last cell (not a test cell)
+    that sets the name, said in the feedback; a marked cell, where there is one, comes first."""
+    from autograder.release.quiz import answer_cells, results
+
+    merged = new_code_cell("# Why scale?\nimport math\nq_variance = 64\nq_why_scale = 'b'")
+    test_cell = new_code_cell("q_variance = 1", metadata={"nbgrader": {"grade": True, "solution": False,
+                                                                         "grade_id": "t", "points": 1}})  # fmt: skip
+    nb = new_notebook(cells=[new_code_cell("q_variance = 0"), merged, test_cell])
+    scored = {test["extra_data"]["check"]: test for test in results(nb.cells, "visible")}
+    assert scored["q_variance"]["score"] == 1 and scored["q_why_scale"]["score"] == 1
+    assert "no cell is marked as q_variance's answer cell" in scored["q_variance"]["output"]
+    assert "cell 2, the last that sets q_variance, is graded" in scored["q_variance"]["output"]
+    assert "does not set q_formula" in scored["q_formula"]["output"]
+    nb.cells.insert(0, _answer("q_variance", "q_variance = 8"))
+    assert answer_cells(nb.cells)["q_variance"].source == "q_variance = 8"  # the marked cell, where there is one

@@ -99,14 +99,81 @@ def test_a_grading_of_a_notebook_too_deep_to_decode_ends_with_a_result(tmp_path)
 
 
 def test_a_notebook_over_its_size_bound_is_refused_before_it_is_read(tmp_path):
-    """A notebook larger than ``limits.notebook_mb`` is refused by its size (a setting, here made 1 MiB)."""
+    """A notebook whose cells (outputs left out) are larger than ``limits.notebook_mb`` is refused by their size, and
+    a file larger than ``limits.notebook_file_mb`` before it is read (settings, here made 1 and 2 MiB)."""
     config = tmp_path / "small.toml"
-    config.write_text("[limits]\nnotebook_mb = 1\n")
+    config.write_text("[limits]\nnotebook_mb = 1\nnotebook_file_mb = 2\n")
     path = tmp_path / "submission.ipynb"
     path.write_text(_notebook([{"cell_type": "markdown", "metadata": {}, "source": "x" * (1 << 20)}]))
     with pytest.raises(Ungradable) as refused:
         read_submission(path, tmp_path, load_settings(config).limits)
-    assert str(refused.value) == "the notebook submission.ipynb is 1.0 MiB; at most 1 MiB of notebook is read"
+    assert str(refused.value) == (
+        "the notebook submission.ipynb holds 1.0 MiB; at most 1.0 MiB of a notebook's cells is read: remove the data"
+        " (or anything large) from its cells"
+    )
+    path.write_text(_notebook([REFERENCE_CELL | {"outputs": [{"output_type": "stream", "text": "x" * (2 << 20)}]}]))
+    with pytest.raises(Ungradable) as refused:
+        read_submission(path, tmp_path, load_settings(config).limits)
+    assert str(refused.value).startswith("the notebook submission.ipynb is 2.0 MiB; at most 2 MiB of a notebook file")
+
+
+def _printed(megabytes: float) -> dict:
+    """A stream output as Jupyter saves a long print: a list of lines."""
+    line = "tensor([[0.1234, 0.5678, 0.9012, 0.3456]]) " * 2 + "\n"
+    return {"output_type": "stream", "name": "stdout", "text": [line] * int(megabytes * (1 << 20) / len(line))}
+
+
+def test_outputs_never_count_against_the_notebooks_bound(tmp_path):
+    """A cell whose printed output is larger than ``limits.notebook_mb`` (here 1 MiB) is read as without it: outputs
+    and a markdown cell's pasted images are dropped before the bound and before anything is decoded, and the code the
+    worker loads is the same; what the cells hold besides outputs still counts."""
+    config = tmp_path / "small.toml"
+    config.write_text("[limits]\nnotebook_mb = 1\n")
+    limits = load_settings(config).limits
+    bare = tmp_path / "bare.ipynb"
+    bare.write_text(_notebook([REFERENCE_CELL]))
+    printed = tmp_path / "printed.ipynb"
+    image = {"image.png": {"image/png": "A" * (2 << 20)}}
+    markdown = {"cell_type": "markdown", "metadata": {}, "source": "![x](attachment:image.png)", "attachments": image}
+    printed.write_text(_notebook([REFERENCE_CELL | {"outputs": [_printed(3), {"outputs": [[[]]]}]}, markdown]))
+    assert printed.stat().st_size > 5 << 20
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    code = read_submission(bare, tmp_path / "a", limits).source.read_text()
+    assert read_submission(printed, tmp_path / "b", limits).source.read_text() == code
+    # "outputs" elsewhere (a cell's metadata, the notebook's) is kept, and counted
+    metadata = _code("x = 1", metadata={"outputs": "y" * (1 << 20)})
+    printed.write_text(_notebook([REFERENCE_CELL, metadata]))
+    with pytest.raises(Ungradable, match="holds 1.0 MiB"):
+        read_submission(printed, tmp_path / "b", limits)
+
+
+def test_dropping_outputs_is_linear_whatever_they_hold():
+    """The scan that drops outputs skips strings whole and counts runs of brackets at once: 16 MiB of outputs of any
+    shape (one string, escapes, short strings, nested or side-by-side lists) is scanned in about a second or less,
+    lists past ``notebook_containers`` refused as they are counted."""
+    import time
+
+    from autograder.read import bounded
+
+    size = 16 << 20
+    shapes = {
+        "string": '["' + "x" * size + '"]',
+        "escapes": '["' + '\\"' * (size // 2) + '"]',
+        "strings": "[" + '"",' * (size // 3) + '""]',
+        "nested": "[" * (size // 2) + "]" * (size // 2),
+        "side_by_side": "[" + "[]," * (size // 3) + "[]]",
+    }
+    for name, outputs in shapes.items():
+        text = '{"cells": [{"cell_type": "code", "source": "x = 1", "outputs": ' + outputs + "}]}"
+        started = time.perf_counter()
+        try:
+            kept, dropped = bounded.without_outputs(text, LIMITS.notebook_containers)
+        except bounded.Refused as refused:
+            assert name in ("nested", "side_by_side"), (name, refused)
+        else:
+            assert json.loads(kept)["cells"][0]["outputs"] == [] and dropped == len(outputs) - 2, name
+        assert time.perf_counter() - started < 10, name
 
 
 @pytest.mark.timeout(120)

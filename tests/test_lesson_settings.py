@@ -139,7 +139,7 @@ def test_sdpa_build_config_writes_the_lesson_into_what_students_receive(tmp_path
     answers = answer_cells(cells)  # the notebook's own answers are right for the lesson it was built with
     lesson = settings_file(tmp_path, LESSON).lesson
     assert all(test["score"] == test["max_score"] for test in results(cells, "visible", lesson=lesson))
-    assert verdict("q_scores_shape", answers["q_scores_shape"]) != ""  # not for the defaults'
+    assert verdict("q_scores_shape", answers["q_scores_shape"].source) != ""  # not for the defaults'
     folder = project / "student_template"
     shutil.copy(REFERENCE, folder / "attention.py")
     tested = run([str(BIN / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "lesson"], cwd=folder)

@@ -78,7 +78,8 @@ def test_integrity_findings_name_the_cell():
 
 
 def test_a_graded_notebook_cites_cells_not_attention_py(tmp_path):
-    """sdpa-grade on a notebook whose scale_scores raises: its results cite the cell and line, never attention.py."""
+    """sdpa-grade on a notebook whose scale_scores raises and whose last cell reaches into torch's internals: its
+    results cite the cell and line, and call it "your notebook", never attention.py."""
     nb = nbformat.read(REFERENCE.parent.parent / "assignments" / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
     [position] = [
         n for n, c in enumerate(nb.cells, 1) if c.metadata.get("nbgrader", {}).get("grade_id") == "scale_scores"
@@ -87,10 +88,13 @@ def test_a_graded_notebook_cites_cells_not_attention_py(tmp_path):
         if cell.metadata.get("nbgrader", {}).get("solution"):
             cell.source = "\n".join(line for line in cell.source.splitlines() if "### " not in line)
     nb.cells[position - 1].source = "def scale_scores(scores, d_k):\n    x = 1\n    raise ValueError('oops')\n"
+    nb.cells.append(nbformat.v4.new_code_cell("import torch\n\nhidden = torch._C._get_tracing_state"))
     path = tmp_path / "sdpa.ipynb"
     nbformat.write(nb, path)
     result = run([str(BIN / "sdpa-grade"), str(path), "--json", str(tmp_path / "r.json")], timeout=240)
     assert result.returncode == 0, result.stderr[-2000:]
     outputs = [test["output"] for test in json.loads((tmp_path / "r.json").read_text())["tests"]]
     assert f"scale_scores failed: ValueError: oops (cell {position}, line 3)" in outputs, outputs[:3]
-    assert not any("attention.py, line" in output for output in outputs)
+    reach = next(output for output in outputs if "reaches into torch's internals" in output)
+    assert reach.startswith("your notebook reaches into torch's internals") and f"cell {len(nb.cells)}, line 3" in reach
+    assert not any("attention.py" in output for output in outputs), [o for o in outputs if "attention.py" in o]

@@ -12,11 +12,13 @@ from autograder.checks.timing import CPU_REPEAT, CPU_SHAPES, GPU_REPEAT, GPU_SHA
 
 def _integrity(request, source, function):
     tamper = tampering(source)
+    shown = request.getfixturevalue("shown")  # attention.py, or "your notebook"
     try:
         student = request.getfixturevalue("loaded")
     except StudentFault:
-        _tampering(tamper)  # what an attack leaves in the source is flagged even when the submission does not load
-        _fused_source(fused_uses(source))  # and so is torch's attention it reaches for
+        # what an attack leaves in the source is flagged even when the submission does not load
+        _tampering(tamper, shown)
+        _fused_source(fused_uses(source), shown)  # and so is torch's attention it reaches for
         raise
     static = fused_uses(source)
     ran = sorted(student.ops.get(function, ()))
@@ -27,38 +29,38 @@ def _integrity(request, source, function):
             " the assignment is to write it yourself",
             "fused_ran",
         )
-    _fused_source(static)
+    _fused_source(static, shown)
     if reach:
         flag(
-            f"attention.py reaches into torch's internals or the grader's worker, or builds names at run time"
+            f"{shown} reaches into torch's internals or the grader's worker, or builds names at run time"
             f" ({'; '.join(reach[:3])}); the assignment needs none of that",
             "dynamic_reach",
         )
-    _tampering(tamper)
+    _tampering(tamper, shown)
     built = dynamic_reach(source, weak=True)
     if built:  # nothing forbidden ran, and nothing in the source reaches for it: evidence to look at, no deduction
         review(
             request,
-            f"passed, no points taken; for review: attention.py builds names at run time ({'; '.join(built[:3])})",
+            f"passed, no points taken; for review: {shown} builds names at run time ({'; '.join(built[:3])})",
             "names_built",
         )
 
 
-def _fused_source(static: list[str]) -> None:
+def _fused_source(static: list[str], shown: str) -> None:
     """Flag the submission for the places where its source reaches for torch's attention, fused or in Python."""
     if static:
         flag(
-            f"attention.py uses PyTorch's fused attention or its attention written in Python ({'; '.join(static[:3])});"
+            f"{shown} uses PyTorch's fused attention or its attention written in Python ({'; '.join(static[:3])});"
             " the assignment is to write it yourself",
             "fused_source",
         )
 
 
-def _tampering(found: dict[str, list[str]]) -> None:
+def _tampering(found: dict[str, list[str]], shown: str) -> None:
     """Flag the submission for what an attack leaves in its source, every kind found named, the first as the field."""
     if found:
         said = "; ".join(f"{TAMPERING[key]} ({', '.join(places[:3])})" for key, places in found.items())
-        flag(f"attention.py {said}; grading needs none of that", next(iter(found)))
+        flag(f"{shown} {said}; grading needs none of that", next(iter(found)))
 
 
 @pytest.mark.check(function="scaled_dot_product_attention", category="integrity", points=2, exercises=(), picture=None)

@@ -206,7 +206,7 @@ def _measured(loaded, label: str, Q, K, V, mask=None, is_causal=False):
 
 
 @pytest.mark.check(function="blockwise_attention", category="memory", points=2, exercises=(), picture=None)
-def test_blockwise_memory(loaded, draw, settings, source):
+def test_blockwise_memory(loaded, draw, settings, source, shown):
     """Never creates a tensor of T_q x T_k elements per (batch, head), and holds at most a few times T_q x (d_k + d_v +
     block_size) elements at once: measured in the grader's worker, with T_q = 32, T_k = 256, block_size = 16.
 
@@ -216,7 +216,7 @@ def test_blockwise_memory(loaded, draw, settings, source):
     reach = dynamic_reach(source)
     if reach:
         fail(
-            "blockwise_attention's memory is not vouched for: attention.py reaches into torch's internals, where the"
+            f"blockwise_attention's memory is not vouched for: {shown} reaches into torch's internals, where the"
             f" grader measures it ({'; '.join(reach[:3])})"
         )
     T_q, T_k, d_k, d_v, block_size = MEMORY_SHAPE.values()

@@ -64,7 +64,7 @@ def explain(error: str, message: str, source: str, shown: str = "attention.py", 
             return f"{shown} could not be loaded: {where} imports {name}, which does not exist: check its name"
         return (
             f"{shown} could not be loaded: {where} imports {name}; {may_import(allowed)} (the course's settings,"
-            " [imports] allowed), and only attention.py is graded: remove that import"
+            f" [imports] allowed), and only {shown} is graded: remove that import"
         )
     if _REFUSED.search(message) or error == "PermissionError":
         if _RUNS.search(text):

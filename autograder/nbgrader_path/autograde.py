@@ -30,7 +30,7 @@ from autograder.assignment.catalogue import catalogue
 from autograder.config import REQUIRE_SANDBOX, ConfigError, Settings, load_settings
 from autograder.nbgrader_path.cell_feedback import note_output, verdict_outputs
 from autograder.read.bounded import cell_problem
-from autograder.release.quiz import BY_NAME, verdict
+from autograder.release.quiz import BY_NAME, COPY_OF, Answer, answer_cells, verdict
 from autograder.status import passed
 
 NOT_RUN_HERE = (
@@ -126,6 +126,8 @@ class DeduplicateIds(NbGraderPreprocessor):
                     grade_id,
                     number,
                 )
+                if meta["nbgrader"].get("solution"):  # the answer cells' rule counts it as a copy (quiz.answer_cells)
+                    meta["sdpa_grade"] = {COPY_OF: grade_id}
                 del meta["nbgrader"]
             seen.add(grade_id)
         return nb, resources
@@ -172,11 +174,23 @@ class GradeNotebook(NbGraderPreprocessor):
                 + ". Give the source notebook's hidden cells the settings' points and run nbgrader generate_assignment"
                 " --force, or change the settings (docs/instructor.md)"
             )
+        missing = _missing_checks(tests, settings)
+        if missing:  # nbgrader would score each 0 without a word, while sdpa-grade grades them: the totals would differ
+            raise GraderFailed(
+                "the notebook has no cell for " + ", ".join(f"check_{name}" for name in missing) + " (the student"
+                " deleted it): set c.OverwriteCells.add_missing_cells = True in nbgrader_config.py, as the course's"
+                " does, so that nbgrader puts it back from the source notebook before grading (docs/instructor.md)"
+            )
         verdicts = self.code_verdicts(nb, settings)
+        answers = answer_cells(nb.cells, answer_chars)  # found as sdpa-grade finds them (release/quiz.py)
         for cell in tests:
             name = _check_of(cell)
             if name in BY_NAME:
-                message = verdict(name, _answer_cell(nb, name), answer_chars, settings.lesson)
+                answer = answers.get(name, Answer())
+                message = answer.said(verdict(name, answer.source, answer_chars, settings.lesson))
+                if answer.note and message == answer.note:  # right, from a cell found otherwise: said, full points
+                    cell.outputs = [note_output(f"{name}: {message}")]
+                    continue
             elif name:
                 if name not in verdicts:
                     raise GraderFailed(f"the grading has no result for the hidden cell check_{name}")
@@ -233,6 +247,17 @@ def _parts_problem(tests: list[nbformat.NotebookNode], settings: Settings) -> No
             )
 
 
+def _missing_checks(tests: list[nbformat.NotebookNode], settings: Settings) -> list[str]:
+    """The checks and questions the source notebook gives a cell (release/notebook.py: every check of the parts the
+    settings grade, but those graded outside the notebook, and every question) that ``tests`` holds no cell of."""
+    from autograder.release.notebook import NOT_IN_NOTEBOOK
+
+    off = settings.parts.off()
+    expected = [e.check for e in catalogue() if e.function not in off and e.check not in NOT_IN_NOTEBOOK]
+    present = {_check_of(cell) for cell in tests}
+    return [name for name in [*expected, *BY_NAME] if name not in present]
+
+
 def points_mismatch(tests: list[nbformat.NotebookNode], points: Mapping[str, float]) -> list[tuple[str, float, float]]:
     """(check, the cell's points, the settings') for each hidden cell of a check whose points the settings set
     otherwise."""
@@ -255,12 +280,3 @@ def _check_of(cell: nbformat.NotebookNode) -> str:
 def _is_test(cell: nbformat.NotebookNode) -> bool:
     meta = cell.metadata.get("nbgrader", {})
     return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
-def _answer_cell(nb: nbformat.NotebookNode, name: str) -> str:
-    """The source of the solution cell where the student answers question ``name`` ("" where there is none)."""
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("solution") and meta.get("grade_id") == name:
-            return cell.source
-    return ""

@@ -90,6 +90,99 @@ def nesting(text: str, max_depth: int, max_containers: int) -> tuple[int, int]:
     return deepest, containers
 
 
+# What a notebook's cells hold that the grader never reads: what a run printed or drew (``outputs``), and the images
+# pasted into a markdown cell (``attachments``). Each is dropped from the text before anything decodes it.
+DROPPED_KEYS = ('"outputs"', '"attachments"')
+
+
+# A JSON string's rest after its opening quote, to its closing quote: one pass, in C (plain characters, then each
+# escape followed by plain characters; the parts never overlap, so nothing backtracks). A bracket, or a run of opening
+# or of closing brackets.
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_STRUCTURE = re.compile(r'"|[\[{]+|[\]}]+')
+_STRUCTURE_KEPT = re.compile(r'"|[\[{]|[\]}]+')  # outside what is dropped, an opening bracket one at a time
+
+
+def without_outputs(text: str, max_containers: int) -> tuple[str, int]:
+    """The notebook's JSON text with each cell's outputs and attachments emptied (``[]``, ``{}``), and how many
+    characters were dropped; nothing is decoded.
+
+    One pass over the text (linear, whatever it holds): each string is skipped by one match, each run of brackets
+    counted at once; a list or object that is the value of the key ``"outputs"`` or ``"attachments"`` of an object in
+    the top-level ``"cells"`` list is skipped to its closing bracket, only a count kept, however deep it nests. Their
+    size never counts; the lists and objects they hold are counted against ``max_containers`` (an output holds a few;
+    past it the notebook is refused, so that no shape of output makes the scan slow). Text that is not JSON is left
+    for ``load_json`` to refuse."""
+    kept: list[str] = []
+    copied = 0  # text[:copied] is in kept, or dropped
+    depth = dropped_containers = kept_containers = 0
+    keys: list[str] = []  # the key each open container down to a cell is the value of ("" for none)
+    string_at = string_end = -1  # where the last string started and ended
+    skipping_from, skip_depth = -1, 0  # where the skipped value starts, and the depth it is at
+    at = 0
+    while (found := (_STRUCTURE if skipping_from >= 0 else _STRUCTURE_KEPT).search(text, at)) is not None:
+        at, run = found.start(), found.group()
+        if run == '"':
+            rest = _STRING_REST.match(text, at + 1)
+            if rest is None:
+                break  # an unterminated string: not JSON
+            string_at, string_end, at = at, rest.end() - 1, rest.end()
+            continue
+        if run[0] in "[{":
+            if skipping_from >= 0:
+                depth += len(run)
+                dropped_containers += len(run)
+                if dropped_containers > max_containers:
+                    raise Refused(
+                        f"holds more than {max_containers} JSON lists and objects in its cells' outputs: clear them"
+                        " (Jupyter: Edit > Clear Outputs of All Cells) and save it again"
+                    )
+                at = found.end()
+                continue
+            depth += 1  # outside what is dropped: the key before the bracket decides
+            kept_containers += 1
+            if kept_containers > max_containers:
+                break  # load_json counts them again, and refuses the notebook
+            key = ""
+            if 0 <= string_at < string_end < at <= string_end + 64 and text[string_end + 1 : at].strip() == ":":
+                key = text[string_at : string_end + 1] if string_end - string_at < 16 else ""
+            if depth == 4 and key in DROPPED_KEYS and keys[:2] == ["", '"cells"']:
+                skipping_from, skip_depth = at, depth
+            elif depth <= 3:
+                keys[depth - 1 :] = [key]
+            at = found.end()
+            continue
+        if skipping_from >= 0 and depth - len(run) < skip_depth:
+            closed_at = at + depth - skip_depth  # the bracket that closes the dropped value
+            kept += [text[copied:skipping_from], "[]" if text[skipping_from] == "[" else "{}"]
+            copied, skipping_from = closed_at + 1, -1
+        depth -= len(run)
+        at = found.end()
+    if skipping_from >= 0:  # never closed: what is kept is not JSON, and load_json refuses it
+        kept.append(text[copied:skipping_from])
+        copied = len(text)
+    if not kept:
+        return text, 0
+    kept.append(text[copied:])
+    joined = "".join(kept)
+    return joined, len(text) - len(joined)
+
+
+def load_notebook(text: str, max_bytes: int, max_depth: int, max_containers: int):
+    """The decoded notebook, its outputs and attachments dropped first (``without_outputs``): what is left is bounded
+    by ``max_bytes`` (UTF-8), then read by ``load_json``'s bounds. What the student's runs printed never counts
+    against a bound; the code, the markdown and the metadata do."""
+    kept, dropped = without_outputs(text, max_containers)
+    size = len(kept.encode("utf-8"))
+    if size > max_bytes:
+        outputs = f" besides its outputs ({sized(dropped)}, not counted)" if dropped else ""
+        raise Refused(
+            f"holds {sized(size)}{outputs}; at most {sized(max_bytes)} of a notebook's cells is read: remove the data"
+            " (or anything large) from its cells"
+        )
+    return load_json(kept, max_depth, max_containers)
+
+
 def load_json(text: str, max_depth: int, max_containers: int):
     """The decoded JSON text, its nesting and its number of lists and objects checked before ``json.loads`` runs
     (so that its recursion never runs out, and what it builds is bounded by more than the text's size)."""

@@ -55,12 +55,20 @@ def _notebook_code(text: str, limits: Limits) -> str:
     return "".join(_as_cell(kept, number) for number, kept in code_cells(text, limits) if kept.strip())
 
 
+def notebook_cells(text: str, limits: Limits) -> list[dict]:
+    """The notebook's cells, read within its bounds (bounded.Refused past one): its outputs and attachments dropped
+    without being decoded, the rest at most ``limits.notebook_mb``, its JSON's nesting and each cell's shape checked
+    (autograder/read/bounded.py). Every reader of a notebook's cells reads them here."""
+    notebook = bounded.load_notebook(text, limits.notebook_mb << 20, limits.notebook_depth, limits.notebook_containers)
+    return bounded.notebook_cells(notebook)
+
+
 def code_cells(text: str, limits: Limits) -> list[tuple[int, str]]:
     """Each code cell the grader runs, with its magics and shell escapes left out: the solution and set-up cells, not
     the test cells. Each is numbered by its place in the notebook, as the student counts its cells (every cell,
     markdown and test cells included, from 1 at the top), which the feedback cites. The notebook's bounds are checked
     first (bounded.Refused)."""
-    cells = bounded.notebook_cells(bounded.load_json(text, limits.notebook_depth, limits.notebook_containers))
+    cells = notebook_cells(text, limits)
     found = []
     for number, cell in enumerate(cells, 1):
         if cell["cell_type"] != "code":
@@ -297,7 +305,9 @@ def read_bytes(top: Path, path: Path, limits: Limits) -> tuple[bytes, str]:
     if path.is_dir():
         raise Ungradable(f"{path} is not a file", missing=True)
     if notebook:
-        size_bound, too_large = limits.notebook_mb << 20, f"at most {limits.notebook_mb} MiB of notebook is read"
+        size_bound = limits.notebook_file_mb << 20
+        too_large = f"at most {limits.notebook_file_mb} MiB of a notebook file is read, outputs included: clear them"
+        too_large += " (Jupyter: Edit > Clear Outputs of All Cells) and save it again"
     else:
         size_bound, too_large = limits.source_kb << 10, _code_bound(limits)
     try:

@@ -195,30 +195,105 @@ POINTS = 1  # each question's points, on its check cell (release/notebook.py) an
 FUNCTION, CATEGORY = "knowledge_check", "knowledge-check"  # a question's tags in results.json
 
 
-def answer_cells(cells: list) -> dict[str, str]:
-    """Question name -> the source of the first solution cell whose grade id is that name, as nbgrader's path finds
-    it (autograde._answer_cell); ``cells`` as bounded.notebook_cells checked them."""
-    found: dict[str, str] = {}
-    for cell in cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        name = meta.get("grade_id") if isinstance(meta, dict) else None
-        if cell.get("cell_type") == "code" and meta.get("solution") and name in BY_NAME and name not in found:
-            source = cell.get("source", "")
-            found[name] = "".join(source) if isinstance(source, list) else str(source)
+@dataclass(frozen=True)
+class Answer:
+    """Where a notebook answers a question: the answer cell's source ("" where none was found), its number in the
+    notebook (1 = the first cell; 0 for none), and, where the cell was not the one marked cell, how it was chosen,
+    said in the feedback (``note``)."""
+
+    source: str = ""
+    cell: int = 0
+    note: str = ""
+
+    def said(self, message: str) -> str:
+        """The question's feedback (``verdict``'s message, "" for a right answer) with the note on the cell."""
+        return "\n".join(part for part in (message, self.note) if part)
+
+
+# metadata["sdpa_grade"][COPY_OF]: the grade id of an answer cell a pasted copy of which follows it, the mark the
+# nbgrader path's DeduplicateIds leaves in place of nbgrader's metadata
+COPY_OF = "copy_of"
+
+
+def _marked(meta: dict, name: str) -> bool:
+    """The cell is marked as ``name``'s answer cell: nbgrader's solution metadata, or the mark DeduplicateIds leaves
+    on an earlier copy of it (the nbgrader path keeps nbgrader's metadata on the last copy only)."""
+    nbgrader, ours = meta.get("nbgrader", {}), meta.get("sdpa_grade", {})
+    return (isinstance(nbgrader, dict) and bool(nbgrader.get("solution")) and nbgrader.get("grade_id") == name) or (
+        isinstance(ours, dict) and ours.get(COPY_OF) == name
+    )
+
+
+def _sets(source: str, name: str, max_chars: int) -> bool:
+    """The cell's code assigns ``name`` at its top level (read, never run; a cell over ``max_chars`` is not read)."""
+    if name not in source or len(source) > max_chars:
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return any(
+        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        for node in tree.body
+    )
+
+
+def _cells_named(numbers: list[int]) -> str:
+    return "cells " + ", ".join(map(str, numbers[:-1])) + f" and {numbers[-1]}"
+
+
+def answer_cells(cells: list, max_chars: int = MAX_CELL) -> dict[str, Answer]:
+    """Question name -> its answer cell, found the same way on every path (``cells`` as bounded.notebook_cells checked
+    them, or nbgrader's notebook): the last code cell marked as its answer cell (nbgrader keeps the last copy of a
+    pasted cell, and a kernel run leaves its value); where no cell is marked (a Merge of cells drops the metadata),
+    the last code cell, not a test cell, that sets the name at its top level. A question with neither is absent."""
+    found: dict[str, Answer] = {}
+    code = []
+    for number, cell in enumerate(cells, 1):
+        if cell.get("cell_type") != "code":
+            continue
+        meta = cell.get("metadata", {})
+        nbgrader = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+        if isinstance(nbgrader, dict) and nbgrader.get("grade") and not nbgrader.get("solution"):
+            continue  # a test cell: the grader's, never the student's answer
+        source = cell.get("source", "")
+        code.append((number, meta if isinstance(meta, dict) else {}, "".join(source) if isinstance(source, list)
+                     else str(source)))  # fmt: skip
+    for name in BY_NAME:
+        marked = [(number, source) for number, meta, source in code if _marked(meta, name)]
+        if len(marked) == 1:
+            found[name] = Answer(marked[0][1], marked[0][0])
+        elif marked:
+            numbers = [number for number, _ in marked]
+            note = (
+                f"{_cells_named(numbers)} are all {name}'s answer cell (a pasted copy?): the last, cell {numbers[-1]},"
+                " is graded"
+            )
+            found[name] = Answer(marked[-1][1], numbers[-1], note)
+        else:
+            setting = [(number, source) for number, _, source in code if _sets(source, name, max_chars)]
+            if setting:
+                number, source = setting[-1]
+                note = (
+                    f"no cell is marked as {name}'s answer cell (its nbgrader metadata is gone, as after a Merge of"
+                    f" cells): cell {number}, the last that sets {name}, is graded"
+                )
+                found[name] = Answer(source, number, note)
     return found
 
 
 def results(cells: list, visibility: str, max_chars: int = MAX_CELL, lesson: Lesson | None = None) -> list[dict]:
     """One results.json test per question, scored by ``verdict`` on the notebook's answer cells (a question with no
     answer cell is a wrong answer): POINTS for a right answer, 0 and the feedback for a wrong one."""
-    answers = answer_cells(cells)
+    answers = answer_cells(cells, max_chars)
     tests = []
     for question in QUESTIONS:
-        message = verdict(question.name, answers.get(question.name, ""), max_chars, lesson)
+        answer = answers.get(question.name, Answer())
+        message = verdict(question.name, answer.source, max_chars, lesson)
         status = Status.FAILED if message else Status.PASSED
         tests.append({
             "name": f"{FUNCTION}: {question.name}", "score": 0.0 if message else float(POINTS),
-            "max_score": float(POINTS), "output": message or "Correct.", "visibility": visibility,
+            "max_score": float(POINTS), "output": answer.said(message or "Correct."), "visibility": visibility,
             "tags": [FUNCTION, CATEGORY], "status": str(status),
             "extra_data": {"check": question.name, "outcome": str(status), "mistake": "", "seconds": 0.0, "flag": "",
                            "evidence": None, "withheld": False},
