@@ -105,3 +105,22 @@ def test_every_idiom_in_a_notebook_keeps_full_marks(tmp_path):
         assert lost == {}, (name, lost)
         assert result["score"] == total(notebook=True), name
         assert _flags(result) == ({REVIEWED[name]} if name in REVIEWED else set()), name
+
+
+SCRATCH = """q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+print((scaled_dot_product_attention(q, k, v)[0] - F.scaled_dot_product_attention(q, k, v)).abs().max())"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_scratch_cell_comparing_with_pytorch_costs_nothing(tmp_path):
+    """A notebook cell at the top level that compares the student's attention with PyTorch's, as the public tests do:
+    not the graded function (it runs once as the notebook loads, where the fused call is refused and the cell alone
+    stops), so no finding: the notebook's full total, no flag (it cost integrity_sdpa and integrity_mha, 3 points)."""
+    path = tmp_path / "sdpa.ipynb"
+    nbformat.write(_notebook_with(SCRATCH), path)
+    done = run([str(BIN / "sdpa-grade"), "grade", str(path), "--json", str(tmp_path / "r.json")], timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((tmp_path / "r.json").read_text())
+    lost = {test["name"]: test["output"] for test in result["tests"] if test["score"] < test["max_score"]}
+    assert lost == {} and result["score"] == total(notebook=True) and _flags(result) == set(), lost

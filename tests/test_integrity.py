@@ -77,8 +77,21 @@ def test_mention_is_not_use(code):
 
 def test_main_blocks_else_is_scanned():
     """The ``else`` of an ``if __name__ == "__main__":`` block runs when graded: it is scanned."""
-    code = 'if __name__ == "__main__":\n    pass\nelse:\n    out = F.scaled_dot_product_attention(q, k, v)'
-    assert fused_uses(code) == ["line 4: .scaled_dot_product_attention"]
+    code = 'if __name__ == "__main__":\n    pass\nelse:\n    def f(q):\n        return F.scaled_dot_product_attention()'
+    assert fused_uses(code) == ["line 5: .scaled_dot_product_attention"]
+
+
+def test_top_level_code_is_not_the_graded_function():
+    """A fused name at the top level of the file or a cell (a scratch comparison, run once as the file loads) is not
+    the graded functions' code: no finding; in a function, a lambda or a class it is one; an import of it is one."""
+    top = "import torch.nn.functional as F\nprint(F.scaled_dot_product_attention(q, k, v).shape)\n"
+    assert fused_uses(top) == []
+    assert fused_uses(top + "class A:\n    run = F.scaled_dot_product_attention\n") == [
+        "line 4: .scaled_dot_product_attention"
+    ]
+    assert fused_uses("from torch.nn.functional import scaled_dot_product_attention") == [
+        "line 1: import of scaled_dot_product_attention"
+    ]
 
 
 def test_honest_sources_are_not_flagged():
@@ -106,11 +119,14 @@ def test_honest_sources_are_not_flagged():
 
 
 def test_one_line_notebook_cell_is_scanned(tmp_path):
-    """A fused call in a one-line notebook cell is found in the source the grader reads from the notebook."""
-    cell = {"cell_type": "code", "metadata": {}, "source": "out = F.scaled_dot_product_attention(Q, K, V)"}
-    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    """A fused call in a one-line notebook cell's function is found in the source the grader reads from the
+    notebook, cited by its cell; the same call in a scratch cell's top level is not the graded function."""
+    sources = ["attend = lambda Q, K, V: F.scaled_dot_product_attention(Q, K, V)",
+               "print((attend(Q, K, V) - F.scaled_dot_product_attention(Q, K, V)).abs().max())"]  # fmt: skip
+    cells = [{"cell_type": "code", "metadata": {}, "source": source} for source in sources]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     source = notebook_source(json.dumps(notebook))
-    assert fused_uses(source)
+    assert fused_uses(source) == ["cell 1, line 1: .scaled_dot_product_attention"]
     assert dynamic_reach(source) == []  # the grader's own wrapper (exec of a constant cell) is not a flag
 
 

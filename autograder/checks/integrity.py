@@ -51,7 +51,8 @@ ATTENTION_MODULES = ("torch.onnx", "torch.nn.attention.flex_attention", "torch._
 
 def fused_uses(source: str, depth: int = 3) -> list[str]:
     """Places where the source reaches for PyTorch's fused attention (``F.scaled_dot_product_attention``, ...) or its
-    attention written in Python (``torch.onnx.ops.attention``, flex attention's ``math_attention``, ...).
+    attention written in Python (``torch.onnx.ops.attention``, flex attention's ``math_attention``, ...): a name of
+    it in the code of a function or a class (``_in_definitions``), and its imports anywhere.
 
     String literals that are themselves Python (a notebook's cells, code given to exec) are
     searched too, ``depth`` levels deep. A source too deep to scan is ``dynamic_reach``'s finding.
@@ -88,13 +89,13 @@ def _fused_uses(source: str, depth: int, deadline: float, cells: dict[str, int] 
     if tree is None:
         return []
     found = []
-    code = _code_strings(tree)
+    code, defined = _code_strings(tree), _in_definitions(tree)
     for node in _walk(tree):
         if isinstance(node, ast.Attribute) and (
             _is_fused(node.attr) or (node.attr == "attention" and _call_name(node.value) == "ops")
         ):
             owner = node.value
-            if not (isinstance(owner, ast.Name) and owner.id == "self"):
+            if id(node) in defined and not (isinstance(owner, ast.Name) and owner.id == "self"):
                 found.append(f"line {node.lineno}: .{node.attr}")
         elif isinstance(node, (ast.Import, ast.ImportFrom)) and (
             modules := [m for m in _imported(node) if m.startswith(ATTENTION_MODULES)]
@@ -130,6 +131,18 @@ def _is_main_test(test: ast.expr) -> bool:
     return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and any(
         _is_str(b) and b.value == "__main__" for b in sides
     )
+
+
+def _in_definitions(tree: ast.AST) -> set[int]:
+    """The nodes inside a function, a lambda or a class: the code the graded functions can run. What stands at the top
+    level of the file or of a notebook's cell (a scratch cell comparing the output with PyTorch's) runs once, as the
+    file loads, and is not the graded function: what the graded functions ran is the op record's to say."""
+    inside: set[int] = set()
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    for node in _walk(tree):
+        if isinstance(node, definitions) and id(node) not in inside:
+            inside.update(id(part) for part in _walk(node))
+    return inside
 
 
 def _code_strings(tree: ast.AST) -> set[int]:
