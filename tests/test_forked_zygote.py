@@ -24,7 +24,7 @@ def _leaks():
         found.append(str(len(grader)) + " modules of the grader's (" + grader[0] + ", ...)")
     if any(marker in key or marker in value for key, value in os.environ.items()):
         found.append("os.environ")
-    for extra in ("HOME", "PATH", "LANG", "OMP_NUM_THREADS"):
+    for extra in ("HOME", "TMPDIR", "PATH", "LANG", "OMP_NUM_THREADS"):  # the sandbox's own (HOME, TMPDIR: its scratch)
         os.environ.pop(extra, None)
     if os.environ:
         found.append("environment " + ",".join(sorted(os.environ)))
