@@ -334,6 +334,11 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     # torch's own attention written in Python (torch.onnx.ops' eager Attention-23): its import loads (the dataclasses
     # it builds are the standard library's own shapes), and the call is refused as a fused kernel is (the op record
     # finds torch's attention among the callers); with the texts its import compiles carried as string constants too
+    # an f-string as an annotation, compiled by typing: any expression (a red team's): refused, the file does not load
+    "attack_annotation_fstring": (
+        {"*"},
+        {"scores_shape": "could not be loaded: NotAvailable: building code at run time"},
+    ),
     "fused_onnx_attention": (
         FUSED_BLOCKED,
         {

@@ -212,6 +212,8 @@ REFUSED = {
     "dataclass_nested_def": _dataclass_nested_def,
     "dataclass_repr_payload": _dataclass_repr_payload,
     "forward_ref_call": lambda: __import__("typing").ForwardRef("__import__('os').getpid()"),
+    # an f-string's braces hold any expression (found by a red team: a lambda smuggled through get_type_hints)
+    "forward_ref_fstring": lambda: __import__("typing").ForwardRef("f'{(lambda: 1)()}'"),
     "annotation_lambda": lambda: __import__("inspect").get_annotations(_annotated_lambda, eval_str=True),
 }
 def _annotated_lambda(x: "(lambda: 0)()"): ...
@@ -277,7 +279,7 @@ def test_code_built_at_run_time_is_refused_and_honest_code_runs(sandbox):
     refused = {"runsource", "exec", "eval", "exec_constant", "cell_elsewhere", "compile_tree", "reload", "respec",
                "compile_torch_file", "timeit", "pickle", "marshal", "exec_after_patching", "parse_flags_patched",
                "dataclass_body", "dataclass_field_name", "dataclass_nested_def", "dataclass_repr_payload",
-               "forward_ref_call", "annotation_lambda"}  # fmt: skip
+               "forward_ref_call", "forward_ref_fstring", "annotation_lambda"}  # fmt: skip
     for name in refused:
         assert found.pop(name).startswith(BUILT_AT_RUN_TIME), name
     assert found.pop("FunctionType") == (

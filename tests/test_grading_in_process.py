@@ -54,6 +54,7 @@ SANDBOX_ONLY = {
     "fused_vmap": "fused attention is blocked in the worker alone",
     "fused_onnx_smuggled": "fused attention is blocked in the worker alone",
     "fused_interpreter_mha": "code built at run time is refused by the worker's guard alone",
+    "attack_annotation_fstring": "code built at run time is refused by the worker's guard alone",
     "fused_onnx_attention": "fused attention is blocked in the worker alone",
     "forged_empty_gradients": "forges the worker's replies: the wire's checks judge it",
     "forged_markers": "forges the worker's replies: the wire's checks judge it",

@@ -115,10 +115,11 @@ _CELL_NAME = re.compile(r"cell[1-9][0-9]{0,5}/attention\.py")
 # What the standard library compiles for the student's own classes and annotations, recognised by its shape alone
 # (which does not depend on who called the library): every pattern below runs in linear time (no nested or
 # overlapping quantifiers), on text that its caller made.
-# An annotation, as typing's ForwardRef and inspect.get_annotations compile it (``Optional[Tensor]``,
-# ``torch.device | str | None``, ``Callable[..., "Tensor"]``): names, dots, subscripts, commas, ``|`` and string
-# literals. No call, no lambda, no assignment: nothing that runs code but lookups and ``__getitem__``/``__or__``.
-_ANNOTATION = re.compile(r"""(?:[\w.\[\], |]|'[^'\\\n]*'|"[^"\\\n]*")*""")
+# An annotation, as typing's ForwardRef compiles it (``Optional[Tensor]``, ``torch.device | str | None``,
+# ``Callable[..., "Tensor"]``): names, dots, subscripts, commas, ``|`` and plain string literals (a quote never right
+# after a name character: an f-string's braces hold any expression). No call, no lambda, no assignment: nothing that
+# runs code but lookups and ``__getitem__``/``__or__``.
+_ANNOTATION = re.compile(r"""(?:[\w.\[\], |]|(?<!\w)'[^'\\\n]*'|(?<!\w)"[^"\\\n]*")*""")
 # A method that dataclasses writes for a class (Python 3.10-3.12 ``_create_fn``): its two-line header, one line per
 # field, its return; every name an identifier. No loop, no nested function, no import: attribute assignments, the
 # default factories called, the repr, comparisons, the hash, the frozen class's guards.
@@ -212,7 +213,6 @@ def _guard_code(path: str) -> None:
     import collections
     import dataclasses
     import importlib._bootstrap_external as external
-    import inspect
     import typing
 
     with open(path, "rb") as handle:
@@ -231,7 +231,7 @@ def _guard_code(path: str) -> None:
     library = (
         collections.namedtuple.__code__,
         dataclasses._create_fn.__code__,
-        frozenset({typing.ForwardRef.__init__.__code__, inspect.get_annotations.__code__}),
+        frozenset({typing.ForwardRef.__init__.__code__}),
         ast.parse.__code__,
     )
     sys.addaudithook(_code_hook(own, cells, names, loaded, writable, library, external._compile_bytecode.__code__))
