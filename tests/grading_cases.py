@@ -339,6 +339,21 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {"*"},
         {"scores_shape": "could not be loaded: NotAvailable: building code at run time"},
     ),
+    # the same attention on a raw _thread thread, beyond the op record's mode (a red team's): its code is refused
+    "attack_python_attention_raw_thread": (
+        {
+            "sdpa_lesson_shape",
+            "sdpa_matches_torch",
+            "sdpa_causal",
+            "sdpa_fully_masked",
+            "sdpa_dtypes",
+            "sdpa_gradients",
+            "sdpa_no_mutation",
+        }
+        | GATED_SDPA
+        | GATED_MHA,  # fmt: skip
+        {"sdpa_matches_torch": NOT_AVAILABLE, "integrity_sdpa": "import of torch.onnx.ops"},
+    ),
     "fused_onnx_attention": (
         FUSED_BLOCKED,
         {

@@ -56,6 +56,7 @@ SANDBOX_ONLY = {
     "fused_interpreter_mha": "code built at run time is refused by the worker's guard alone",
     "attack_annotation_fstring": "code built at run time is refused by the worker's guard alone",
     "fused_onnx_attention": "fused attention is blocked in the worker alone",
+    "attack_python_attention_raw_thread": "fused attention is blocked in the worker alone",
     "forged_empty_gradients": "forges the worker's replies: the wire's checks judge it",
     "forged_markers": "forges the worker's replies: the wire's checks judge it",
     "wire_bomb_reply": "forges the worker's replies: the wire's checks judge it",

@@ -26,6 +26,15 @@ class NotAvailable(RuntimeError):
 
 
 _FUSED_KERNELS: list[tuple[str, str]] = []  # (aten op.overload, dispatch key) with a kernel: found once, in the zygote
+# torch's own attention written in Python (the integrity scan names them too): its functions by name, in the modules
+# that hold them (imported in the zygote), and the functions themselves, found once there
+PYTHON_ATTENTION = ("attention_23", "math_attention", "sdpa_dense", "flex_attention")
+PYTHON_ATTENTION_MODULES = (
+    "torch.onnx.ops",
+    "torch.nn.attention.flex_attention",
+    "torch._higher_order_ops.flex_attention",
+)
+_PYTHON_ATTENTION: list = []
 _REGISTERED = re.compile(r"^(\w+)(?:\[alias\])?: registered at", re.MULTILINE)
 
 
@@ -45,6 +54,34 @@ def _find_fused_kernels() -> None:
                 except RuntimeError:  # a key this build cannot name from Python: none can register there either
                     continue
                 _FUSED_KERNELS.append((op[6:], key))
+
+
+def _find_python_attention() -> None:
+    """torch's attention written in Python, as plain functions (a custom op's own Python, ``_init_fn``: the function
+    its kernel and its decomposition table both call), in the zygote, once: ``_block_fused`` replaces their code."""
+    import importlib
+    import types
+
+    for name in PYTHON_ATTENTION_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a torch without it: nothing of it to call either
+            continue
+    for name, module in list(sys.modules.items()):
+        space = vars(module) if name.startswith("torch.") and module is not None else {}
+        for function in (getattr(space[key], "_init_fn", space[key]) for key in PYTHON_ATTENTION if key in space):
+            if isinstance(function, types.FunctionType) and function.__closure__ is None:
+                if function not in _PYTHON_ATTENTION:
+                    _PYTHON_ATTENTION.append(function)
+
+
+def _python_attention_refused(*args, **kwargs):
+    """The code torch's own attention written in Python runs in the sandbox: it refers to builtins only, since it
+    runs with the replaced function's globals."""
+    raise RuntimeError(
+        "torch's own attention, written in Python, is not available in this assignment: build attention from the"
+        " functions above"
+    )
 
 
 def _refuse(name: str):
@@ -88,6 +125,8 @@ def _block_fused() -> None:
     quantizable.MultiheadAttention.forward = _refuse("quantizable MultiheadAttention")
     quantizable.MultiheadAttention._forward_impl = _refuse("quantizable MultiheadAttention")
     torch.compile = _as_written
+    for function in _PYTHON_ATTENTION:  # in place: every reference (a decomposition table's, a custom op's) meets it
+        function.__code__ = _python_attention_refused.__code__
 
 
 def _as_written(model=None, **options):

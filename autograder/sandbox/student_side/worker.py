@@ -64,6 +64,7 @@ def main() -> None:
     import serving  # and what it serves with (wire.py), imported once here so every child has them
 
     blocking._find_fused_kernels()
+    blocking._find_python_attention()
 
     if len(sys.argv) > 3:  # become this user once torch is imported (how the tests grade as an unprivileged user)
         user = int(sys.argv[3])
