@@ -81,12 +81,8 @@ def learners(members: list, identity: str) -> dict[str, str]:
     for member in _active_learners(members):
         value = next((str(member[f]) for f in IDENTITY_FIELDS[identity] if member.get(f)), "")
         if value and member.get("user_id"):
-            found[_key(value, identity)] = str(member["user_id"])
+            found[key(value)] = str(member["user_id"])
     return found
-
-
-def _key(value: str, identity: str) -> str:  # noqa: ARG001 - one normalisation for every identity (course/identity)
-    return key(value)
 
 
 def unsent_identity(members: list, identity: str) -> str:
@@ -116,11 +112,11 @@ def push(scores: dict[str, tuple[float, float]], lti: Lti, dry_run: bool) -> Pus
         known, item, current = _column(platform, lti, scores, dry_run, done)
     except Failed as error:
         raise PushError(str(error)) from None
-    by_identity = {_key(name, lti.identity): name for name in scores}
+    by_identity = {key(name): name for name in scores}
     stopped, in_a_row = "", 0
     for name, (score, most) in scores.items():
         who = inert(name, keep_newlines=False)
-        user = known.get(_key(name, lti.identity))
+        user = known.get(key(name))
         if user is None:
             done.not_sent[name] = f"no learner on the platform has {lti.identity} {who}"
         elif dry_run:
@@ -164,7 +160,7 @@ def _column(platform: Platform, lti: Lti, scores: dict, dry_run: bool, done: Pus
     if unsent:
         raise IdentityMismatch(unsent)
     known = learners(members, lti.identity)
-    if scores and not any(_key(name, lti.identity) in known for name in scores):
+    if scores and not any(key(name) in known for name in scores):
         raise IdentityMismatch(
             f"none of the class's {len(scores)} students is a learner of the platform by {lti.identity} (the"
             f" class's names are its folders' names): name the folders by the learners' {lti.identity}, or set"
@@ -262,7 +258,7 @@ def offline_dry_run(scores: dict[str, tuple[float, float]], lti: Lti, skipped: d
           " student's name, if the platform has one (a dry run without --offline checks)")  # fmt: skip
     for name, (score, most) in scores.items():
         who = inert(name, keep_newlines=False)
-        to = inert(_key(name, lti.identity), keep_newlines=False)
+        to = inert(key(name), keep_newlines=False)
         print(f"{who}: {score:g} of {most:g} would be sent to the learner whose {lti.identity} is {to}")
     for name, why in skipped.items():
         print(f"not sent: {inert(name, keep_newlines=False)}: {why}", file=sys.stderr)

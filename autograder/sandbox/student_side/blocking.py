@@ -345,14 +345,15 @@ def _code_hook(
                     return
             elif caller == dataclass or caller == namedtuple or caller in annotations:  # for a class, an annotation
                 try:
-                    lines = content.decode("utf-8").split("\n")
+                    text = content.decode("utf-8")
                 except UnicodeDecodeError:
-                    lines = []
+                    text = ""
+                lines = text.split("\n") if text else []
                 if caller == namedtuple:
-                    if lines and constructor.fullmatch(lines[0]) is not None and not lines[1:]:
+                    if constructor.fullmatch(text) is not None:
                         return
                 elif caller in annotations:
-                    if lines and annotation.fullmatch(content.decode("utf-8")) is not None:
+                    if text and annotation.fullmatch(text) is not None:
                         return
                 elif (
                     lines[3:]
