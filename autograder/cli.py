@@ -60,6 +60,36 @@ VERBS = {
         "one class folder, DIR",
         "",
     ),
+    "hold": Verb(
+        "hold a student's grade out of every export until cleared, with a reason",
+        "sdpa-grade hold DIR STUDENT --reason TEXT",
+        "the class folder DIR and one STUDENT",
+        "",
+    ),
+    "clear": Verb(
+        "clear a held grade: every export includes it again",
+        "sdpa-grade clear DIR STUDENT",
+        "the class folder DIR and one STUDENT",
+        "",
+    ),
+    "override": Verb(
+        "set a student's grade of record, with a reason",
+        "sdpa-grade override DIR STUDENT SCORE --reason TEXT",
+        "the class folder DIR, one STUDENT and the SCORE",
+        "",
+    ),
+    "extend": Verb(
+        "grant an extension after grading: the late decision made again from the record's policy",
+        "sdpa-grade extend DIR STUDENT --until TIME --reason TEXT",
+        "the class folder DIR and one STUDENT",
+        "",
+    ),
+    "undo": Verb(
+        "take back a student's last decision (hold, clear, override or extend)",
+        "sdpa-grade undo DIR STUDENT",
+        "the class folder DIR and one STUDENT",
+        "",
+    ),
     "diff": Verb(
         "compare two results folders, student by student",
         "sdpa-grade diff OLD NEW",
@@ -150,13 +180,6 @@ def parser() -> argparse.ArgumentParser:
         help="only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)",
     )
     a_class.add_argument(
-        "--times",
-        type=Path,
-        metavar="FILE",
-        help="submission times, a CSV with columns student,submitted_at (ISO 8601 with an offset), for the [deadline]"
-        " policy; without it, nbgrader's timestamp.txt in each student's folder",
-    )
-    a_class.add_argument(
         "--similarity",
         action="store_true",
         help="also compare every pair of students, by their code and by their answers (identical wrong answers weigh"
@@ -200,6 +223,14 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--seed", type=int, help=argparse.SUPPRESS)
 
     batch = verb("batch", settings, grading, a_class)
+    batch.add_argument(
+        "--times",
+        type=Path,
+        metavar="FILE",
+        help="submission times, a CSV with columns student,submitted_at (ISO 8601 with an offset), for the [deadline]"
+        " policy; without it, nbgrader's timestamp.txt in each student's folder, else the time each result's record"
+        " already holds. The late decision is made here, once: summary and push read it",
+    )
     batch.add_argument("--jobs", type=int, default=JOBS, help=f"submissions graded at once (default {JOBS})")
     batch.add_argument("--force", action="store_true", help="grade again students already graded")
     batch.add_argument(
@@ -213,7 +244,7 @@ def parser() -> argparse.ArgumentParser:
         help="with students missing, summarise and write the CSV all the same (their rows say missing); still exit 1"
         " (without it: name them, write nothing and exit 1)",
     )
-    summary.set_defaults(summary_only=True)
+    summary.set_defaults(summary_only=True, times=None)
 
     push = verb("push", settings)
     push.add_argument(
@@ -222,9 +253,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the class, as summary takes it (its results: DIR-grades, or --json-dir)",
     )
-    # a_class's own options, declared there once, read as summary reads them: the CSV's scores, deadlines applied
-    for option in ("--json-dir", "--times"):
-        push._add_action(a_class._option_string_actions[option])
+    push.add_argument(
+        "--json-dir",
+        type=Path,
+        metavar="DIR",
+        help="the class's results (default DIR-grades beside DIR), as summary reads them",
+    )
     push.add_argument(
         "--dry-run",
         action="store_true",
@@ -237,7 +271,28 @@ def parser() -> argparse.ArgumentParser:
         " final score and the identity it would be sent to, unchecked",
     )
     # the summary it runs first writes no file of its own
-    push.set_defaults(summary_only=True, push=True, csv=None, csv_format="plain", roster=None, report=None)
+    push.set_defaults(summary_only=True, push=True, csv=None, csv_format="plain", roster=None, report=None, times=None)
+
+    for name in ("hold", "clear", "override", "extend", "undo"):
+        decision = verb(name, settings)
+        decision.add_argument("batch", type=Path, metavar="DIR", help="the class folder, as batch took it")
+        decision.add_argument("student", metavar="STUDENT", help="the student, as the class folder names them")
+        if name == "override":
+            decision.add_argument("score", type=float, metavar="SCORE", help="the grade of record, 0 to the maximum")
+        if name == "extend":
+            decision.add_argument(
+                "--until", required=True, metavar="TIME", help="the new due date, ISO 8601 with an offset"
+            )
+        decision.add_argument(
+            "--json-dir", type=Path, metavar="DIR", help="the class's results (default DIR-grades beside DIR)"
+        )
+        decision.add_argument(
+            "--reason",
+            default="",
+            metavar="TEXT",
+            help="why, kept with the decision and shown on the dashboard and in the diff"
+            + (" (required)" if name in ("hold", "override", "extend") else ""),
+        )
 
     diff = verb("diff")
     diff.add_argument("old", type=Path, metavar="OLD", help="the earlier results folder (as batch's --json-dir writes)")
@@ -378,6 +433,8 @@ def _main(args: argparse.Namespace) -> int:
     """The verb, run: diff compares two folders; grade, batch and summary read the settings first."""
     if args.verb == "diff":
         return compare(args.old, args.new, args.csv)
+    if args.verb in DECISION_VERBS:
+        return _decision(args)
     one = args.verb == "grade"
     if one and args.submitted_at is not None:
         from autograder.assignment.deadline import DeadlineError, parse_given_time
@@ -463,6 +520,23 @@ def _main(args: argparse.Namespace) -> int:
         print(f"sdpa-grade: nothing to grade: {inert(record.ungradable, keep_newlines=False)}", file=sys.stderr)
         return 2
     return 0
+
+
+DECISION_VERBS = ("hold", "clear", "override", "extend", "undo")
+
+
+def _decision(args: argparse.Namespace) -> int:
+    """hold, clear, override, extend or undo: the decision, typed, handed to its module."""
+    from autograder.course.decide import DecisionOptions, run_decision
+
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as error:
+        print(f"sdpa-grade {args.verb}: {error}", file=sys.stderr)
+        return 2
+    options = DecisionOptions(args.verb, args.batch, args.student, args.reason, args.json_dir,
+                              getattr(args, "score", None), getattr(args, "until", ""))  # fmt: skip
+    return run_decision(options, settings)
 
 
 def compare(old: Path, new: Path, csv_path: Path | None) -> int:

@@ -395,13 +395,30 @@ class Lti:
     )
 
 
+@dataclass(frozen=True)
+class Record:
+    """[record]: the grade of record (autograder/course/decisions.py, docs/instructor.md "The grade of record"). It
+    decides no score: its keys are not part of the settings' digest."""
+
+    GRADES: ClassVar[bool] = False
+    ABOUT: ClassVar[str] = (
+        "The grade of record: what sdpa-grade batch holds out of every export (the CSV, Canvas's and Moodle's files,"
+        " sdpa-grade push) until the instructor clears it (sdpa-grade clear DIR STUDENT)."
+    )
+
+    hold_flagged: bool = setting(
+        "hold flagged work (an integrity flag, no submission time, an ungradable submission, a grader error) out of"
+        " every export until it is cleared (true), or export it as graded (false)"
+    )
+
+
 # The sections, in defaults.toml's order. [deadline] is declared and checked in deadline.py (dates and a table of
 # extensions, not numbers and words). [points] is not among them: its keys are the hidden checks' names, each a
 # non-negative number; each check declares its own points in its marker (assignment/catalogue reads them), and [points]
 # only overrides them, in defaults.toml or a course's file.
 SECTIONS: dict[str, type] = {
     "tolerance": Tolerance, "timing": Timing, "limits": Limits, "imports": Imports, "gradescope": Gradescope,
-    "scoring": Scoring, "lesson": Lesson, "parts": Parts, "lti": Lti,
+    "scoring": Scoring, "lesson": Lesson, "parts": Parts, "lti": Lti, "record": Record,
 }  # fmt: skip
 
 
@@ -419,6 +436,7 @@ class Settings:
     lesson: Lesson
     parts: Parts
     lti: Lti
+    record: Record
     source: str = "defaults"
     deadline: Deadline = Deadline()
 

@@ -108,10 +108,22 @@ class Result:
         )  # fmt: skip
 
     @property
+    def held(self) -> str:
+        """Why the grade of record is held out of every export (course/decisions.py), "" when it is not."""
+        record = self.extra_data.get("record")
+        return _text(record.get("held")) if isinstance(record, dict) else ""
+
+    @property
     def raw_score(self) -> float:
-        """The score before any late penalty (a result stamped earlier keeps its raw score under extra_data.late)."""
+        """The score before any late penalty or the instructor's override (a result stamped earlier keeps its raw
+        score under extra_data.late; one settled by the instructor's decisions, under extra_data.record)."""
         raw = (self.late or {}).get("raw_score")
-        return float(raw) if isinstance(raw, (int, float)) else float(self.score)
+        record = self.extra_data.get("record")
+        computed = record.get("computed_score") if isinstance(record, dict) else None
+        for given in (raw, computed):
+            if isinstance(given, (int, float)) and not isinstance(given, bool):
+                return float(given)
+        return float(self.score)
 
 
 def problem(result: object) -> str:

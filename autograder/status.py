@@ -108,3 +108,4 @@ GRADED, UNGRADABLE, GRADER_ERROR, MISSING = "graded", "ungradable", "grader-erro
 # submission with other files that could be the graded one, or a search stopped by a bound
 NO_TIME = "no submission time"
 FILE_CHOICE = "file choice"
+HELD = "held"  # a grade of record held out of every export until cleared (course/decisions.py)

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from autograder.assignment.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp
+from autograder.assignment.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp, recorded_policy
 from tests.helpers import total
 
 DUE = "2026-12-01T23:59:00-05:00"
@@ -56,11 +56,15 @@ def test_each_final_score_under_each_policy(policy, table, expected):
 
 
 def test_the_fields_a_result_carries():
-    """raw score, penalty, final score, when, how late and the extension used."""
+    """raw score, penalty, final score, when, how late and the extension used, and the policy it was decided under
+    (so that an extension granted after grading is decided again from the record, not from a later run's settings)."""
     late = apply(_policy(policy="per_day", percent=10), "hours2", 40.0, TIMES["hours2"])
     assert late.fields() == {"raw_score": 40.0, "late_penalty": 4.0, "score": 36.0,
                              "submitted_at": "2026-12-02T01:59:00-05:00", "hours_late": 2.0, "extension": "",
-                             "missing_time": False, "time_problem": ""}  # fmt: skip
+                             "missing_time": False, "time_problem": "", "due": "2026-12-01T23:59:00-05:00",
+                             "grace_minutes": 0.0, "policy": "per_day", "percent": 10.0, "max_late": 0.0,
+                             "settings_extension": ""}  # fmt: skip
+    assert recorded_policy(late.fields()) == _policy(policy="per_day", percent=10)
     extended = apply(_policy(extensions=EXTENSIONS), "extended", 40.0, TIMES["extended"])
     assert extended.extension == "2026-12-05T23:59:00-05:00" and extended.hours_late == 0
 

@@ -66,9 +66,11 @@ class Late:
     extension: str  # the extended due date used, "" for none
     missing_time: bool = False  # a deadline is set and this submission's time is unknown: flagged, no penalty
     time_problem: str = ""  # with missing_time: why there is no time (handed_in.with_time), for the flag
+    policy: Mapping[str, object] = field(default_factory=dict)  # the policy it was decided under (``policy_fields``)
 
     def fields(self) -> dict:
         return {
+            **self.policy,
             "raw_score": self.raw_score,
             "late_penalty": self.late_penalty,
             "score": self.score,
@@ -167,13 +169,15 @@ def apply(deadline: Deadline, student: str, raw_score: float, submitted_at: date
     shown = submitted_at.isoformat() if submitted_at is not None else ""
     due = deadline.due_for(student)
     extension = deadline.extensions[student].isoformat() if student in deadline.extensions else ""
+    policy = {**policy_fields(deadline), "settings_extension": extension}
     if due is None:
-        return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
+        return Late(raw_score, 0.0, raw_score, shown, 0.0, extension, policy=policy)
     if submitted_at is None:
-        return Late(raw_score, 0.0, raw_score, "", 0.0, extension, missing_time=True, time_problem=time_problem)
+        return Late(raw_score, 0.0, raw_score, "", 0.0, extension, missing_time=True, time_problem=time_problem,
+                    policy=policy)  # fmt: skip
     late = submitted_at - due
     if late <= timedelta(minutes=deadline.grace_minutes) or late <= timedelta(0):
-        return Late(raw_score, 0.0, raw_score, shown, 0.0, extension)
+        return Late(raw_score, 0.0, raw_score, shown, 0.0, extension, policy=policy)
     hours = round(late / timedelta(hours=1), 6) or late / timedelta(hours=1)  # never 0 for a late submission
     fraction = 0.0
     if deadline.policy == "zero":
@@ -182,7 +186,43 @@ def apply(deadline: Deadline, student: str, raw_score: float, submitted_at: date
         units = math.ceil(late / UNIT[deadline.policy])  # whole days (hours) begun
         fraction = 1.0 if deadline.max_late and units > deadline.max_late else min(1.0, units * deadline.percent / 100)
     penalty = round(raw_score * fraction, 6)
-    return Late(raw_score, penalty, round(raw_score - penalty, 6), shown, hours, extension)
+    return Late(raw_score, penalty, round(raw_score - penalty, 6), shown, hours, extension, policy=policy)
+
+
+POLICY_KEYS = ("due", "grace_minutes", "policy", "percent", "max_late")
+
+
+def policy_fields(deadline: Deadline) -> dict:
+    """The policy a late decision was made under, as the record keeps it (``extra_data.late``): the due date before
+    any extension, the grace, the policy and its numbers. The grade of record is decided once from these, and an
+    extension granted after grading (``sdpa-grade extend``) is decided again from them, never from a later run's
+    settings."""
+    due = deadline.due.isoformat() if deadline.due is not None else ""
+    return {"due": due, "grace_minutes": deadline.grace_minutes, "policy": deadline.policy,
+            "percent": deadline.percent, "max_late": deadline.max_late}  # fmt: skip
+
+
+def recorded_policy(late: Mapping) -> Deadline | None:
+    """The Deadline a record's late fields were decided under (``policy_fields``), with no extension; None for a
+    record that does not hold one (decided before the policy was recorded, or written by hand)."""
+    try:
+        due = datetime.fromisoformat(str(late["due"]))
+        numbers = {key: float(late[key]) for key in ("grace_minutes", "percent", "max_late")}
+        policy = str(late["policy"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if due.tzinfo is None or policy not in POLICIES:
+        return None
+    return Deadline(due, numbers["grace_minutes"], policy, numbers["percent"], numbers["max_late"])
+
+
+def recorded_time(late: Mapping) -> datetime | None:
+    """The submission time a record's late fields hold, or None."""
+    try:
+        when = datetime.fromisoformat(str(late.get("submitted_at") or ""))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
 
 
 # nbgrader's timestamp.txt: its timestamp_format, "%Y-%m-%d %H:%M:%S.%f %Z" by default ("... UTC"); a zone may

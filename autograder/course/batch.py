@@ -1,7 +1,8 @@
 """``sdpa-grade --batch``: grade a class, several submissions at once, resumable.
 
 Here: the batch's options (``BatchOptions``), the class listed and each student's record read through the gate
-before anything is graded, the [deadline] policy applied to the results, and ``run_batch``, which joins the jobs:
+before anything is graded, the grade of record decided once the results are in (of_record.py: the late decision, the
+hold of flagged work, the instructor's decisions), and ``run_batch``, which joins the jobs:
 pool.py grades each student in a process of its own (one broken submission cannot stop or change another's grade),
 resume.py decides who is graded again (an interrupted batch resumes where it stopped; ``--force`` regrades),
 grades_csv.py writes the grades and summary.py what is printed and drawn once they are known.
@@ -9,16 +10,15 @@ grades_csv.py writes the grades and summary.py what is printed and drawn once th
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import provenance
-from autograder.assignment.deadline import DeadlineError, apply, read_times
-from autograder.atomic import write_atomically
+from autograder.assignment.deadline import DeadlineError, read_times
 from autograder.config import Settings
+from autograder.course import decisions, of_record
 from autograder.course.class_results import class_results
 from autograder.course.grades_csv import tell, write_grades
 from autograder.course.pool import grade_all
@@ -30,7 +30,7 @@ from autograder.read.handed_in import HandedIn, collected_by_nbgrader, listing, 
 from autograder.record import Result
 from autograder.render.inert import inert, shown
 from autograder.render.terminal import summary
-from autograder.report import load, stamp, unstamp
+from autograder.report import load
 
 
 @dataclass(frozen=True)
@@ -121,12 +121,17 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
     except DeadlineError as error:
         print(f"{said_by(args)}: {error}", file=sys.stderr)
         return 2
+    try:
+        known = decisions.read(out)
+    except decisions.DecisionsError as error:
+        print(f"{said_by(args)}: {error}; nothing {'sent' if args.push else 'written'}", file=sys.stderr)
+        return 2
+    handed = _handed_in(folder, roster, times, settings)
+    if args.summary_only:  # the record is read, never decided again: its late decisions and holds stand
+        of_record.tell(of_record.settle_all(targets, known), said_by(args))
+        return summarise_only(handed, targets, args, settings, entries.skipped)
     for note in _deadline_notes(settings, everyone, times, args):
         print(f"warning: {note}", file=sys.stderr)
-    handed = _handed_in(folder, roster, times, settings)
-    if args.summary_only:
-        _apply_deadline(handed, targets, settings)
-        return summarise_only(handed, targets, args, settings, entries.skipped)
     today = provenance.now(settings, args.device)
     why = {name: FORCED if args.force else why_graded(handed[name], targets[name], today) for name in roster}
     todo = [name for name in roster if why[name]]
@@ -145,7 +150,7 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         left = left_line(handed, targets, today, out, started, args.force)
         print(f"\n{said_by(args)}: interrupted: {left}", file=sys.stderr)
         return 130
-    _apply_deadline(handed, targets, settings)
+    of_record.tell(of_record.decide(handed, targets, settings, out, known), said_by(args))
     results = {name: load(targets[name]) for name in roster}
     for mode in sorted({Result.of(r).sandbox for r in results.values()} - {""}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
@@ -200,31 +205,3 @@ def _handed_in(folder: Path, roster: dict, times: dict, settings: Settings) -> d
     collected = collected_by_nbgrader(folder)
     limits = settings.limits
     return {name: with_time(take(roster[name], limits), name, times, collected) for name in roster}
-
-
-def _apply_deadline(handed: dict[str, HandedIn], targets: dict, settings: Settings) -> None:
-    """The [deadline] policy, applied afresh to every graded result on every run (a changed due date, policy or
-    extension re-applies without regrading): each result's score becomes the final one, the rest kept. Results
-    an earlier policy penalised, now that this run has no deadline, get their raw score back, and a warning."""
-    deadline = settings.deadline
-    unstamped = 0
-    for name, record_of in handed.items():
-        if not targets[name].is_file():
-            continue
-        result = load(targets[name])
-        record = Result.of(result)
-        if record.grader_error or (deadline.due is None and "late" not in record.extra_data):
-            continue
-        late = apply(deadline, name, record.raw_score, record_of.submitted_at, record_of.time_problem)
-        stamped = stamp(result, late) if deadline.due is not None else unstamp(result)
-        if stamped != result:
-            write_atomically(targets[name], json.dumps(stamped, indent=2))
-            unstamped += deadline.due is None
-    if unstamped:
-        were = "result was" if unstamped == 1 else "results were"
-        print(
-            f"warning: {unstamped} {were} scored under a [deadline] (late penalties taken off), and this run has no"
-            " deadline.due: their raw scores are back. The policy is applied again on every run: pass the same"
-            " --config and --times to every later batch, summary or push of this class",
-            file=sys.stderr,
-        )

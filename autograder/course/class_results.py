@@ -53,6 +53,7 @@ class Student:
     status: str  # graded, ungradable, grader-error or missing
     mistakes: list[str] = field(default_factory=list)  # named mistakes shown by any of their checks, sorted
     flags: list[Flag] = field(default_factory=list)  # grader error, ungradable, file choice, integrity flags
+    held: str = ""  # why the grade of record is held out of every export (course/decisions.py), "" when it is not
 
     @property
     def shown(self) -> str:
@@ -133,7 +134,7 @@ def class_results(results: dict[str, dict | None]) -> ClassResults:
         students.append(Student(
             name, result, files[name], pages[name], float(record.score), float(record.max_score),
             float(record.execution_time), status_of(result), sorted(shown_here),
-            flags_of(name, result) if result is not None else [],
+            flags_of(name, result) if result is not None else [], record.held,
         ))  # fmt: skip
     return ClassResults(
         students, passed_here, seen, mistakes, list(check_seconds), check_seconds, carried=carried, withheld=withheld

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from autograder.course.class_results import flags_of, status_of
 from autograder.record import Result
+from autograder.render.text import decided
 from autograder.report import load
 from autograder.status import MISSING
 
@@ -55,6 +56,8 @@ class StudentChange:
     unflagged: list[str] = field(default_factory=list)
     old_late: float = 0.0  # the late penalty taken off on each side ([deadline]; 0 for none)
     new_late: float = 0.0
+    old_record: str = ""  # the instructor's decisions in force on each side (held, override, extension), in words
+    new_record: str = ""
 
     @property
     def shift(self) -> float | None:
@@ -148,6 +151,7 @@ def _compare(name: str, old: dict | None, new: dict | None) -> StudentChange | N
         status_of(old) if old is not None else MISSING, status_of(new) if new is not None else MISSING,
         checks, sorted(mistakes_new - mistakes_old), sorted(mistakes_old - mistakes_new),
         sorted(flags_new - flags_old), sorted(flags_old - flags_new), _late_penalty(old), _late_penalty(new),
+        decided(old), decided(new),
     )  # fmt: skip
     moved = (
         change.checks
@@ -159,6 +163,7 @@ def _compare(name: str, old: dict | None, new: dict | None) -> StudentChange | N
         or change.old_score != change.new_score
         or change.old_max != change.new_max
         or change.old_late != change.new_late
+        or change.old_record != change.new_record
     )
     return change if moved else None
 

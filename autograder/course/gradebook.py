@@ -18,7 +18,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +52,7 @@ class Written:
     column: str = ""  # the column the grades are in
     column_is_new: bool = False  # True: the roster had no column for the assignment, this one is new
     assignments: tuple[str, ...] = ()  # the roster's own assignment columns, for a note when column_is_new
+    held: tuple[str, ...] = ()  # students held out of the file (their rows left out: the LMS keeps what it has)
 
 
 def _read_roster(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -120,7 +121,8 @@ def check_roster(roster: Path, csv_format: str) -> tuple[list[str], list[list[st
     return header, rows
 
 
-def write_canvas(path: Path, roster: Path, title: str, scores: Mapping[str, float], points: float) -> Written:
+def write_canvas(path: Path, roster: Path, title: str, scores: Mapping[str, float], points: float,
+                 held: Collection[str] = ()) -> Written:  # fmt: skip
     """Canvas's gradebook import: the roster's identity columns, the assignment's column and Points Possible."""
     header, rows = check_roster(roster, "canvas")
     identity = [name for name in CANVAS_IDENTITY if name in header]
@@ -129,8 +131,9 @@ def write_canvas(path: Path, roster: Path, title: str, scores: Mapping[str, floa
         identity.append("Section")
     column, new = _column(header, title)
     out = [[*identity, column], [" " * 4 + POINTS_POSSIBLE, *[""] * (len(identity) - 1), f"{points:g}"]]
-    written = _fill(path, out, header, rows, identity, CANVAS_MATCH, scores, skip=_canvas_skip)
-    return Written(written.matched, written.roster_only, written.graded_only, column, new, _assignments(header))
+    written = _fill(path, out, header, rows, identity, CANVAS_MATCH, scores, held, skip=_canvas_skip)
+    return Written(written.matched, written.roster_only, written.graded_only, column, new, _assignments(header),
+                   written.held)  # fmt: skip
 
 
 def _canvas_skip(row: dict[str, str]) -> bool:
@@ -139,31 +142,38 @@ def _canvas_skip(row: dict[str, str]) -> bool:
     return first in (POINTS_POSSIBLE, "Student, Test") or first.startswith(("Manual Posting", "Muted"))
 
 
-def write_moodle(path: Path, roster: Path, title: str, scores: Mapping[str, float]) -> Written:
+def write_moodle(path: Path, roster: Path, title: str, scores: Mapping[str, float],
+                 held: Collection[str] = ()) -> Written:  # fmt: skip
     """Moodle's grade import (Grades > Import > CSV file): identity columns and one grade column."""
     header, rows = check_roster(roster, "moodle")
     identity = [name for name in MOODLE_IDENTITY if name in header]
     column, new = _column(header, title)
-    written = _fill(path, [[*identity, column]], header, rows, identity, MOODLE_MATCH, scores, skip=lambda row: False)
-    return Written(written.matched, written.roster_only, written.graded_only, column, new, _assignments(header))
+    written = _fill(path, [[*identity, column]], header, rows, identity, MOODLE_MATCH, scores, held,
+                    skip=lambda row: False)  # fmt: skip
+    return Written(written.matched, written.roster_only, written.graded_only, column, new, _assignments(header),
+                   written.held)  # fmt: skip
 
 
-def _fill(path, out, header, rows, identity, keys, scores, *, skip) -> Written:
-    if clash := twins_line(scores):  # one roster row would take two students' grades
+def _fill(path, out, header, rows, identity, keys, scores, held, *, skip) -> Written:
+    """The rows of the roster matched to the students' scores; a held student's row is left out (the LMS keeps what it
+    has), neither written nor counted unmatched."""
+    everyone = {**scores, **{name: None for name in held}}
+    if clash := twins_line(everyone):  # one roster row would take two students' grades
         raise RosterError(clash)
     used, roster_only = set(), []
     for cells in rows:
         row = dict(zip(header, cells))
         if not any(cell.strip() for cell in cells) or skip(row):
             continue
-        student = _match(row, keys, scores)
+        student = _match(row, keys, everyone)
         if student is None or student in used:
             roster_only.append(row.get("Student") or row.get("Email address") or row.get(keys[0], "") or "?")
             continue
         used.add(student)
-        out.append([row.get(name, "") for name in identity] + [f"{scores[student]:g}"])
+        if student in scores:
+            out.append([row.get(name, "") for name in identity] + [f"{scores[student]:g}"])
     _write(path, out)
-    return Written(len(used), roster_only, sorted(set(scores) - used))
+    return Written(len(used & set(scores)), roster_only, sorted(set(everyone) - used), held=tuple(held))
 
 
 def unmatched_line(side: str, names: list[str], path: object) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 from autograder.atomic import write_atomically
 from autograder.course.class_results import ClassResults
 from autograder.record import Result
-from autograder.render.inert import csv_cell, inert
-from autograder.status import MISSING
+from autograder.render.inert import csv_cell, inert, shown
+from autograder.status import HELD, MISSING
 
 
 def write_grades(args, stats: ClassResults) -> list[str]:
@@ -27,12 +27,13 @@ def write_grades(args, stats: ClassResults) -> list[str]:
     from autograder.course.gradebook import RosterError, unmatched_line, write_canvas, write_moodle
 
     scores = {name: float(score) for name, (score, _) in final_scores(stats).items()}
+    held = [s.name for s in stats.present if s.held]
     top = max((s.max_score for s in stats.present), default=0.0)
     try:
         if args.csv_format == "canvas":
-            written = write_canvas(args.csv, args.roster, args.assignment, scores, top)
+            written = write_canvas(args.csv, args.roster, args.assignment, scores, top, held)
         else:
-            written = write_moodle(args.csv, args.roster, args.assignment, scores)
+            written = write_moodle(args.csv, args.roster, args.assignment, scores, held)
     except RosterError as error:
         return [f"sdpa-grade: {error}; no --csv written"]
     grades = f"{written.matched} student's grade" if written.matched == 1 else f"{written.matched} students' grades"
@@ -45,6 +46,8 @@ def write_grades(args, stats: ClassResults) -> list[str]:
     else:
         where = f"in the roster's column '{inert(written.column, keep_newlines=False)}'"
     lines = [f"note: {args.csv} holds {grades}, {where}"]
+    if held:
+        lines.append(held_line(held, args.csv))
     for side, names in (("in the roster but not graded", written.roster_only),
                         ("graded but not in the roster", written.graded_only)):  # fmt: skip
         if names:
@@ -53,9 +56,16 @@ def write_grades(args, stats: ClassResults) -> list[str]:
 
 
 def final_scores(stats: ClassResults) -> dict[str, tuple[float, float]]:
-    """Each student with a result -> (final score, its maximum), as written in the result: the score after a
-    [deadline] penalty. Every file of grades (the CSV, Canvas's and Moodle's) and ``sdpa-grade push`` take it here."""
-    return {s.name: (Result.of(s.result).score, Result.of(s.result).max_score) for s in stats.present}
+    """Each student with a grade of record not held -> (final score, its maximum), as the record holds it (the late
+    decision and the instructor's, course/decisions.py): every file of grades (the CSV, Canvas's and Moodle's) and
+    ``sdpa-grade push`` take it here, and decide nothing."""
+    return {s.name: (Result.of(s.result).score, Result.of(s.result).max_score) for s in stats.present if not s.held}
+
+
+def held_line(held: list[str], where: object) -> str:
+    """The note that names the students held out of an export, and how to release them."""
+    names = ", ".join(shown(name) for name in held)
+    return f"note: {len(held)} held for review, not in {where} (sdpa-grade clear DIR STUDENT releases one): {names}"
 
 
 def tell(lines: list[str]) -> bool:
@@ -76,7 +86,8 @@ PROVENANCE_COLUMNS = ("graded_file", "sha256", "checks_sha256", "settings_sha256
 def write_csv(path: Path, stats: ClassResults) -> None:
     """The grades, one row per student (no result yet: a row that says missing), written whole or not at all.
 
-    ``score`` is the final score (after a [deadline] penalty)."""
+    ``score`` is the grade of record (after a late penalty and the instructor's decisions); a held student's row says
+    held, with no score."""
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(["student", "score", "max_score", "status", *LATE_COLUMNS, *PROVENANCE_COLUMNS])
@@ -92,8 +103,8 @@ def write_csv(path: Path, stats: ClassResults) -> None:
         writer.writerow(
             [
                 csv_cell(student.shown),
-                *finals[student.name],
-                student.status,
+                *(finals[student.name] if student.name in finals else ("", "")),
+                HELD if student.held else student.status,
                 *(csv_cell(str(late.get(column, ""))) for column in LATE_COLUMNS),
                 *(csv_cell(str(record.get(column) or "")) for column in PROVENANCE_COLUMNS),
             ]

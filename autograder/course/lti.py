@@ -242,6 +242,8 @@ def push_class(stats: ClassResults, lti: Lti, dry_run: bool, offline: bool = Fal
     finals = final_scores(stats)
     skipped = {s.name: "the grader failed on this submission: grade it again first" for s in stats.present
                if s.status == GRADER_ERROR}  # fmt: skip
+    skipped.update({s.name: f"held for review ({s.held}); sdpa-grade clear DIR STUDENT releases it"
+                    for s in stats.present if s.held and s.name not in skipped})  # fmt: skip
     scores = {name: (float(score), float(most)) for name, (score, most) in finals.items() if name not in skipped}
     if clash := twins_line([*scores, *skipped]):  # before anything: one learner would get two students' scores
         print(f"sdpa-grade push: {clash}; nothing sent", file=sys.stderr)

@@ -19,7 +19,7 @@ from autograder.assignment.deadline import late_by
 from autograder.record import Result
 from autograder.render import images
 from autograder.render.html import templates, write_student_page
-from autograder.render.text import describe, neither_count
+from autograder.render.text import decided, describe, neither_count
 from autograder.status import GRADED
 
 
@@ -98,7 +98,8 @@ def _students(stats) -> list[dict]:
              "percent": 100 * s.score / s.max_score if s.max_score else 0.0,
              "flags": ", ".join(sorted({f.kind for f in s.flags})),
              "mistakes": "; ".join(describe(m) for m in s.mistakes),  # sentences: people read this column
-             "graded": _graded(Result.of(s.result).provenance), "late": _late(Result.of(s.result).late)}
+             "graded": _graded(Result.of(s.result).provenance), "late": _late(Result.of(s.result).late),
+             "record": decided(s.result)}
             for s in stats.present]  # fmt: skip
 
 

@@ -39,6 +39,8 @@ def _what(change) -> list[str]:
         parts.append(f"out of {_number(change.old_max)} -> {_number(change.new_max)}")
     if change.old_late != change.new_late:
         parts.append(f"late penalty {_number(change.old_late)} -> {_number(change.new_late)}")
+    if change.old_record != change.new_record:
+        parts.append(f"instructor's decisions: {change.old_record or 'none'} -> {change.new_record or 'none'}")
     parts += [f"mistake appeared: {describe(m)}" for m in change.appeared]
     parts += [f"mistake gone: {describe(m)}" for m in change.vanished]
     parts += [f"now flagged: {reason(f)}" for f in change.flagged]

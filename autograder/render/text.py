@@ -8,10 +8,12 @@ plain text that reads the same in a terminal, Gradescope's text output and nbgra
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from autograder.assignment.deadline import late_by
 from autograder.checks.examples import EXAMPLES
+from autograder.record import Result
 from autograder.status import Status, Verdict
 
 if TYPE_CHECKING:
@@ -228,3 +230,18 @@ def reason(flag: str) -> str:
     from autograder.checks.flags import REASONS
 
     return REASONS.get(flag, flag)
+
+
+def decided(result: Mapping | None) -> str:
+    """The instructor's decisions in force in a result's record (course/decisions.py), in words: held and why, the
+    override and its reason, the extension and its reason; "" for none."""
+    record = Result.of(result).extra_data.get("record")
+    if not isinstance(record, dict):
+        return ""
+    said = [f"held ({record['held']})"] if record.get("held") else []
+    for key, value, label in (("override", "score", "score set to"), ("extension", "until", "extended to")):
+        given = record.get(key)
+        if isinstance(given, dict):
+            shown_value = f"{given[value]:g}" if isinstance(given.get(value), (int, float)) else given.get(value)
+            said.append(f"{label} {shown_value} ({given.get('reason') or 'no reason given'})")
+    return "; ".join(said)
