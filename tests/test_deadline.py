@@ -155,36 +155,40 @@ def _summary(folder, out, *extra):
 
 
 @pytest.mark.timeout(60)
-def test_a_run_without_the_deadline_that_scored_the_results_warns(graded_class):
-    """Results a [deadline] penalised, re-applied by a run with no deadline (no --config): the raw scores come back,
-    and the run says so, naming how many students and what to pass."""
+def test_a_summary_without_the_deadline_reads_the_late_decision_of_record(graded_class):
+    """A result the batch decided under a [deadline] (bob, 2 hours late), summarised by a run with no deadline (no
+    --config): the record's late decision stands (no raw score comes back, no second decision), and the CSV says so."""
     import json
 
     late = apply(_policy(policy="per_day", percent=10), "bob", 40.0, TIMES["hours2"])
     folder, out = graded_class(RESULT)
     (out / "bob.json").write_text(json.dumps({**RESULT, "score": late.score, "extra_data": {"late": late.fields()}}))
-    done = _summary(folder, out)
+    done = _summary(folder, out, "--csv", str(out.parent / "grades.csv"))
     assert done.returncode == 0, done.stderr
-    assert "warning: 1 result was scored under a [deadline] (late penalties taken off)" in done.stderr
-    assert "the same --config and --times" in done.stderr
-    assert json.loads((out / "bob.json").read_text())["score"] == 40.0
+    assert "raw scores are back" not in done.stderr
+    assert json.loads((out / "bob.json").read_text())["score"] == 36.0
+    assert "bob,36.0," in (out.parent / "grades.csv").read_text()
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(300)
 def test_a_policy_that_takes_nothing_off_is_noted(graded_class, tmp_path):
     """An extension naming no student, a percent with no policy, times for a student not in the class, and --times
-    with no deadline: each accepted, each told (stderr), naming the key or the student."""
-    folder, out = graded_class(RESULT)
+    with no deadline: each accepted by the batch that decides the late penalties, each told (stderr), naming the key
+    or the student."""
+    from tests.helpers import BIN, run
+
+    folder, out = graded_class(RESULT, names=("alice",))
     times = tmp_path / "times.csv"
     times.write_text(f"student,submitted_at\nalice,{DUE}\nalise,{DUE}\n", encoding="utf-8")
     course = tmp_path / "course.toml"
     course.write_text(f'[deadline]\ndue = "{DUE}"\npercent = 10\n[deadline.extensions]\nalicee = "{DUE}"\n')
-    done = _summary(folder, out, "--config", str(course), "--times", str(times))
+    batch = [str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out)]
+    done = run([*batch, "--config", str(course), "--times", str(times)], timeout=240)
     assert done.returncode == 0, done.stderr
     assert "warning: deadline.percent is 10 but deadline.policy is none" in done.stderr
     assert "warning: deadline.extensions names no student in" in done.stderr and "alicee" in done.stderr
     assert f"warning: --times {times} names 1 student not in" in done.stderr and "alise" in done.stderr
-    done = _summary(folder, out, "--times", str(times))
+    done = run([*batch, "--times", str(times)], timeout=240)
     assert f"warning: --times {times} is not used: the settings have no deadline.due" in done.stderr
 
 

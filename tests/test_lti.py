@@ -7,6 +7,7 @@ import io
 import json
 import os
 import socket
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -114,16 +115,24 @@ def test_a_push_holds_the_csvs_scores_and_a_regrade_updates_them_in_one_line_ite
         for said in (dry.stdout + dry.stderr, done.stdout + done.stderr):
             assert "BEGIN" not in said and "eyJ" not in said, "no key and no token printed"
 
-        # a regrade: bob handed in 2 hours late under a 10% a day policy
-        times = tmp_path / "times.csv"
-        times.write_text(f"student,submitted_at\nalice,{DUE}\nbob,2026-12-02T01:59:00-05:00\ncarol,{DUE}\n")
+        # a push under a late policy decides nothing: the record (decided by the batch, here without one) stands
         late = lms.settings(str(key)) + f'[deadline]\ndue = "{DUE}"\npolicy = "per_day"\npercent = 10\n'
         config = _settings(tmp_path, late)
-        dry = _push(folder, out, config, "--times", str(times), "--dry-run")
+        same = _push(folder, out, config, "--dry-run")
+        assert f"bob: on the platform 30, new 30 of {TOTAL:g}" in same.stdout, same.stdout
+        # a regrade of the record: bob handed in 2 hours late, decided by the batch under a 10% a day policy
+        from autograder.assignment.deadline import apply, parse
+        from autograder.report import stamp
+
+        policy = parse({"due": DUE, "policy": "per_day", "percent": 10}, "course.toml")
+        decided = apply(policy, "bob", 30.0, datetime.fromisoformat("2026-12-02T01:59:00-05:00"))
+        bob = out / "bob.json"
+        bob.write_text(json.dumps(stamp(json.loads(bob.read_text()), decided)))
+        dry = _push(folder, out, config, "--dry-run")
         assert f"bob: on the platform 30, new 27 of {TOTAL:g}" in dry.stdout, dry.stdout
-        again = _push(folder, out, config, "--times", str(times))
+        again = _push(folder, out, config)
         assert again.returncode == 0, again.stderr
-        regraded = _csv_scores(folder, out, tmp_path, "--config", str(config), "--times", str(times))
+        regraded = _csv_scores(folder, out, tmp_path)
         assert regraded == {"alice": 40.0, "bob": 27.0, "carol": 20.0}
         assert lms.gradebook() == {LABEL: regraded}, "one line item, updated"
 

@@ -80,9 +80,17 @@ def read(folder: Path) -> list[Decision]:
         raise DecisionsError(f"{path} is larger than {MAX_FILE} bytes: not a decisions file")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-        return [Decision.of(json.loads(line)) for line in lines if line.strip()]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError) as error:
         raise DecisionsError(f"{path} cannot be read ({error}); it is the instructor's record: restore it") from None
+    found = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            found.append(Decision.of(json.loads(line)))
+        except (json.JSONDecodeError, RecursionError, DecisionsError) as error:
+            raise DecisionsError(f"{path}, line {number}: {error}; it is the instructor's record: restore it") from None
+    return found
 
 
 def add(folder: Path, decisions: Iterable[Decision]) -> list[Decision]:
