@@ -24,7 +24,7 @@ def load(path: Path) -> dict:
     another file), is the grader's failure on it (``grader_failure``), with the problem: loading never raises."""
     try:
         result = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # nested past the parser: no result either
         return grader_failure(f"no readable result in {path}")
     wrong = problem(result)
     return grader_failure(f"{path}: {wrong}") if wrong else result
