@@ -10,7 +10,7 @@ import json
 import sys
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -244,7 +244,6 @@ def parser() -> argparse.ArgumentParser:
         help="with students missing, summarise and write the CSV all the same (their rows say missing); still exit 1"
         " (without it: name them, write nothing and exit 1)",
     )
-    summary.set_defaults(summary_only=True, times=None)
 
     push = verb("push", settings)
     push.add_argument(
@@ -270,10 +269,8 @@ def parser() -> argparse.ArgumentParser:
         help="a dry run that asks no platform (implies --dry-run; [lti] and the lms extra not needed): each student's"
         " final score and the identity it would be sent to, unchecked",
     )
-    # the summary it runs first writes no file of its own
-    push.set_defaults(summary_only=True, push=True, csv=None, csv_format="plain", roster=None, report=None, times=None)
 
-    for name in ("hold", "clear", "override", "extend", "undo"):
+    for name in DECISION_VERBS:
         decision = verb(name, settings)
         decision.add_argument("batch", type=Path, metavar="DIR", help="the class folder, as batch took it")
         decision.add_argument("student", metavar="STUDENT", help="the student, as the class folder names them")
@@ -430,62 +427,87 @@ def _interrupted(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    """The verb, run: diff compares two folders; grade, batch and summary read the settings first."""
+    """The verb, run: its settings read, its options typed and handed to its module (diff reads no settings)."""
     if args.verb == "diff":
         return compare(args.old, args.new, args.csv)
-    if args.verb in DECISION_VERBS:
-        return _decision(args)
-    one = args.verb == "grade"
-    if one and args.submitted_at is not None:
-        from autograder.assignment.deadline import DeadlineError, parse_given_time
-
-        try:
-            args.submitted_at = parse_given_time(args.submitted_at, "Invalid --submitted-at")
-        except DeadlineError as error:
-            print(f"sdpa-grade: {error}", file=sys.stderr)
-            return 2
+    said = f"sdpa-grade {args.verb}"
     try:
         settings = load_settings(args.config)
     except ConfigError as error:
-        print(f"sdpa-grade: {error}", file=sys.stderr)
+        print(f"{said}: {error}", file=sys.stderr)
         return 2
-    if args.html if one else args.report:
+    drawn = getattr(args, "html", None) or getattr(args, "report", None)
+    if drawn:
         from autograder.render.images import MissingMatplotlib, require
 
         try:
             require()
         except MissingMatplotlib as error:
-            print(
-                f"sdpa-grade: {'--html' if one else '--report'} draws with matplotlib, which is not installed: {error}",
-                file=sys.stderr,
-            )
+            option = "--html" if args.verb == "grade" else "--report"
+            print(f"{said}: {option} draws with matplotlib, which is not installed: {error}", file=sys.stderr)
             return 2
-    if args.verb == "push" and args.offline:
-        args.dry_run = True
-    if args.verb == "push" and not args.offline:  # before the class is read: nothing summarised for a push that can't
+    if getattr(args, "require_sandbox", False):  # the verbs that grade
+        settings = settings.replace("limits", require_sandbox=True)
+    return VERB_RUNS[args.verb](args, settings)
+
+
+def _exports(args: argparse.Namespace, said: str):
+    """batch's and summary's files and pages, typed (class_folder.Exports), or the usage error's line."""
+    from autograder.course.class_folder import Exports
+
+    if args.csv_format != "plain" and (args.csv is None or args.roster is None):
+        needs = "--csv FILE and --roster FILE (the LMS's own gradebook export)"
+        return f"{said}: --csv-format {args.csv_format} needs {needs}"
+    if args.roster is not None and args.csv_format == "plain":
+        return f"{said}: --roster goes with --csv-format canvas or moodle"
+    return Exports(args.csv, args.csv_format, args.roster, args.assignment, args.report, args.diff, args.similarity)
+
+
+def _batch(args: argparse.Namespace, settings) -> int:
+    from autograder.course.batch import BatchOptions, run_batch
+
+    exports = _exports(args, "sdpa-grade batch")
+    if isinstance(exports, str):
+        print(exports, file=sys.stderr)
+        return 2
+    options = BatchOptions(args.batch, args.jobs, args.device, args.json_dir, args.show, args.force, args.shard,
+                           args.times, exports)  # fmt: skip
+    return run_batch(options, settings)
+
+
+def _summary(args: argparse.Namespace, settings) -> int:
+    from autograder.course.summary import SummaryOptions, run_summary
+
+    exports = _exports(args, "sdpa-grade summary")
+    if isinstance(exports, str):
+        print(exports, file=sys.stderr)
+        return 2
+    return run_summary(SummaryOptions(args.batch, args.json_dir, args.shard, args.partial, exports), settings)
+
+
+def _push(args: argparse.Namespace, settings) -> int:
+    from autograder.course.push_verb import PushOptions, run_push
+
+    if not args.offline:  # before the class is read: nothing read for a push that can't send
         from autograder.course.lti_client import missing_extra, not_ready
 
         problem = missing_extra() or not_ready(settings.lti)
         if problem:
             print(f"sdpa-grade push: {problem}; nothing sent", file=sys.stderr)
             return 2
-    if args.verb not in ("summary", "push") and args.require_sandbox:  # they grade nothing
-        settings = settings.replace("limits", require_sandbox=True)
-    if not one:
-        from autograder.course.batch import BatchOptions, run_batch
+    return run_push(PushOptions(args.batch, args.json_dir, args.dry_run, args.offline), settings)
 
-        if args.csv_format != "plain" and (args.csv is None or args.roster is None):
-            print(f"sdpa-grade: --csv-format {args.csv_format} needs --csv FILE and --roster FILE (the LMS's own"
-                  " gradebook export)", file=sys.stderr)  # fmt: skip
-            return 2
-        if args.roster is not None and args.csv_format == "plain":
-            print("sdpa-grade: --roster goes with --csv-format canvas or moodle", file=sys.stderr)
-            return 2
 
-        given = vars(args)  # the verb's options: summary's lack batch's --jobs, --device, --show and --force
-        taken = {field.name: given[field.name] for field in fields(BatchOptions) if field.name in given}
-        options = BatchOptions(folder=args.batch, **taken)
-        return run_batch(options, settings)
+def _grade(args: argparse.Namespace, settings) -> int:
+    """grade: one submission graded, its late decision made, its results written and printed."""
+    if args.submitted_at is not None:
+        from autograder.assignment.deadline import DeadlineError, parse_given_time
+
+        try:
+            args.submitted_at = parse_given_time(args.submitted_at, "Invalid --submitted-at")
+        except DeadlineError as error:
+            print(f"sdpa-grade grade: {error}", file=sys.stderr)
+            return 2
     from autograder.record import Result
     from autograder.render.inert import inert
     from autograder.render.terminal import table
@@ -525,18 +547,17 @@ def _main(args: argparse.Namespace) -> int:
 DECISION_VERBS = ("hold", "clear", "override", "extend", "undo")
 
 
-def _decision(args: argparse.Namespace) -> int:
+def _decision(args: argparse.Namespace, settings) -> int:
     """hold, clear, override, extend or undo: the decision, typed, handed to its module."""
     from autograder.course.decide import DecisionOptions, run_decision
 
-    try:
-        settings = load_settings(args.config)
-    except ConfigError as error:
-        print(f"sdpa-grade {args.verb}: {error}", file=sys.stderr)
-        return 2
     options = DecisionOptions(args.verb, args.batch, args.student, args.reason, args.json_dir,
                               getattr(args, "score", None), getattr(args, "until", ""))  # fmt: skip
     return run_decision(options, settings)
+
+
+VERB_RUNS = {"grade": _grade, "batch": _batch, "summary": _summary, "push": _push,
+             **dict.fromkeys(DECISION_VERBS, _decision)}  # fmt: skip
 
 
 def compare(old: Path, new: Path, csv_path: Path | None) -> int:

@@ -94,5 +94,5 @@ def test_the_merge_job_merges_what_the_grading_job_wrote():
     merge = manifest(DOCS / "kubernetes" / "merge-job.yaml")
     graded = parser().parse_args(command(grade))
     merged = parser().parse_args(command(merge["spec"]["template"]["spec"]["containers"][0]))
-    assert merged.summary_only and merged.csv and not merged.partial and merge["spec"]["backoffLimit"] == 0
+    assert merged.verb == "summary" and merged.csv and not merged.partial and merge["spec"]["backoffLimit"] == 0
     assert (merged.batch, merged.json_dir) == (graded.batch, graded.json_dir)

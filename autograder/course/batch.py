@@ -1,4 +1,4 @@
-"""``sdpa-grade --batch``: grade a class, several submissions at once, resumable.
+"""``sdpa-grade batch``: grade a class, several submissions at once, resumable.
 
 Here: the batch's options (``BatchOptions``), the class listed and each student's record read through the gate
 before anything is graded, the grade of record decided once the results are in (of_record.py: the late decision, the
@@ -18,14 +18,14 @@ from pathlib import Path
 from autograder import provenance
 from autograder.assignment.deadline import DeadlineError, read_times
 from autograder.config import Settings
-from autograder.course import decisions, of_record
+from autograder.course import of_record
+from autograder.course.class_folder import Exports, Refused, check_exports, open_class, results_folder
 from autograder.course.class_results import class_results
 from autograder.course.grades_csv import tell, write_grades
 from autograder.course.pool import grade_all
-from autograder.course.resume import FORCED, left_line, mark_output, why_graded, why_line
-from autograder.course.roster import result_names
+from autograder.course.resume import FORCED, left_line, why_graded, why_line
 from autograder.course.shard import select
-from autograder.course.summary import changes_since, said_by, similarity_pass, summarise_only, write_dashboard
+from autograder.course.summary import changes_since, similarity_pass, write_dashboard
 from autograder.read.handed_in import HandedIn, collected_by_nbgrader, listing, take, with_time
 from autograder.record import Result
 from autograder.render.inert import inert, shown
@@ -35,28 +35,17 @@ from autograder.report import load
 
 @dataclass(frozen=True)
 class BatchOptions:
-    """What ``sdpa-grade --batch`` was asked to do, typed; built once from the command line (cli.py)."""
+    """What ``sdpa-grade batch`` was asked to do, typed; built once from the command line (cli.py)."""
 
     folder: Path
     jobs: int = 2  # submissions graded at once
     device: str = "cpu"  # where the timing check runs
     json_dir: Path | None = None  # one result per student (default: DIR-grades beside DIR)
-    csv: Path | None = None
-    report: Path | None = None  # the class dashboard, with a folder of feedback pages beside it
     show: str | None = None  # a student whose checks and feedback are printed too
     force: bool = False  # grade again students already graded
     shard: tuple[int, int] | None = None  # (K, N): grade only shard K of N
-    summary_only: bool = False  # grade nothing: summarise the results already written (the merge of the shards)
-    partial: bool = False  # with --summary-only: summarise and write the CSV with students missing
-    diff: Path | None = None  # an earlier results folder: print (and --report shows) what changed since
     times: Path | None = None  # a CSV of student,submitted_at for the [deadline] policy (else nbgrader's timestamps)
-    csv_format: str = "plain"  # plain, canvas or moodle
-    roster: Path | None = None  # the LMS's own gradebook export, for canvas and moodle
-    assignment: str = "sdpa"  # the assignment's name in the LMS
-    similarity: bool = False  # also compare every pair of students: similarity.csv, for review (never a deduction)
-    push: bool = False  # with --summary-only: send the final scores to the LMS ([lti], course/lti.py)
-    dry_run: bool = False  # with push: say what would be sent, and send nothing
-    offline: bool = False  # with push's dry run: ask no platform
+    exports: Exports = Exports()
 
 
 def students(folder: Path, settings: Settings | None = None) -> dict[str, Path | tuple[Path, ...]]:
@@ -68,75 +57,41 @@ def students(folder: Path, settings: Settings | None = None) -> dict[str, Path |
 
 
 def run_batch(args: BatchOptions, settings: Settings) -> int:
-    folder = args.folder
-    if not folder.is_dir():
-        print(f"{said_by(args)}: {folder} is not a folder{'; nothing sent' if args.push else ''}", file=sys.stderr)
+    """``sdpa-grade batch``: grade who needs it, decide the grades of record, write and print what was asked."""
+    try:
+        return _run(args, settings)
+    except Refused as error:
+        print(f"{VERB}: {error}", file=sys.stderr)
         return 2
+
+
+def _run(args: BatchOptions, settings: Settings) -> int:
     if args.jobs < 1:
-        print(f"{said_by(args)}: Invalid --jobs {args.jobs}: expected at least 1", file=sys.stderr)
-        return 2
-    if args.partial and not args.summary_only:
-        print(f"{said_by(args)}: --partial goes with summary (a merge that may have students missing)", file=sys.stderr)
-        return 2
-    # before any grading: a roster that cannot be used is a bad option, not a failure once the class is graded
-    if args.csv_format != "plain" and args.roster is not None:
-        from autograder.course.gradebook import RosterError, check_roster
-
-        try:
-            check_roster(args.roster, args.csv_format)
-        except RosterError as error:
-            print(f"{said_by(args)}: {error}; nothing graded", file=sys.stderr)
-            return 2
-    entries = listing(folder, settings.limits)
-    everyone = entries.students
-    roster = select(everyone, args.shard)
-    if args.show is not None and args.show not in roster:
-        print(
-            f"{said_by(args)}: Invalid --show {shown(args.show)}: no such student in {folder}"
-            f" (have: {', '.join(shown(name) for name in roster)})",
-            file=sys.stderr,
-        )
-        return 2
-    out = args.json_dir or folder.parent / f"{folder.name}-grades"
-    if args.diff is not None:  # before any grading: an OLD folder that cannot be compared is a bad option
-        from autograder.course.diff import Unusable, read_folder
-
-        try:
-            read_folder(args.diff)
-        except Unusable as error:
-            print(f"{said_by(args)}: --diff: {error}", file=sys.stderr)
-            return 2
-        if args.diff.resolve() == out.resolve():
-            print(f"{said_by(args)}: --diff {args.diff} is this batch's own results folder: regrade into a new"
-                  " --json-dir and compare the released one with it", file=sys.stderr)  # fmt: skip
-            return 2
-    mark_output(out)
-    files = result_names(list(roster))
-    targets = {name: out / files[name] for name in roster}
-    for name in roster:
-        if files[name] != f"{name}.json":
-            print(f"note: the result of '{shown(name)}' is in {files[name]}", file=sys.stderr)
+        raise Refused(f"Invalid --jobs {args.jobs}: expected at least 1")
+    if not args.folder.is_dir():
+        raise Refused(f"{args.folder} is not a folder")
+    try:  # before any grading: an export that cannot be made is a bad option, not a failure once the class is graded
+        check_exports(args.exports, results_folder(args.folder, args.json_dir))
+    except Refused as error:
+        raise Refused(f"{error}; nothing graded") from None
     try:
         times = read_times(args.times) if args.times is not None else {}
     except DeadlineError as error:
-        print(f"{said_by(args)}: {error}", file=sys.stderr)
-        return 2
-    try:
-        known = decisions.read(out)
-    except decisions.DecisionsError as error:
-        print(f"{said_by(args)}: {error}; nothing {'sent' if args.push else 'written'}", file=sys.stderr)
-        return 2
-    handed = _handed_in(folder, roster, times, settings)
-    if args.summary_only:  # the record is read, never decided again: its late decisions and holds stand
-        of_record.tell(of_record.settle_all(targets, known), said_by(args))
-        return summarise_only(handed, targets, args, settings, entries.skipped)
-    for note in _deadline_notes(settings, everyone, times, args):
+        raise Refused(str(error)) from None
+    entries = listing(args.folder, settings.limits)
+    if args.show is not None and args.show not in (shard := select(entries.students, args.shard)):
+        have = ", ".join(shown(name) for name in shard)
+        raise Refused(f"Invalid --show {shown(args.show)}: no such student in {args.folder} (have: {have})")
+    the_class = open_class(args.folder, args.json_dir, settings, args.shard, entries)
+    roster, targets, out = the_class.roster, the_class.targets, the_class.out
+    for note in _deadline_notes(settings, the_class.everyone, times, args):
         print(f"warning: {note}", file=sys.stderr)
+    handed = _handed_in(args.folder, roster, times, settings)
     today = provenance.now(settings, args.device)
     why = {name: FORCED if args.force else why_graded(handed[name], targets[name], today) for name in roster}
     todo = [name for name in roster if why[name]]
-    shard = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
-    print(f"{shard}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade"
+    which = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
+    print(f"{which}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade"
           f"{why_line(why, args.force)}", file=sys.stderr)  # fmt: skip
 
     started = time.time()
@@ -148,21 +103,22 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
             failures = grade_all(again, handed, targets, settings, args)
     except KeyboardInterrupt:
         left = left_line(handed, targets, today, out, started, args.force)
-        print(f"\n{said_by(args)}: interrupted: {left}", file=sys.stderr)
+        print(f"\n{VERB}: interrupted: {left}", file=sys.stderr)
         return 130
-    of_record.tell(of_record.decide(handed, targets, settings, out, known), said_by(args))
+    of_record.tell(of_record.decide(handed, targets, settings, out, the_class.known), VERB)
     results = {name: load(targets[name]) for name in roster}
     for mode in sorted({Result.of(r).sandbox for r in results.values()} - {""}):
         print(f"sdpa-grade: {mode}", file=sys.stderr)
     stats = class_results(results)
-    written = write_grades(args, stats)
+    written = write_grades(args.exports, stats)
     if args.show is not None:
         from autograder.render.terminal import table
 
         print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
-    print(inert(summary(stats, entries.skipped)))
-    found = changes_since(args, targets, stats)
-    write_dashboard(args, stats, found, similarity_pass(args, handed, results, out, settings))
+    print(inert(summary(stats, the_class.skipped)))
+    found = changes_since(args.exports, targets, stats)
+    similar = similarity_pass(args.exports, handed, results, out, settings)
+    write_dashboard(args.exports, stats, found, similar)
     unmatched = tell(written)
     if failures:
         print(
@@ -171,6 +127,9 @@ def run_batch(args: BatchOptions, settings: Settings) -> int:
         )
         return 3
     return 1 if unmatched else 0
+
+
+VERB = "sdpa-grade batch"
 
 
 def _deadline_notes(settings: Settings, everyone: dict, times: dict, args: BatchOptions) -> list[str]:

@@ -53,7 +53,7 @@ def held_for_flags(name: str, result: dict) -> decisions.Decision | None:
     if not kinds:
         return None
     graded_at = str(Result.of(result).provenance.get("graded_at") or "")
-    reason = f"flagged for review ({', '.join(kinds)}): held until cleared"
+    reason = f"flagged: {', '.join(kinds)}"
     return decisions.Decision("hold", name, decisions.now(), reason, result=graded_at, by=decisions.GRADER)
 
 

@@ -1,92 +1,108 @@
-"""What a batch prints and writes once its students are graded, and ``--summary-only`` over results already written
-(the merge of the shards): the class's summary, ``--diff``'s changes, ``--similarity``'s pairs and ``--report``'s
-dashboard, each worded by render/ from the fields computed in course/. ``args`` is the batch's options
-(batch.BatchOptions)."""
+"""``sdpa-grade summary`` over results already written (the merge of the shards), and what a batch prints and writes
+once its students are graded: the class's summary, ``--diff``'s changes, ``--similarity``'s pairs and ``--report``'s
+dashboard, each worded by render/ from the fields computed in course/, as the verb's ``Exports`` ask."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import provenance
 from autograder.config import Settings
+from autograder.course import of_record
+from autograder.course.class_folder import Class, Exports, Refused, check_exports, open_class, results_folder
 from autograder.course.class_results import ClassResults, class_results
 from autograder.course.grades_csv import tell, write_grades
 from autograder.course.resume import mark_output
-from autograder.read.handed_in import HandedIn
+from autograder.read.handed_in import HandedIn, take
 from autograder.record import Result
 from autograder.render.inert import inert, shown
 from autograder.render.terminal import summary
 from autograder.report import load
 
 
-def said_by(args) -> str:
-    """Who a message is from: the verb that runs (``sdpa-grade push``, ``summary`` or ``batch``): every message of a
-    verb names it."""
-    return f"sdpa-grade {'push' if args.push else 'summary' if args.summary_only else 'batch'}"
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What ``sdpa-grade summary`` was asked to do, typed; built once from the command line (cli.py)."""
+
+    folder: Path
+    json_dir: Path | None = None  # the results (default: DIR-grades beside DIR)
+    shard: tuple[int, int] | None = None
+    partial: bool = False  # summarise and write the CSV with students missing (their rows say missing)
+    exports: Exports = Exports()
 
 
-def summarise_only(roster: dict, targets: dict, args, settings: Settings, skipped: dict) -> int:
-    """--summary-only: summary and CSV of the results already written, by any machine (the merge of the shards).
+VERB = "sdpa-grade summary"
 
-    A merge that is not whole says so and writes nothing: a CSV with students left out would be
-    uploaded as the class's grades. It names every student with no result yet (what to grade
-    next) and exits 1; ``--partial`` asks for the summary and the CSV of what there is all the
-    same, the missing students' rows marked ``missing``. Results graded with other checks or other
-    settings are not added up at all (exit 2): each group is named, with where its settings came from.
-    """
-    missing = [name for name in roster if not targets[name].is_file()]
-    mixed = why_not_merged({name: load(targets[name]) for name in roster if name not in missing})
-    if mixed:
-        print(f"{said_by(args)}: {mixed}{'; nothing sent' if args.push else ''}", file=sys.stderr)
+
+def run_summary(options: SummaryOptions, settings: Settings) -> int:
+    """``sdpa-grade summary``: the summary, files and pages of the results already written, by any machine (the merge
+    of the shards); their grades of record read, never decided again."""
+    try:
+        check_exports(options.exports, results_folder(options.folder, options.json_dir))
+        the_class = open_class(options.folder, options.json_dir, settings, options.shard)
+    except Refused as error:
+        print(f"{VERB}: {error}; nothing written", file=sys.stderr)
         return 2
-    if missing:
-        print(
-            f"{said_by(args)}: {len(missing)} of {len(roster)} students have no result yet: "
-            f"{', '.join(shown(name) for name in missing)}",
-            file=sys.stderr,
-        )
-    if missing and args.push:
-        print("sdpa-grade push: grade them (sdpa-grade batch), then push; nothing sent", file=sys.stderr)
+    of_record.tell(of_record.settle_all(the_class.targets, the_class.known), VERB)
+    results, missing = read_results(the_class)
+    if results is None:
+        return 2
+    if missing and not options.partial:
+        wrote = f"no CSV written ({options.exports.csv}); " if options.exports.csv else ""
+        print(f"{VERB}: {wrote}grade them (run their shard again), then merge; --partial merges what there is",
+              file=sys.stderr)  # fmt: skip
         return 1
-    if missing and not args.partial:
-        wrote = f"no CSV written ({args.csv}); " if args.csv else ""
-        print(
-            f"sdpa-grade: {wrote}grade them (run their shard again), then merge; --partial merges what there is",
-            file=sys.stderr,
-        )
-        return 1
-    results = {name: None if name in missing else load(targets[name]) for name in roster}
     stats = class_results(results)
-    written = write_grades(args, stats)
-    print(inert(summary(stats, skipped)))
-    found = changes_since(args, targets, stats)
-    similar = similarity_pass(args, roster, results, next(iter(targets.values())).parent, settings) if targets else None
-    write_dashboard(args, stats, found, similar)
+    exports = options.exports
+    written = write_grades(exports, stats)
+    print(inert(summary(stats, the_class.skipped)))
+    found = changes_since(exports, the_class.targets, stats)
+    similar = None
+    if exports.similarity:
+        handed = {name: take(the_class.roster[name], settings.limits) for name in the_class.roster}
+        similar = similarity_pass(exports, handed, results, the_class.out, settings)
+    write_dashboard(exports, stats, found, similar)
     unmatched = tell(written)
-    if args.push:
-        from autograder.course.lti import push_class
-
-        return push_class(stats, settings.lti, args.dry_run, args.offline) or (1 if missing or unmatched else 0)
     return 1 if missing or unmatched else 0
 
 
-def write_dashboard(args, stats: ClassResults, found, similar) -> None:
+def read_results(the_class: Class, verb: str = VERB) -> tuple[dict | None, list[str]]:
+    """Each student's result (None: missing) and the students missing, said on stderr; (None, []) where the results
+    were graded with other checks or other settings and cannot be counted together (the verb exits 2).
+
+    A merge that is not whole says so, naming every student with no result yet (what to grade next); results graded
+    with other checks or other settings are not added up at all: each group is named, with where its settings came
+    from."""
+    targets = the_class.targets
+    missing = [name for name in targets if not targets[name].is_file()]
+    mixed = why_not_merged({name: load(targets[name]) for name in targets if name not in missing})
+    if mixed:
+        print(f"{verb}: {mixed}", file=sys.stderr)
+        return None, []
+    if missing:
+        print(f"{verb}: {len(missing)} of {len(targets)} students have no result yet: "
+              f"{', '.join(shown(name) for name in missing)}", file=sys.stderr)  # fmt: skip
+    return {name: None if name in missing else load(targets[name]) for name in targets}, missing
+
+
+def write_dashboard(exports: Exports, stats: ClassResults, found, similar) -> None:
     """--report FILE: the class's dashboard (with the Changes and similarity sections asked for) and each student's
     feedback page, after a batch and after --summary-only alike."""
-    if not args.report:
+    if not exports.report:
         return
     from autograder.render.dashboard import write_report
 
-    pages = write_report(args.report, stats, found, similar)
+    pages = write_report(exports.report, stats, found, similar)
     mark_output(pages)
-    print(f"class dashboard: {args.report} (feedback pages in {pages})", file=sys.stderr)
+    print(f"class dashboard: {exports.report} (feedback pages in {pages})", file=sys.stderr)
 
 
-def similarity_pass(args, handed: dict[str, HandedIn], results: dict, out: Path, settings: Settings):
+def similarity_pass(exports: Exports, handed: dict[str, HandedIn], results: dict, out: Path, settings: Settings):
     """--similarity: every pair of the class compared (similarity.py), ``similarity.csv`` written in the results
     folder and its one line printed; the Similarity (for the dashboard), or None when not asked."""
-    if not args.similarity:
+    if not exports.similarity:
         return None
     from autograder.course import similarity
     from autograder.render.similarity import summary_line, write_csv
@@ -104,15 +120,15 @@ def similarity_pass(args, handed: dict[str, HandedIn], results: dict, out: Path,
 SIMILARITY_CSV = "similarity.csv"
 
 
-def changes_since(args, targets: dict, stats: ClassResults):
+def changes_since(exports: Exports, targets: dict, stats: ClassResults):
     """--diff OLD: print what changed from OLD to this batch's results (its students only); the Diff, or None."""
-    if args.diff is None:
+    if exports.diff is None:
         return None
     from autograder.course.diff import diff
     from autograder.render.diff import lines
 
-    out = next(iter(targets.values())).parent if targets else args.diff
-    found = diff(args.diff, out)
+    out = next(iter(targets.values())).parent if targets else exports.diff
+    found = diff(exports.diff, out)
     print("\n" + "\n".join(lines(found)))
     return found
 
