@@ -361,9 +361,13 @@ def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
     from autograder.report import grader_failure
 
     try:
-        from autograder.grade import grade  # inside: a broken install is the grader's failure too
+        from autograder.grade import (
+            Submitted,
+            grade,  # inside: a broken install is the grader's failure too
+        )
 
-        grading = grade(args.submission, settings, device=args.device, seed=args.seed, zygote=args.zygote)
+        time = Submitted(args.submission.stem, args.submitted_at, metadata=args.metadata)
+        grading = grade(args.submission, settings, device=args.device, seed=args.seed, zygote=args.zygote, time=time)
         return grading.result, grading.grader_error
     except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
         from autograder.provenance import failed
@@ -515,8 +519,6 @@ def _grade(args: argparse.Namespace, settings) -> int:
     with Interrupts() as interrupts:
         try:
             result, error = _grade_one(args, settings)
-            if not error:
-                result = _late(result, args, settings)
         except KeyboardInterrupt:
             interrupts.seen = True
         if interrupts.seen:  # whatever the grading made of it (pytest stops, the worker dies): nothing is written
@@ -526,6 +528,8 @@ def _grade(args: argparse.Namespace, settings) -> int:
             write_atomically(args.json, json.dumps(result, indent=2))
             args.written = True
     record = Result.of(result)
+    if record.late and record.late.get("missing_time"):
+        print(f"sdpa-grade: no late penalty applied: {record.late.get('time_problem')}", file=sys.stderr)
     if not record.ungradable:  # nothing was graded: the one line below says why, not a table of zeros
         print(table(result))
     if record.sandbox:
@@ -574,36 +578,6 @@ def compare(old: Path, new: Path, csv_path: Path | None) -> int:
     if csv_path is not None:
         write_csv(csv_path, found)
     return 0
-
-
-def _late(result: dict, args: argparse.Namespace, settings) -> dict:
-    """One submission's result with the [deadline] policy applied, where a deadline (or Gradescope's) applies.
-
-    The time: ``--submitted-at``, else Gradescope's metadata (``--metadata``), else, for a file nbgrader collected
-    in a course, nbgrader's timestamp.txt beside it (handed_in.collected_time, as the batch takes it). Where none is
-    found, no penalty is taken and stderr says why."""
-    from autograder.assignment.deadline import apply, gradescope_time
-    from autograder.read.handed_in import collected_time
-    from autograder.record import Result
-    from autograder.report import stamp
-
-    deadline, submitted, problem = settings.deadline, None, ""
-    if args.metadata is not None:
-        student, submitted, deadline = gradescope_time(args.metadata, deadline)
-        problem = "" if submitted else f"no trusted submission time: {args.metadata} gives none (created_at)"
-    else:
-        graded = Result.of(result).graded_file
-        name, handed = collected_time(args.submission / graded if graded and args.submission.is_dir()
-                                      else args.submission)  # fmt: skip
-        student, submitted, problem = name or args.submission.stem, handed.submitted_at, handed.time_problem
-    if args.submitted_at is not None:
-        submitted, problem = args.submitted_at, ""
-    if deadline.due is None:
-        return result
-    late = apply(deadline, student, float(Result.of(result).score), submitted, problem)
-    if late.missing_time:
-        print(f"sdpa-grade: no late penalty applied: {late.time_problem}", file=sys.stderr)
-    return stamp(result, late)
 
 
 def run() -> None:

@@ -121,7 +121,8 @@ def relative(submission: Path | tuple[Path, ...], file: Path | None) -> str | No
 def record(grading) -> dict:
     """A grading's provenance (``grade.Grading``: its read stage's file and SHA-256, its settings and device)."""
     graded = relative(grading.submission, grading.graded)
-    return _record(graded, grading.sha256, grading.graded_at, grading.settings, grading.device)
+    stages = {"stages": list(grading.stages)} if getattr(grading, "stages", ()) else {}  # the pipeline that ran
+    return {**_record(graded, grading.sha256, grading.graded_at, grading.settings, grading.device), **stages}
 
 
 def failed(settings: Settings, device: str) -> dict:

@@ -232,7 +232,7 @@ def test_batch_refuses_to_diff_against_its_own_folder(tmp_path):
     shutil.copy(ROOT / "examples" / "class" / "alice.py", folder / "a.py")
     done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--diff", str(out)])
     assert done.returncode == 2
-    assert "this batch's own results folder" in done.stderr
+    assert "this run's own results folder" in done.stderr
 
 
 def test_diff_says_which_settings_changed_between_the_runs(tmp_path):

@@ -242,3 +242,33 @@ def test_every_export_gives_the_same_final_scores(record, decided, tmp_path):
         assert done.returncode == 1, done.stderr  # not everyone sent: mallory is held
         assert "not sent: mallory: held for review" in done.stderr
         assert lms.gradebook() == {"Scaled dot-product attention": final}
+
+
+@pytest.mark.timeout(300)
+def test_every_path_runs_the_same_stages_and_decides_lateness_in_one(record, tmp_path):
+    """The batch's results and one `sdpa-grade grade` (Gradescope's bundle runs that verb) record the same stage list,
+    grade.STAGES, the late decision among them: bob 5 hours late loses 10% on both, decided by the same stage.
+    nbgrader's autograde runs grade.grade too (its lateness is nbgrader's late plugin: the stage decides nothing
+    there)."""
+    import inspect
+
+    from autograder.grade import STAGES, decide_late
+    from autograder.nbgrader_path import autograde
+    from autograder.release import gradescope
+
+    folder, out, _ = record
+    names = [stage.__name__ for stage in STAGES]
+    assert decide_late in STAGES
+    batch = json.loads((out / "bob.json").read_text())
+    assert batch["extra_data"]["provenance"]["stages"] == names
+    (tmp_path / "course.toml").write_text(POLICY)
+    one = tmp_path / "bob.json"
+    done = _sdpa("grade", folder / "bob.py", "--json", one, "--config", tmp_path / "course.toml", "--submitted-at",
+                 TIMES["bob"])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    single = json.loads(one.read_text())
+    assert single["extra_data"]["provenance"]["stages"] == names
+    assert (single["score"], single["extra_data"]["late"]["late_penalty"]) == (47.7, 5.3)
+    assert batch["extra_data"]["late"]["late_penalty"] == 5.3
+    assert "grade(path, settings" in inspect.getsource(autograde)
+    assert '/sdpa-grade" grade "$ROOT/submission"' in inspect.getsource(gradescope)

@@ -171,7 +171,11 @@ def settle(result: dict, student: str, decisions: Iterable[Decision]) -> dict:
     was_extended = str(extended.get("until") or "") if isinstance(extended, dict) else ""
     settled = _late_again(result, student, now_extended) if now_extended or was_extended else result
     again = Result.of(settled)
-    computed = again.late.get("score", again.raw_score) if again.late else again.raw_score
+    earlier_computed = earlier.get("computed_score") if isinstance(earlier, dict) else None
+    if again.late:
+        computed = again.late.get("score", again.score)
+    else:  # the score as written (an int stays an int), before any override
+        computed = again.score if earlier_computed is None else earlier_computed
     extra = {key: value for key, value in again.extra_data.items() if key != "record"}
     if found.in_force or found.held:
         extra["record"] = {

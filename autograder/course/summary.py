@@ -43,7 +43,7 @@ def run_summary(options: SummaryOptions, settings: Settings) -> int:
         check_exports(options.exports, results_folder(options.folder, options.json_dir))
         the_class = open_class(options.folder, options.json_dir, settings, options.shard)
     except Refused as error:
-        print(f"{VERB}: {error}; nothing written", file=sys.stderr)
+        print(f"{VERB}: {error}", file=sys.stderr)
         return 2
     of_record.tell(of_record.settle_all(the_class.targets, the_class.known), VERB)
     results, missing = read_results(the_class)
