@@ -257,7 +257,7 @@ class Imports:
     allowed: tuple[str, ...] = setting(
         "What a submission may import besides Python's standard library: top-level module names (a name allows its"
         ' submodules: "matplotlib" allows matplotlib.pyplot). Any other import the submission\'s code makes fails as'
-        " if the module were not installed, on every path (sdpa-grade, --batch, nbgrader, the Gradescope bundle),"
+        " if the module were not installed, on every path (sdpa-grade grade, batch, nbgrader, the Gradescope bundle),"
         " whatever the grading machine has installed; the sandbox can read only these packages and what they need."
         " Each must be installed where grading runs (the grader refuses to grade otherwise), and torch must be among"
         " them.",

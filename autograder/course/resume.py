@@ -81,4 +81,4 @@ def mark_output(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     marker = folder / MARKER
     if not marker.exists():
-        marker.write_text("Written by sdpa-grade; sdpa-grade --batch never takes this folder for a student's.\n")
+        marker.write_text("Written by sdpa-grade; sdpa-grade batch never takes this folder for a student's.\n")

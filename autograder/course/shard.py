@@ -1,4 +1,4 @@
-"""``sdpa-grade --batch DIR --shard K/N``: the students that machine K of N grades.
+"""``sdpa-grade batch DIR --shard K/N``: the students that machine K of N grades.
 
 A student belongs to shard ``hash(name) mod N``, with a hash that is the same on every machine
 and every run (SHA-256 of the name, not Python's salted ``hash``). A student's shard depends on

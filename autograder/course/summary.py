@@ -89,7 +89,7 @@ def read_results(the_class: Class, verb: str = VERB) -> tuple[dict | None, list[
 
 def write_dashboard(exports: Exports, stats: ClassResults, found, similar) -> None:
     """--report FILE: the class's dashboard (with the Changes and similarity sections asked for) and each student's
-    feedback page, after a batch and after --summary-only alike."""
+    feedback page, after a batch and a summary alike."""
     if not exports.report:
         return
     from autograder.render.dashboard import write_report

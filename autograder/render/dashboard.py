@@ -1,4 +1,4 @@
-"""``sdpa-grade --batch DIR --report class.html``: a class dashboard, and a feedback page per student.
+"""``sdpa-grade batch DIR --report class.html``: a class dashboard, and a feedback page per student.
 
 Everything is read from the class's results (class_results.py), which come from the results' structured
 fields, never from their wording: the same numbers as the batch's text summary and CSV. The dashboard is

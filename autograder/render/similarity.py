@@ -1,4 +1,4 @@
-"""The words, the CSV and the dashboard section of ``sdpa-grade --batch ... --similarity``, from the fields of the
+"""The words, the CSV and the dashboard section of ``sdpa-grade batch ... --similarity``, from the fields of the
 ``Similarity`` (and each ``Pair``) that course/similarity.py hands in. Similar submissions are listed for the
 instructor's review: evidence for a conversation, never a deduction."""
 

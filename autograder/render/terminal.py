@@ -1,6 +1,6 @@
-"""What the terminal shows, worded here from fields: one result's table (``sdpa-grade FILE``, ``--batch --show``) and
-a class's summary (``sdpa-grade --batch``), each from the record alone (record.Result, class_results.ClassResults).
-Text from a result is made inert (render/inert.py): shown, never run by the terminal."""
+"""What the terminal shows, worded here from fields: one result's table (``sdpa-grade grade FILE``, ``batch
+--show``) and a class's summary (``sdpa-grade batch``), each from the record alone (record.Result,
+class_results.ClassResults). Text from a result is made inert (render/inert.py): shown, never run by the terminal."""
 
 from __future__ import annotations
 
