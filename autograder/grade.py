@@ -20,13 +20,13 @@ import pytest
 
 from autograder import provenance, report, scoring
 from autograder.assignment.deadline import apply, gradescope_time
+from autograder.checks import quiz
 from autograder.checks.timing import one_thread
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
 from autograder.read import bounded
 from autograder.read.handed_in import HandedIn, collected_time, take
 from autograder.read.submission import Choice, Ungradable, is_notebook, notebook_cells, shown_name, source_of
-from autograder.release import quiz
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.protocol import Failure, Reply, Runner
 from autograder.sandbox.report import describe
@@ -232,7 +232,7 @@ def build_result(grading: Grading) -> Grading:
 
 
 def knowledge_check(grading: Grading) -> Grading:
-    """A notebook's knowledge check, scored as nbgrader scores it (release/quiz.py): one test per question, counted
+    """A notebook's knowledge check, scored as nbgrader scores it (checks/quiz.py): one test per question, counted
     in the result's score and maximum. Nothing for a .py file, or for a notebook that could not be graded."""
     handed = grading.handed
     if grading.ungradable or handed is None or handed.data is None or not is_notebook(handed.file):

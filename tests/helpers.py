@@ -86,8 +86,8 @@ def total(*, gpu: bool = False, notebook: bool = False) -> float:
     """The most a submission scores under the default settings: every hidden check's points, timing_gpu's only where
     it runs (without a GPU it is not run, worth 0 of 0 under ``when_no_gpu = "exclude"``; ``award`` counts it); with
     ``notebook``, a notebook's, its knowledge check's questions too."""
+    from autograder.checks.quiz import POINTS, QUESTIONS
     from autograder.config import load_settings
-    from autograder.release.quiz import POINTS, QUESTIONS
 
     checks = sum(value for check, value in load_settings(environ={}).points.items() if gpu or check != "timing_gpu")
     return checks + (len(QUESTIONS) * POINTS if notebook else 0)

@@ -10,8 +10,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
+from autograder.checks.quiz import BY_NAME, QUESTIONS, answer_in, verdict
 from autograder.nbgrader_path.autograde import GradeNotebook, GraderFailed, points_mismatch
-from autograder.release.quiz import BY_NAME, QUESTIONS, answer_in, verdict
 from tests.helpers import ROOT
 
 NOTEBOOK = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
@@ -169,8 +169,8 @@ def _answer(name: str, source: str, **meta) -> nbformat.NotebookNode:
 def test_a_pasted_answer_cell_is_graded_by_its_last_copy_on_both_paths():
     """Two cells marked as q_variance's answer (a pasted copy, the last one right): both paths grade the last copy
     (nbgrader's DeduplicateIds keeps its metadata on the last; sdpa-grade read the first before) and say so."""
+    from autograder.checks.quiz import answer_cells, results
     from autograder.nbgrader_path.autograde import DeduplicateIds
-    from autograder.release.quiz import answer_cells, results
 
     nb = new_notebook(cells=[new_code_cell("import torch"), _answer("q_variance", "q_variance = 0"),
                              _answer("q_variance", "q_variance = 64")])  # fmt: skip
@@ -189,7 +189,7 @@ def test_a_pasted_answer_cell_is_graded_by_its_last_copy_on_both_paths():
 def test_an_answer_cell_without_its_metadata_is_found_by_what_it_sets():
     """JupyterLab's Merge drops the merged cell's nbgrader metadata: the answer is the last cell (not a test cell)
     that sets the name, said in the feedback; a marked cell, where there is one, comes first."""
-    from autograder.release.quiz import answer_cells, results
+    from autograder.checks.quiz import answer_cells, results
 
     merged = new_code_cell("# Why scale?\nimport math\nq_variance = 64\nq_why_scale = 'b'")
     test_cell = new_code_cell("q_variance = 1", metadata={"nbgrader": {"grade": True, "solution": False,

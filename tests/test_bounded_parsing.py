@@ -19,11 +19,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.checks.quiz import verdict
 from autograder.config import load_settings
 from autograder.grade import grade
 from autograder.read.handed_in import read_submission
 from autograder.read.submission import Ungradable
-from autograder.release.quiz import verdict
 from autograder.sandbox.student_side import wire
 from tests.helpers import BIN, REFERENCE, ROOT, run
 
@@ -243,7 +243,7 @@ def test_quiz_answers_from_random_bytes_get_a_message_never_an_exception():
     never an exception out of the trusted reader."""
     import random
 
-    from autograder.release.quiz import QUESTIONS
+    from autograder.checks.quiz import QUESTIONS
 
     pieces = ["(", ")", "[", "]", "{", "}", "-", "~", "not ", "'", '"', "\\", "\n", "=", "64", "1e308", "0x", "*", ",",
               "lambda: ", "q_variance", " ", "#", ":", "\x00", "\u212a", "\ud800", "..."]  # fmt: skip

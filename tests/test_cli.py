@@ -9,9 +9,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.checks import quiz
 from autograder.cli import VERBS, command, forks_zygote, main, verb_form
 from autograder.read.submission import notebook_source
-from autograder.release import quiz
 from autograder.status import Category
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run, total
 

@@ -8,11 +8,11 @@ import shutil
 import pytest
 
 from autograder.assignment.paths import NOTEBOOK
+from autograder.checks.quiz import BY_NAME, POINTS, QUESTIONS, answer_cells, questions, results, verdict
 from autograder.config import load_settings
 from autograder.grade import _pytest
 from autograder.plugin import GradingPlugin
 from autograder.release import lesson as shapes
-from autograder.release.quiz import BY_NAME, POINTS, QUESTIONS, answer_cells, questions, results, verdict
 from autograder.status import Status
 from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, run, sources_only
 from tests.in_process import InProcess

@@ -11,8 +11,8 @@ import shutil
 import nbformat
 import pytest
 
+from autograder.checks.quiz import POINTS, QUESTIONS
 from autograder.config import load_settings
-from autograder.release.quiz import POINTS, QUESTIONS
 from autograder.release.template import solution_lines
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, answered, nbgrader, points, run, total
 

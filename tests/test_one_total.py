@@ -13,8 +13,8 @@ from datetime import datetime, timedelta, timezone
 import nbformat
 import pytest
 
+from autograder.checks.quiz import POINTS, QUESTIONS
 from autograder.config import load_settings
-from autograder.release.quiz import POINTS, QUESTIONS
 from tests.helpers import BIN, ROOT, answered, clean_env, nbgrader, run, setup, total, unpack
 
 SOURCE = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"

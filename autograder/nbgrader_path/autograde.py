@@ -27,10 +27,10 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
 from autograder.assignment.catalogue import catalogue
+from autograder.checks.quiz import BY_NAME, COPY_OF, Answer, answer_cells, verdict
 from autograder.config import REQUIRE_SANDBOX, ConfigError, Settings, load_settings
 from autograder.nbgrader_path.cell_feedback import note_output, verdict_outputs
 from autograder.read.bounded import cell_problem
-from autograder.release.quiz import BY_NAME, COPY_OF, Answer, answer_cells, verdict
 from autograder.status import passed
 
 NOT_RUN_HERE = (
@@ -182,7 +182,7 @@ class GradeNotebook(NbGraderPreprocessor):
                 " does, so that nbgrader puts it back from the source notebook before grading (docs/instructor.md)"
             )
         verdicts = self.code_verdicts(nb, settings)
-        answers = answer_cells(nb.cells, answer_chars)  # found as sdpa-grade finds them (release/quiz.py)
+        answers = answer_cells(nb.cells, answer_chars)  # found as sdpa-grade finds them (checks/quiz.py)
         for cell in tests:
             name = _check_of(cell)
             if name in BY_NAME:

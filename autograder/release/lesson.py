@@ -1,7 +1,7 @@
 """The lesson's shapes ([lesson] in the settings) in what students receive, as ``sdpa-build`` writes them.
 
 The sources are written with the shipped defaults' shapes, so that they read as they are on GitHub: the handout
-(docs/handout.md), the hidden checks' docstrings and the knowledge check's questions (release/quiz.py, which asks
+(docs/handout.md), the hidden checks' docstrings and the knowledge check's questions (checks/quiz.py, which asks
 them with any lesson's). ``sdpa-build`` writes each of the defaults' shapes found in them, written as a tuple such
 as ``(32, 50, 64)``, as the same shape of the lesson it builds with (``render``), into the handout beside the stubs
 and into the notebook. The public tests, which students receive as they are committed, take the lesson's sizes from

@@ -21,8 +21,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from autograder.assignment.catalogue import catalogue
 from autograder.assignment.parts import handout_without, teaches, without
 from autograder.assignment.paths import NOTEBOOK
+from autograder.checks.quiz import POINTS, QUESTIONS
 from autograder.config import Settings, load_settings
-from autograder.release.quiz import POINTS, QUESTIONS
 
 PLOT = NOTEBOOK.with_name("saturation.svg")  # the handout links it; nbgrader releases it beside the notebook
 HANDOUT = Path("docs/handout.md")

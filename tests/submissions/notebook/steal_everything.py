@@ -25,7 +25,7 @@ def _grader_source(obj) -> bool:
 
 
 def _by_path():
-    return open(f"{PROJECT}/reference/attention.py").read() + open(f"{PROJECT}/autograder/release/quiz.py").read()
+    return open(f"{PROJECT}/reference/attention.py").read() + open(f"{PROJECT}/autograder/checks/quiz.py").read()
 
 
 def _resources():
@@ -34,7 +34,7 @@ def _resources():
 
 def _getsource():
     return inspect.getsource(importlib.import_module("reference.attention")) + inspect.getsource(
-        importlib.import_module("autograder.release.quiz"))
+        importlib.import_module("autograder.checks.quiz"))
 
 
 def _sys_modules():
@@ -78,7 +78,7 @@ def _monkeypatch():
     import dataclasses
 
     from autograder import scoring
-    from autograder.release import quiz
+    from autograder.checks import quiz
 
     real = scoring.score
     scoring.score = lambda outcomes, settings: [dataclasses.replace(s, score=s.max_score, feedback="passed")
