@@ -113,6 +113,26 @@ def _raised_in_attention(loaded, tolerance, Q, K, V, mask, is_causal, expected) 
     return matches(output, expected[0], tolerance) and matches(weights, expected[1], tolerance)
 
 
+def _gqa_run(loaded, settings, Q, K, V, mask, is_causal, **options):
+    """The student's grouped_query_attention's reply; a raise that the student's own attention explains
+    (``_raised_in_attention``) fails the check as built on it."""
+    try:
+        return loaded.run(GQA, Q, K, V, mask, is_causal, **options)
+    except StudentFault as fault:
+        tolerance = settings.tolerance(dtype_name(Q.dtype), scale=_size(Q, K, V))
+        full = _both(mask, _causal(Q.size(-2), K.size(-2))) if is_causal else mask
+        expected = tuple(x.to(Q.dtype) for x in _oracle(Q, K, V, full))
+        if not (fault.raised and _raised_in_attention(loaded, tolerance, Q, K, V, mask, is_causal, expected)):
+            raise
+        fail(
+            str(fault).removesuffix("."),
+            hint="it builds on scaled_dot_product_attention, which raises on these heads: yours gives the right"
+            " result once it does (it was run again with scaled_dot_product_attention giving the reference's"
+            " result): fix that first",
+            builds_on=(SDPA,),
+        )
+
+
 HINT_SDPA = (
     "it builds on scaled_dot_product_attention, and on these heads (each key/value head shared by its group) your own"
     " scaled_dot_product_attention gives a different result from the reference's (recomputed with it, the heads"
@@ -126,18 +146,7 @@ def _compare_gqa(loaded, settings, label, Q, K, V, mask=None, is_causal=False):
     tolerance = settings.tolerance(dtype_name(Q.dtype), scale=size)
     full = _both(mask, _causal(Q.size(-2), K.size(-2))) if is_causal else mask
     expected = tuple(x.to(Q.dtype) for x in _oracle(Q, K, V, full))
-    try:
-        reply = loaded.run(GQA, Q, K, V, mask=mask, is_causal=is_causal)
-    except StudentFault as fault:
-        if not (fault.raised and _raised_in_attention(loaded, tolerance, Q, K, V, mask, is_causal, expected)):
-            raise
-        fail(
-            str(fault).removesuffix("."),
-            hint="it builds on scaled_dot_product_attention, which raises on these heads: yours gives the right"
-            " result once it does (it was run again with scaled_dot_product_attention giving the reference's"
-            " result): fix that first",
-            builds_on=(SDPA,),
-        )
+    reply = _gqa_run(loaded, settings, Q, K, V, mask, is_causal)
     variants = gqa_variants(Q, K, V, mask, is_causal)
     try:
         for index, name in enumerate(("output", "weights")):
@@ -242,7 +251,7 @@ def test_gqa_gradients(loaded, draw, settings):
     inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
     expected = torch.autograd.grad(_oracle(*inputs, mask)[0], inputs, grad_output)
     zero = torch.zeros(B, H, T_q, T_k, dtype=Q.dtype)  # the weights' gradient: the output's alone is checked
-    reply = loaded.run(GQA, Q, K, V, mask, False, grad=[0, 1, 2], grad_outputs=[grad_output, zero])
+    reply = _gqa_run(loaded, settings, Q, K, V, mask, False, grad=[0, 1, 2], grad_outputs=[grad_output, zero])
     try:
         for name, got, want in zip("QKV", reply.grads, expected):
             expect_tensor(got, want, what=f"the gradient for {name} (H={H}, H_kv={H_kv})", tolerance=tolerance)
@@ -268,7 +277,7 @@ def test_gqa_no_mutation(loaded, draw, settings):
     B, T_q, T_k, d = draw.sizes(4)
     H, H_kv = _heads(draw, "two")
     args = (draw.normal(B, H, T_q, d), draw.normal(B, H_kv, T_k, d), draw.normal(B, H_kv, T_k, d))
-    reply = loaded.run(GQA, *args, draw.mask(B, 1, T_q, T_k), True)
+    reply = _gqa_run(loaded, settings, *args, draw.mask(B, 1, T_q, T_k), True)
     names = [name for name, changed in zip(("Q", "K", "V", "mask"), reply.mutated) if changed]
     if names:
         fail(f"grouped_query_attention modified {', '.join(names)} in place; use out-of-place operations")
@@ -418,20 +427,15 @@ def _raised_in_gqa(loaded, tolerance, Q, K, V, prefix, mask, expected) -> bool:
     return matches(output, expected[0], tolerance) and matches(weights, expected[1], tolerance)
 
 
-OWN_MISTAKES = ("decoding_top_left", "decoding_cache_unused")  # attend_with_cache's own, never carried
-
-
-def _compare_decoding(loaded, settings, label, Q, K, V, chunks, prefix=0, mask=None):
-    """The steps' outputs, joined, and each step's weights against the whole pass's rows (F.scaled_dot_product_attention
-    with enable_gqa and the causal mask aligned bottom-right)."""
-    size = _size(Q, K, V)
-    tolerance = settings.tolerance(dtype_name(Q.dtype), scale=size)
-    T = prefix + sum(chunks)
-    output, weights = _oracle(Q, K, V, _both(mask, _causal(Q.size(-2), T, bottom_right=True)))
+def _decode_run(loaded, settings, Q, K, V, chunks, prefix=0, mask=None, grad_outputs=None):
+    """``_decode``'s steps and reply; a raise that the student's own grouped_query_attention explains
+    (``_raised_in_gqa``) fails the check as built on it."""
     try:
-        steps, reply = _decode(loaded, Q, K, V, chunks, prefix, mask)
+        return _decode(loaded, Q, K, V, chunks, prefix, mask, grad_outputs)
     except StudentFault as fault:
-        if not fault.raised or not _raised_in_gqa(loaded, tolerance, Q, K, V, prefix, mask, (output, weights)):
+        tolerance = settings.tolerance(dtype_name(Q.dtype), scale=_size(Q, K, V))
+        expected = _oracle(Q, K, V, _both(mask, _causal(Q.size(-2), prefix + sum(chunks), bottom_right=True)))
+        if not (fault.raised and _raised_in_gqa(loaded, tolerance, Q, K, V, prefix, mask, expected)):
             raise
         fail(
             str(fault).removesuffix("."),
@@ -440,6 +444,18 @@ def _compare_decoding(loaded, settings, label, Q, K, V, chunks, prefix=0, mask=N
             " first",
             builds_on=(GQA,),
         )
+
+
+OWN_MISTAKES = ("decoding_top_left", "decoding_cache_unused")  # attend_with_cache's own, never carried
+
+
+def _compare_decoding(loaded, settings, label, Q, K, V, chunks, prefix=0, mask=None):
+    """The steps' outputs, joined, and each step's weights against the whole pass's rows (F.scaled_dot_product_attention
+    with enable_gqa and the causal mask aligned bottom-right)."""
+    size = _size(Q, K, V)
+    tolerance = settings.tolerance(dtype_name(Q.dtype), scale=size)
+    output, weights = _oracle(Q, K, V, _both(mask, _causal(Q.size(-2), prefix + sum(chunks), bottom_right=True)))
+    steps, reply = _decode_run(loaded, settings, Q, K, V, chunks, prefix, mask)
     variants = decoding_variants(Q, K, V, chunks, prefix, mask)
     try:
         expect_tensor(
@@ -538,16 +554,15 @@ def test_decoding_gradients(loaded, draw, settings):
     tolerance = settings.tolerance("float64", gradient=True)
     inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
     expected = torch.autograd.grad(_oracle(*inputs, _causal(T, T))[0], inputs, grad_output)
-    _, reply = _decode(loaded, Q, K, V, chunks, grad_outputs=pairs)
+    _, reply = _decode_run(loaded, settings, Q, K, V, chunks, grad_outputs=pairs)
     got = [torch.cat(reply.grads[index::3], dim=-2) for index in range(3)]  # each step's (Q, K, V), joined
     try:
         for name, mine, want in zip("QKV", got, expected):
             expect_tensor(mine, want, what=f"the gradient for {name}, decoding in chunks of 2", tolerance=tolerance)
     except CheckFailure as failure:
-        zero = torch.zeros(B, H, T, T, dtype=Q.dtype)
         try:
-            own = loaded.run(GQA, Q, K, V, _causal(T, T), grad=[0, 1, 2], grad_outputs=[grad_output, zero]).grads
-        except Exception:  # the student's grouped_query_attention does not run on the whole pass: no evidence
+            own = _own_step_gradients(loaded, Q, K, V, chunks, pairs)
+        except Exception:  # the student's grouped_query_attention does not run on the steps: no evidence
             raise failure from None
         explained = all(matches(mine, theirs, tolerance) for mine, theirs in zip(got, own))
         wrong = not all(matches(theirs, want, tolerance) for theirs, want in zip(own, expected))
@@ -555,11 +570,28 @@ def test_decoding_gradients(loaded, draw, settings):
             raise
         fail(
             failure.what,
-            hint="it builds on grouped_query_attention, whose own gradients over the whole causal pass are not the"
-            " reference's (the steps reproduce them): fix that first",
+            hint="it builds on grouped_query_attention, whose own gradients on each step's queries and cached keys"
+            " are not the reference's (recomposed from them, the steps reproduce yours): fix that first",
             evidence=failure.evidence,
             builds_on=(GQA,),
         )
+
+
+def _own_step_gradients(loaded, Q, K, V, chunks, pairs) -> list:
+    """The gradients of Q, K and V through the steps recomposed from the student's own grouped_query_attention: each
+    step's queries, the keys and values cached by then and its bottom-right mask, as the reference calls it; a cached
+    key gathers the gradients of every step that attends to it."""
+    grads = [torch.zeros_like(x) for x in (Q, K, V)]
+    start = 0
+    for size, step_mask, upstream in zip(chunks, _step_masks(chunks, 0, None), pairs):
+        stop = start + size
+        inputs = (Q[..., start:stop, :], K[..., :stop, :], V[..., :stop, :])
+        gq, gk, gv = loaded.run(GQA, *inputs, step_mask, False, grad=[0, 1, 2], grad_outputs=list(upstream)).grads
+        grads[0][..., start:stop, :] += gq
+        grads[1][..., :stop, :] += gk
+        grads[2][..., :stop, :] += gv
+        start = stop
+    return grads
 
 
 @pytest.mark.check(function="attend_with_cache", category="no-mutation", points=1, exercises=("mask",), picture=None)
@@ -570,7 +602,7 @@ def test_decoding_no_mutation(loaded, draw, settings):
     P, T_new = draw.integer(2, 5), 2
     T = P + T_new
     Q, K, V = draw.normal(B, H, T_new, d_k), draw.normal(B, H_kv, T, d_k), draw.normal(B, H_kv, T, d_v)
-    _, reply = _decode(loaded, Q, K, V, [T_new], P, draw.mask(B, 1, T_new, T))
+    _, reply = _decode_run(loaded, settings, Q, K, V, [T_new], P, draw.mask(B, 1, T_new, T))
     names = ["the cached keys", "the cached values", "Q_new", "K_new", "V_new", "mask"]
     changed = [name for name, mutated in zip(names, reply.mutated) if mutated]
     if changed:
@@ -584,9 +616,6 @@ def test_integrity_decoding(loaded, draw, settings):
 
     Runs after the part's other checks, and sees the ops of all their calls. A flag: listed for review.
     """
-    B, T, d = draw.sizes(3)
-    H, H_kv = _heads(draw, "two")
-    loaded.run(GQA, draw.normal(B, H, T, d), draw.normal(B, H_kv, T, d), draw.normal(B, H_kv, T, d))
     ran = sorted(set(loaded.ops.get(GQA, ())) | set(loaded.ops.get(DECODE, ())) | set(loaded.ops.get(CACHE, ())))
     if ran:
         flag(
