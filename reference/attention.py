@@ -369,13 +369,13 @@ def grouped_query_attention(
     Raises:
         ValueError: when H is not a multiple of H_kv (the message names both).
     """
+    ### BEGIN SOLUTION
+    # HINT: check that H_kv divides H (else ValueError); then repeat_interleave each key/value head G times on axis -3
     H, H_kv = Q.size(-3), K.size(-3)
     if H % H_kv != 0:
         raise ValueError(
             f"{H} query heads cannot be shared out among {H_kv} key/value heads: H must be a multiple of H_kv"
         )
-    ### BEGIN SOLUTION
-    # HINT: give key/value head j to query heads j*G, ..., j*G + G-1: repeat_interleave on the head axis (-3), not repeat
     group = H // H_kv  # G: query heads per key/value head
     K = K.repeat_interleave(group, dim=-3)  # (..., H_kv, T_k, d_k) -> (..., H, T_k, d_k): head h is head h // G
     V = V.repeat_interleave(group, dim=-3)  # (..., H_kv, T_k, d_v) -> (..., H, T_k, d_v)

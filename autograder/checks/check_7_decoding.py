@@ -234,7 +234,7 @@ def test_gqa_heads_checked(loaded, draw, settings):
         return
     fail(
         f"grouped_query_attention with H={H} query heads and H_kv={H_kv} key/value heads returned a result",
-        hint="H must be a multiple of H_kv: raise a ValueError naming both (the reference's first lines do)",
+        hint="H must be a multiple of H_kv: check it first, and raise a ValueError naming both",
     )
 
 
