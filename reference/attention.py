@@ -373,9 +373,8 @@ def grouped_query_attention(
     # HINT: check that H_kv divides H (else ValueError); then repeat_interleave each key/value head G times on axis -3
     H, H_kv = Q.size(-3), K.size(-3)
     if H % H_kv != 0:
-        raise ValueError(
-            f"{H} query heads cannot be shared out among {H_kv} key/value heads: H must be a multiple of H_kv"
-        )
+        problem = f"{H} query heads cannot be shared out among {H_kv} key/value heads"
+        raise ValueError(f"{problem}: H must be a multiple of H_kv")
     group = H // H_kv  # G: query heads per key/value head
     K = K.repeat_interleave(group, dim=-3)  # (..., H_kv, T_k, d_k) -> (..., H, T_k, d_k): head h is head h // G
     V = V.repeat_interleave(group, dim=-3)  # (..., H_kv, T_k, d_v) -> (..., H, T_k, d_v)
@@ -421,15 +420,11 @@ class KVCache:
         ### BEGIN SOLUTION
         # HINT: refuse what would go past max_len first, then torch.cat on the time axis, dim=-2
         if len(self) + K_new.size(-2) > self.max_len:
-            raise ValueError(
-                f"the cache holds {len(self)} positions of at most max_len = {self.max_len}:"
-                f" {K_new.size(-2)} more do not fit"
-            )
-        if self.K is None:
-            self.K, self.V = K_new, V_new
-        else:
-            self.K = torch.cat([self.K, K_new], dim=-2)  # (..., H_kv, T + T_new, d_k): time is axis -2
-            self.V = torch.cat([self.V, V_new], dim=-2)  # (..., H_kv, T + T_new, d_v)
+            full = f"the cache holds {len(self)} of at most max_len = {self.max_len} positions"
+            raise ValueError(f"{full}: {K_new.size(-2)} more do not fit")
+        first = self.K is None  # nothing cached yet: the new positions are all there is
+        self.K = K_new if first else torch.cat([self.K, K_new], dim=-2)  # (..., H_kv, T + T_new, d_k): time is -2
+        self.V = V_new if first else torch.cat([self.V, V_new], dim=-2)  # (..., H_kv, T + T_new, d_v)
         return self.K, self.V
         ### END SOLUTION
 
