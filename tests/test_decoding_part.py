@@ -222,3 +222,21 @@ def test_on_the_gradescope_bundle_grades_the_part(built, tmp_path):
     part = _part(results)
     assert len(part) == len(_part_checks()) and all(t["score"] == t["max_score"] for t in part), graded.stdout[-2000:]
     assert results["score"] == _points(load_settings(ON, environ={}))
+
+
+def test_nbgrader_refuses_a_notebook_built_with_other_parts_than_it_grades():
+    """A notebook with the part's cells graded with it off (and the reverse) is refused, naming the part's key."""
+    from autograder.nbgrader_path.autograde import GraderFailed, _is_test, _parts_problem
+    from autograder.release.notebook import build_notebook
+
+    def tests_of(built: str) -> list:
+        return [cell for cell in nbformat.reads(built, as_version=4).cells if _is_test(cell)]
+
+    on, default = load_settings(ON, environ={}), load_settings(environ={})
+    built_on, built_off = tests_of(build_notebook(ROOT, on)), tests_of(build_notebook(ROOT))
+    _parts_problem(built_on, on)
+    _parts_problem(built_off, default)
+    with pytest.raises(GraderFailed, match=r"built with the optional part decoding.*off \(\[parts\] decoding\)"):
+        _parts_problem(built_on, default)
+    with pytest.raises(GraderFailed, match="built without the optional part decoding.*turn it on"):
+        _parts_problem(built_off, on)
