@@ -45,10 +45,14 @@ def sentence(overlay: str) -> str:
     return SENTENCES[mistake(overlay)]
 
 
-def graded(overlay: str | None, seed: int, select: str = SELECT) -> dict[str, tuple[float, str, str]]:
-    """check -> (points lost, the outcome's named mistake, the feedback), for the checks ``select`` picks (-k)."""
+def graded(
+    overlay: str | None, seed: int, select: str = SELECT, source: str | None = None
+) -> dict[str, tuple[float, str, str]]:
+    """check -> (points lost, the outcome's named mistake, the feedback), for the checks ``select`` picks (-k), of the
+    overlay's submission (or of ``source``)."""
     namespace: dict = {}
-    exec(compile(with_overlay(overlay), "attention.py", "exec"), namespace)  # noqa: S102 - the suite's own files
+    code = with_overlay(overlay) if source is None else source
+    exec(compile(code, "attention.py", "exec"), namespace)  # noqa: S102 - the suite's own files
     runner = InProcess(namespace)
     plugin = GradingPlugin(lambda: runner, SETTINGS, seed, "cpu")
     _pytest(plugin, "-k", select, "--timeout", "120")

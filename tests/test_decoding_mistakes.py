@@ -31,6 +31,29 @@ def test_a_decoding_mistake_loses_its_checks_and_is_named(overlay):
         assert problems(overlay, graded(overlay, seed)) == [], seed
 
 
+def test_a_reply_with_a_value_too_many_is_the_students_failed_check():
+    """(output, weights, extra) from grouped_query_attention or attend_with_cache fails their checks, saying so: never
+    the grader's error."""
+    extra = """
+_right_gqa, _right_decode = grouped_query_attention, attend_with_cache
+
+
+def grouped_query_attention(Q, K, V, mask=None, is_causal=False):
+    return (*_right_gqa(Q, K, V, mask, is_causal), Q)
+
+
+def attend_with_cache(Q_new, K_new, V_new, cache, mask=None):
+    K_all, V_all = cache.append(K_new, V_new)
+    T_new, T = Q_new.size(-2), len(cache)
+    causal = torch.ones(T_new, T, dtype=torch.bool).tril(T - T_new)
+    return (*_right_gqa(Q_new, K_all, V_all, causal if mask is None else mask & causal), Q_new)
+"""
+    found = graded(None, 0, source=with_overlay(None) + extra)
+    assert {check for check, (points, _, _) in found.items() if points} >= {"gqa_matches_torch", "decoding_alignment"}
+    assert "returned 3 values" in found["gqa_matches_torch"][2]
+    assert "attend_with_cache returned 3 values" in found["decoding_matches_full_pass"][2]
+
+
 def _lost_without_timing(overlay: str, settings) -> dict[str, float]:
     """check -> points lost, every check but the timing ones (in this process, their measure means nothing)."""
     namespace: dict = {}

@@ -126,7 +126,10 @@ def _gqa_run(loaded, settings, Q, K, V, mask, is_causal, **options):
     """The student's grouped_query_attention's reply; a raise that the student's own attention explains
     (``_raised_in_attention``) fails the check as built on it."""
     try:
-        return loaded.run(GQA, Q, K, V, mask, is_causal, **options)
+        reply = loaded.run(GQA, Q, K, V, mask, is_causal, **options)
+        if len(reply.value) != 2:
+            fail(f"grouped_query_attention returned {len(reply.value)} values; expected (output, weights)")
+        return reply
     except StudentFault as fault:
         tolerance = settings.tolerance(dtype_name(Q.dtype), scale=_size(Q, K, V))
         full = _both(mask, _causal(Q.size(-2), K.size(-2))) if is_causal else mask

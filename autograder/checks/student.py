@@ -55,6 +55,12 @@ def _returns(value) -> str:
 RETURNS = {name: _returns(getattr(ref, name)) for name in FUNCTIONS}
 
 
+def _tuple_size(function) -> int | None:
+    """How many values a function of the reference returns as a tuple (its return annotation's), else None."""
+    returned = typing.get_type_hints(function, vars(ref)).get("return")
+    return len(typing.get_args(returned)) if typing.get_origin(returned) is tuple else None
+
+
 def _returns_kind(value, kind: str) -> bool:
     if kind == "a tensor":
         return isinstance(value, Tensor)
@@ -128,6 +134,9 @@ class Student:
             if kind and not _returns_kind(value, kind):
                 found = "None" if value is None else type(value).__name__
                 raise StudentFault(f"{name} returned {found}; expected {kind}")
+            count = _tuple_size(getattr(owner, name))
+            if count and len(value) != count:
+                raise StudentFault(f"{name} returned {len(value)} values; expected {kind}")
             if type(length) is not int:
                 raise StudentFault(f"len() of {make[0]} gave {type(length).__name__}; expected an int")
         return [list(result) for result in results], reply
