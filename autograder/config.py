@@ -329,10 +329,28 @@ class Parts:
         " at a time with a running maximum, sum and output (the online softmax), graded for its values, stability,"
         " gradients and integrity, and for never building the (T_q, T_k) matrix (measured in the grader's worker)"
     )
+    decoding: bool = setting(
+        "grouped_query_attention(Q, K, V, mask, is_causal), KVCache(max_len) and attend_with_cache(Q_new, K_new, V_new,"
+        " cache, mask): decoding one token or chunk at a time against a cache of past keys and values, with key/value"
+        " heads shared by groups of query heads, graded against F.scaled_dot_product_attention(enable_gqa=True) and"
+        " the full causal pass"
+    )
+
+    # a part whose key is not the name of its one function: the functions it hands out
+    FUNCTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "decoding": ("grouped_query_attention", "KVCache", "attend_with_cache"),
+    }
+
+    @classmethod
+    def functions(cls, part: str) -> tuple[str, ...]:
+        """The functions of the reference that the part ``part`` (a key of [parts]) hands out and grades."""
+        return cls.FUNCTIONS.get(part, (part,))
 
     def off(self) -> frozenset[str]:
         """The functions whose part is off."""
-        return frozenset(f.name for f in dataclasses.fields(self) if not getattr(self, f.name))
+        return frozenset(
+            name for f in dataclasses.fields(self) if not getattr(self, f.name) for name in self.functions(f.name)
+        )
 
 
 @dataclass(frozen=True)

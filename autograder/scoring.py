@@ -30,6 +30,7 @@ CENTRAL = {
     "scaled_dot_product_attention": "sdpa_matches_torch",
     "MultiHeadAttention": "mha_matches_torch",
     "blockwise_attention": "blockwise_matches_torch",
+    "grouped_query_attention": "gqa_matches_torch",
 }
 # a wrong answer in a timed call shows a trick only where the function is otherwise right; a broken
 # function's timed answers are wrong for the reason its own checks already give: no flag, no accusation

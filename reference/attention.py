@@ -337,3 +337,139 @@ def dot_product_variance(d_k: int, num_samples: int = 10000, generator: torch.Ge
     dots = (q * k).sum(dim=-1)  # (N,): one dot product per pair
     return dots.var().item()
     ### END SOLUTION
+
+
+def grouped_query_attention(
+    Q: Tensor,
+    K: Tensor,
+    V: Tensor,
+    mask: Tensor | None = None,
+    is_causal: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """Attention in which groups of query heads share one key/value head (grouped-query attention).
+
+    Q has H heads, K and V have H_kv heads, and H is a multiple of H_kv: the G = H / H_kv query
+    heads of a group use one key/value head, query head h using key/value head h // G (heads
+    0, ..., G-1 use head 0, the next G use head 1, and so on), exactly as
+    torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True). H_kv = H is plain
+    multi-head attention; H_kv = 1 is multi-query attention. Built on your
+    scaled_dot_product_attention.
+
+    Args:
+        Q: queries, shape (..., H, T_q, d_k).
+        K: keys, shape (..., H_kv, T_k, d_k).
+        V: values, shape (..., H_kv, T_k, d_v).
+        mask: optional bool mask broadcastable to (..., H, T_q, T_k); True = may attend.
+        is_causal: as in scaled_dot_product_attention (top-left aligned).
+
+    Returns:
+        (output, weights): output of shape (..., H, T_q, d_v) and the attention weights
+        of shape (..., H, T_q, T_k).
+
+    Raises:
+        ValueError: when H is not a multiple of H_kv (the message names both).
+    """
+    ### BEGIN SOLUTION
+    # HINT: check that H_kv divides H (else ValueError); then repeat_interleave each key/value head G times on axis -3
+    H, H_kv = Q.size(-3), K.size(-3)
+    if H % H_kv != 0:
+        problem = f"{H} query heads cannot be shared out among {H_kv} key/value heads"
+        raise ValueError(f"{problem}: H must be a multiple of H_kv")
+    group = H // H_kv  # G: query heads per key/value head
+    K = K.repeat_interleave(group, dim=-3)  # (..., H_kv, T_k, d_k) -> (..., H, T_k, d_k): head h is head h // G
+    V = V.repeat_interleave(group, dim=-3)  # (..., H_kv, T_k, d_v) -> (..., H, T_k, d_v)
+    return scaled_dot_product_attention(Q, K, V, mask, is_causal)
+    ### END SOLUTION
+
+
+class KVCache:
+    """The keys and values of every position decoded so far, for attention one step at a time.
+
+    append adds the new positions' keys and values on the time axis (-2) and gives back all of
+    them: after T positions, keys of shape (..., H_kv, T, d_k) and values (..., H_kv, T, d_v);
+    the leading axes (batch, key/value heads) are those of every append.
+
+    Attributes:
+        max_len: the most positions the cache may hold.
+    """
+
+    def __init__(self, max_len: int) -> None:
+        if max_len < 1:
+            raise ValueError(f"max_len must be at least 1, got {max_len}")
+        self.max_len = max_len
+        ### BEGIN SOLUTION
+        # HINT: start empty (None): the first append gives the keys and values their shape
+        self.K: Tensor | None = None  # (..., H_kv, T, d_k) once something is cached
+        self.V: Tensor | None = None  # (..., H_kv, T, d_v)
+        ### END SOLUTION
+
+    def append(self, K_new: Tensor, V_new: Tensor) -> tuple[Tensor, Tensor]:
+        """Add T_new positions to the cache and return everything it holds.
+
+        Args:
+            K_new: the new positions' keys, shape (..., H_kv, T_new, d_k).
+            V_new: their values, shape (..., H_kv, T_new, d_v).
+
+        Returns:
+            (K_all, V_all): every cached key, shape (..., H_kv, T, d_k), and value,
+            shape (..., H_kv, T, d_v), oldest first, where T = len(self) after the append.
+
+        Raises:
+            ValueError: when the cache would hold more than max_len positions; nothing is added then.
+        """
+        ### BEGIN SOLUTION
+        # HINT: refuse what would go past max_len first, then torch.cat on the time axis, dim=-2
+        if len(self) + K_new.size(-2) > self.max_len:
+            full = f"the cache holds {len(self)} of at most max_len = {self.max_len} positions"
+            raise ValueError(f"{full}: {K_new.size(-2)} more do not fit")
+        first = self.K is None  # nothing cached yet: the new positions are all there is
+        self.K = K_new if first else torch.cat([self.K, K_new], dim=-2)  # (..., H_kv, T + T_new, d_k): time is -2
+        self.V = V_new if first else torch.cat([self.V, V_new], dim=-2)  # (..., H_kv, T + T_new, d_v)
+        return self.K, self.V
+        ### END SOLUTION
+
+    def __len__(self) -> int:
+        """The number of positions cached so far."""
+        ### BEGIN SOLUTION
+        # HINT: the length of the time axis (-2) of what is cached; 0 when nothing is
+        return 0 if self.K is None else self.K.size(-2)
+        ### END SOLUTION
+
+
+def attend_with_cache(
+    Q_new: Tensor,
+    K_new: Tensor,
+    V_new: Tensor,
+    cache: KVCache,
+    mask: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """One step of decoding: the new positions attend to every position cached so far, their own included.
+
+    The new keys and values are appended to the cache first; then, with T = len(cache), new
+    query i sits at position T - T_new + i and may attend to keys 0, ..., T - T_new + i: the
+    causal mask aligned at the bottom right (not the top left of is_causal=True). Feeding a
+    sequence one token or one chunk at a time gives what
+    grouped_query_attention(Q, K, V, is_causal=True) gives over the whole sequence.
+
+    Args:
+        Q_new: the new positions' queries, shape (..., H, T_new, d_k).
+        K_new: their keys, shape (..., H_kv, T_new, d_k).
+        V_new: their values, shape (..., H_kv, T_new, d_v).
+        cache: the KVCache of the positions before these; they are appended to it.
+        mask: optional bool mask broadcastable to (..., H, T_new, T); True = may attend;
+            a key is allowed only where it and the causal mask both allow it.
+
+    Returns:
+        (output, weights): output of shape (..., H, T_new, d_v) and the attention weights
+        of shape (..., H, T_new, T).
+    """
+    ### BEGIN SOLUTION
+    # HINT: append first; then query i may see key j when j <= T - T_new + i: torch.tril with diagonal=T - T_new
+    K_all, V_all = cache.append(K_new, V_new)  # (..., H_kv, T, d_k), (..., H_kv, T, d_v)
+    T_new, T = Q_new.size(-2), len(cache)
+    allowed = torch.ones(T_new, T, dtype=torch.bool, device=Q_new.device)  # (T_new, T)
+    # causal mask aligned bottom-right: the last new query sees every key, the first T - T_new + 1 of them
+    causal = torch.tril(allowed, diagonal=T - T_new)
+    mask = causal if mask is None else mask & causal
+    return grouped_query_attention(Q_new, K_all, V_all, mask)
+    ### END SOLUTION

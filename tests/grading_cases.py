@@ -59,6 +59,18 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         ),
         (set(), {}),
     ),
+    # the optional decoding part's submissions, under the default settings (the part off): the reference's grades
+    # (tests/test_decoding_mistakes.py grades them with the part on)
+    **dict.fromkeys(
+        (
+            "mistake_cache_head_axis",
+            "mistake_cache_no_cap",
+            "mistake_decoding_cache_unused",
+            "mistake_decoding_top_left",
+            "mistake_gqa_tiled",
+        ),
+        (set(), {}),
+    ),
     # its source reaches torch's internals (_C), whether or not the part is graded
     "attack_blockwise_unmeasured": (
         {"integrity_sdpa", "integrity_mha"},

@@ -35,10 +35,11 @@ def test_file_overrides_only_what_it_names(tmp_path):
 def test_points_are_declared_by_the_checks_and_a_file_only_overrides_them(tmp_path):
     """Each check's points are its marker's (assignment/catalogue.py reads them): the shipped [points] holds none, and a
     course's file changes only the checks it names, in the checks' order. The checks of a part turned off (the
-    optional blockwise part, by default) have none: they are not run."""
+    optional blockwise and decoding parts, by default) have none: they are not run."""
+    off = load_settings(environ={}).parts.off()
     everything = {entry.check: entry.points for entry in catalogue()}
-    declared = {entry.check: entry.points for entry in catalogue() if entry.function != "blockwise_attention"}
-    assert len(everything) - len(declared) == 8
+    declared = {entry.check: entry.points for entry in catalogue() if entry.function not in off}
+    assert len(everything) - len(declared) == 8 + 11  # the blockwise part's checks and the decoding part's
     assert tomllib.loads(DEFAULTS.read_text())["points"] == {}
     assert dict(load_settings(environ={}).points) == declared and all(value >= 0 for value in declared.values())
     path = tmp_path / "course.toml"
@@ -47,7 +48,8 @@ def test_points_are_declared_by_the_checks_and_a_file_only_overrides_them(tmp_pa
     assert dict(settings.points) == {**declared, "sdpa_gradients": 10, "scores_shape": 0}
     assert list(settings.points) == list(declared)
     path.write_text("[points]\nblockwise_memory = 5\n[parts]\nblockwise_attention = true\n")
-    assert dict(load_settings(path, environ={}).points) == {**everything, "blockwise_memory": 5}
+    blockwise = {check: worth for check, worth in everything.items() if check in declared or "blockwise" in check}
+    assert dict(load_settings(path, environ={}).points) == {**blockwise, "blockwise_memory": 5}
 
 
 def test_command_line_beats_environment(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from autograder.assignment.composition import functions
 from autograder.assignment.parts import handout_without, teaches, without
-from autograder.config import ConfigError, load_settings
+from autograder.config import ConfigError, Parts, load_settings
 from autograder.nbgrader_path.autograde import GraderFailed, _is_test, _parts_problem
 from autograder.release.notebook import build_notebook
 from tests.helpers import REFERENCE, ROOT
@@ -27,7 +27,8 @@ def on(tmp_path_factory):
 
 
 def test_the_part_is_off_by_default_and_a_bool():
-    assert load_settings(environ={}).parts.off() == {PART}
+    """Every part is off by default: blockwise_attention, and the decoding part's three functions."""
+    assert load_settings(environ={}).parts.off() == {PART, *Parts.functions("decoding")}
 
 
 def test_a_part_setting_must_be_true_or_false(tmp_path):

@@ -239,16 +239,18 @@ def test_requirements_pin_the_range_the_grader_is_tested_with():
 
 def test_students_receive_the_handout_and_its_picture():
     """The handout the feedback points to, and the picture it shows, lie beside the stubs, as in docs/; the handout
-    without the sections of the parts the default settings turn off (the optional blockwise part)."""
+    without the sections of the parts the default settings turn off (the optional blockwise and decoding parts)."""
     from autograder.assignment.parts import handout_without
     from autograder.config import load_settings
 
     assert (TEMPLATE_DIR / "saturation.svg").read_bytes() == (ROOT / "docs" / "saturation.svg").read_bytes()
     handout = (ROOT / "docs" / "handout.md").read_text()
     off = load_settings(environ={}).parts.off()
-    assert off == {"blockwise_attention"} and "<!-- function: blockwise_attention -->" in handout
+    assert off == {"blockwise_attention", "grouped_query_attention", "KVCache", "attend_with_cache"}
+    assert "<!-- function: blockwise_attention -->" in handout and "<!-- function: KVCache -->" in handout
     assert (TEMPLATE_DIR / "handout.md").read_text() == handout_without(handout, off)
     assert "online softmax" not in (TEMPLATE_DIR / "handout.md").read_text()
+    assert "KV cache" not in (TEMPLATE_DIR / "handout.md").read_text()
     assert "](saturation.svg)" in (TEMPLATE_DIR / "handout.md").read_text()
     assert (ROOT / "assignments" / "source" / "sdpa" / "saturation.svg").is_file()  # beside the notebook, for nbgrader
 

@@ -36,7 +36,7 @@ def without(source: str, off: Collection[str]) -> str:
                     start -= 1
             dropped.update(range(start, end))
     kept = "".join(line for number, line in enumerate(lines) if number not in dropped)
-    return kept if kept.endswith("\n") else kept + "\n"
+    return kept.rstrip("\n") + "\n"  # several definitions dropped at the end leave the blank lines before the first
 
 
 def teaches(block: str) -> str | None:

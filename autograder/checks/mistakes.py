@@ -66,6 +66,17 @@ SENTENCES = {
     " reread 'Blockwise attention: the online softmax'",
     "blockwise_nan_rows": "rows with no allowed key (so far) come out as NaN: shift them by 0 instead of their"
     " running maximum -inf, and divide a zero sum by 1; reread 'Blockwise attention: the online softmax'",
+    "gqa_tiled": "the key/value heads were tiled (repeat) instead of grouped (repeat_interleave): query head h"
+    " uses key/value head h // (H / H_kv), not h % H_kv; reread 'Grouped-query attention'",
+    "decoding_top_left": "the new queries were masked with is_causal=True, aligned top-left: new query i sits at"
+    " position len(cache) - T_new + i and may see every key up to there; align the causal mask bottom-right"
+    " (torch.tril with diagonal = T - T_new); reread 'Decoding: the mask aligned bottom-right'",
+    "decoding_cache_unused": "the new queries attended only to the new keys: attend to every key and value the cache"
+    " holds after the append (what append returns); reread 'Decoding: the mask aligned bottom-right'",
+    "cache_head_axis": "the cache grew on the head axis (-3) instead of the time axis (-2): torch.cat(..., dim=-2);"
+    " reread 'Decoding with a KV cache'",
+    "cache_no_cap": "the cache went past max_len without a ValueError: check len(cache) + T_new against max_len"
+    " before adding anything; reread 'Decoding with a KV cache'",
 }
 
 
@@ -250,3 +261,49 @@ def close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
     same_nan = actual.isnan() == expected.isnan()
     error = (actual - expected).abs().nan_to_num(0.0, posinf=math.inf)
     return bool(same_nan.all() and (error <= atol + rtol * expected.abs().nan_to_num(0.0)).all())
+
+
+def _gqa(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causal: bool, tiled: bool = False):
+    """Grouped-query attention in float64 by the reference's attention, each key/value head given to its group of
+    query heads (or, ``tiled``, to every H_kv-th query head: ``repeat``)."""
+    group = Q.size(-3) // K.size(-3)
+    share = (lambda x: x.repeat_interleave(group, dim=-3)) if not tiled else (lambda x: torch.cat([x] * group, dim=-3))
+    return ref.scaled_dot_product_attention(Q.double(), share(K.double()), share(V.double()), mask, is_causal)
+
+
+def gqa_variants(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, is_causal: bool) -> dict[str, tuple]:
+    """grouped_query_attention done wrong: (output, weights) in float64, for the mistakes these heads can show (tiled
+    and grouped heads agree when H_kv is 1 or H)."""
+    if K.size(-3) in (1, Q.size(-3)):
+        return {}
+    return {"gqa_tiled": _gqa(Q, K, V, mask, is_causal, tiled=True)}
+
+
+def decoding_variants(
+    Q: Tensor, K: Tensor, V: Tensor, chunks: list[int], prefix: int = 0, mask: Tensor | None = None
+) -> dict[str, tuple[Tensor, list[Tensor]]]:
+    """attend_with_cache done wrong, each in one classic way, over a sequence fed in ``chunks`` after ``prefix``
+    positions already cached: (the steps' outputs joined on the time axis, each step's weights), float64. ``mask``
+    (..., T_q, T) for the last step alone, where one is given."""
+    ways: dict[str, tuple[Tensor, list[Tensor]]] = {}
+    for name in ("decoding_top_left", "decoding_cache_unused", "gqa_tiled"):
+        if name == "gqa_tiled" and K.size(-3) in (1, Q.size(-3)):
+            continue
+        outputs, weights, start = [], [], prefix
+        for index, size in enumerate(chunks):
+            stop = start + size
+            q = Q[..., start - prefix : stop - prefix, :]
+            given = mask if index == len(chunks) - 1 else None
+            if name == "decoding_cache_unused":
+                out, w = _gqa(q, K[..., start:stop, :], V[..., start:stop, :], None, True)
+            else:
+                causal = ref.causal_mask(size, stop)  # top-left: a row of the first queries sees the first keys
+                if name == "gqa_tiled":
+                    causal = torch.ones(size, stop, dtype=torch.bool).tril(stop - size)
+                both = causal if given is None else given & causal
+                out, w = _gqa(q, K[..., :stop, :], V[..., :stop, :], both, False, tiled=name == "gqa_tiled")
+            outputs.append(out)
+            weights.append(w)
+            start = stop
+        ways[name] = (torch.cat(outputs, dim=-2), weights)
+    return ways

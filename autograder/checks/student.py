@@ -20,6 +20,7 @@ class StudentFault(Exception):
     def __init__(self, message: str, reply: Reply | None = None) -> None:
         super().__init__(message)
         self.raised = reply is not None and not reply.ok and reply.failure is None
+        self.error = reply.error if self.raised else ""  # the name of the exception the student's code raised
 
 
 # The student's functions and classes: those the reference defines, in its order (the one list of them)
@@ -34,7 +35,9 @@ def _returns(value) -> str:
     """What a function of the reference returns, in words, read from its return annotation (a class: its
     ``forward``'s): a tensor, a number, nothing to check (no annotation), or a tuple of tensors named as its
     docstring's Returns section names them."""
-    function = value.forward if inspect.isclass(value) else value
+    function = getattr(value, "forward", None) if inspect.isclass(value) else value
+    if function is None:  # a class that is not a module: what its methods return is read per method (``session``)
+        return ""
     returned = typing.get_type_hints(function, vars(ref)).get("return")
     if returned is None:
         return ""  # not annotated: any reply is taken as it is
@@ -50,6 +53,12 @@ def _returns(value) -> str:
 # What each function of the API returns, from the reference: a reply of another kind is the student's failed check
 # (with this message), never a grader error in the check that reads it.
 RETURNS = {name: _returns(getattr(ref, name)) for name in FUNCTIONS}
+
+
+def _tuple_size(function) -> int | None:
+    """How many values a function of the reference returns as a tuple (its return annotation's), else None."""
+    returned = typing.get_type_hints(function, vars(ref)).get("return")
+    return len(typing.get_args(returned)) if typing.get_origin(returned) is tuple else None
 
 
 def _returns_kind(value, kind: str) -> bool:
@@ -102,6 +111,36 @@ class Student:
             options["substitute"] = substitute
         return self._call("MultiHeadAttention", args, kwargs, **options)
 
+    def session(
+        self, target: str, make: tuple, steps: list[dict], *args, grad=(), grad_outputs=None, substitute=None
+    ) -> tuple[list, Reply]:
+        """Make ``make[0](*make[1:])`` in the worker and run ``steps`` on it in one call (serving's ``_stepping``: each
+        step a method of the object or a function of the module, its arguments indices into ``args``, None or
+        "object"); ``target`` names what is graded (its ops, a hang); ``substitute`` as in ``run``. Returns per
+        step [its value, len(object)], each value of the kind its function or method returns (``RETURNS``), each
+        length an int, and the whole reply (gradients, mutation flags)."""
+        options = {"make": list(make), "steps": steps, "grad": list(grad), "grad_outputs": grad_outputs}
+        if substitute:
+            options["substitute"] = substitute
+        reply = self._call(target, args, {}, **options)
+        results = reply.value
+        if not (isinstance(results, (list, tuple)) and len(results) == len(steps)):
+            raise StudentFault(f"{target}: the steps gave no answer per step")
+        for step, result in zip(steps, results):
+            name = step.get("method") or step.get("function")
+            owner = getattr(ref, make[0]) if "method" in step else ref
+            kind = _returns(getattr(owner, name))
+            value, length = result if isinstance(result, (list, tuple)) and len(result) == 2 else (None, None)
+            if kind and not _returns_kind(value, kind):
+                found = "None" if value is None else type(value).__name__
+                raise StudentFault(f"{name} returned {found}; expected {kind}")
+            count = _tuple_size(getattr(owner, name))
+            if count and len(value) != count:
+                raise StudentFault(f"{name} returned {len(value)} values; expected {kind}")
+            if type(length) is not int:
+                raise StudentFault(f"len() of {make[0]} gave {type(length).__name__}; expected an int")
+        return [list(result) for result in results], reply
+
     def timed(
         self, target: str, inputs: list[list], outputs: list[tuple], device: str = "cpu", kwargs: dict | None = None
     ) -> Reply:
@@ -118,7 +157,7 @@ class Student:
 
     def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
         reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
-        kind = RETURNS.get(target)
+        kind = RETURNS.get(target) if "steps" not in options else ""  # a session's steps are read by ``session``
         if reply.ok and kind and not _returns_kind(reply.value, kind):
             found = "None" if reply.value is None else type(reply.value).__name__
             raise StudentFault(f"{target} returned {found}; expected {kind}")

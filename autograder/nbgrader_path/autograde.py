@@ -235,13 +235,14 @@ def _parts_problem(tests: list[nbformat.NotebookNode], settings: Settings) -> No
 
     cells = {_check_of(cell) for cell in tests}
     optional = {field.name for field in dataclasses.fields(settings.parts)}
-    for function in sorted(optional):
-        own = {entry.check for entry in catalogue() if entry.function == function}
-        built, graded = bool(own & cells), function not in settings.parts.off()
+    for part in sorted(optional):
+        functions = settings.parts.functions(part)
+        own = {entry.check for entry in catalogue() if entry.function in functions}
+        built, graded = bool(own & cells), not set(functions) & settings.parts.off()
         if built != graded:
             raise GraderFailed(
-                f"the notebook was built {'with' if built else 'without'} the optional part {function}, and the"
-                f" grading settings ({settings.source}) turn it {'off' if built else 'on'} ([parts] {function}):"
+                f"the notebook was built {'with' if built else 'without'} the optional part {part}, and the"
+                f" grading settings ({settings.source}) turn it {'off' if built else 'on'} ([parts] {part}):"
                 " grade with the settings file the notebook was built with (sdpa-build --config FILE, then nbgrader"
                 " generate_assignment --force), docs/instructor.md"
             )

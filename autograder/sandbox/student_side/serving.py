@@ -114,6 +114,35 @@ def _instantiate(module, request: dict):
     return model
 
 
+def _stepping(module, request: dict):
+    """A run of steps on one object the student's class makes (``make``: its name and arguments), for a class whose
+    state lives across calls (the decoding part's KVCache): called with the request's arguments, it makes the object,
+    then runs each step in turn, a method of the object (``{"method": name, ...}``) or a function of the module
+    (``{"function": name, ...}``), its ``args`` and ``kwargs`` each an index into the call's arguments, None, or
+    ``"object"`` for the object itself. Its value: per step, [the step's value, len(object) after it]."""
+    name, *init = request["make"]
+    made = getattr(module, name, None)
+    if made is None:
+        raise AttributeError(f"attention.py has no class named {name}")
+
+    def run(*args):
+        thing = made(*init)
+
+        def given(ref):
+            return thing if ref == "object" else None if ref is None else args[ref]
+
+        results = []
+        for step in request["steps"]:
+            function = getattr(thing, step["method"]) if "method" in step else getattr(module, step["function"])
+            value = function(
+                *map(given, step.get("args", [])), **{k: given(v) for k, v in step.get("kwargs", {}).items()}
+            )
+            results.append([value, len(thing)])
+        return results
+
+    return run
+
+
 def _revive(value, arena=None):
     """Placeholders become objects: ``{"$generator": seed}`` a seeded torch.Generator;
     ``{"$shm": offset, "dtype", "shape"}`` a view of the grader's shared memory (see arena.py)."""
@@ -206,6 +235,8 @@ def _call(module, request: dict, conn=None) -> dict:
     with functions, ops, recording._entered(module, substitute) as entered:
         if target == "MultiHeadAttention":
             function = _instantiate(module, request)
+        elif "steps" in request:
+            function = _stepping(module, request)
         with measuring:
             value = function(*args, **kwargs)
         grads = None
