@@ -48,6 +48,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     **dict.fromkeys(
         (
             "blockwise_full_matrix",
+            "edge_blockwise_query_slices",
             "attack_blockwise_numpy",
             "mistake_blockwise_block_normalised",
             "mistake_blockwise_last_block_dropped",

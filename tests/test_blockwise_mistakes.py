@@ -117,3 +117,15 @@ def test_a_blockwise_mistake_graded_in_the_sandbox_loses_its_checks_and_is_named
     named = {check for check in values if tests[check]["extra_data"].get("mistake") == overlay.removeprefix("mistake_")}
     assert named and all(SENTENCE[overlay] in tests[check]["output"] for check in named), (values, named)
     assert sandboxed[overlay]["score"] == sum(t["score"] for t in sandboxed[overlay]["tests"])
+
+
+@pytest.mark.timeout(300)
+def test_a_crash_on_one_mask_and_block_size_is_caught_on_every_seed():
+    """edge_blockwise_query_slices raises on a (B, 1, 1, T_k) mask when block_size divides T_q, and is right
+    elsewhere: every input of the value checks meets every awkward block size, so it loses blockwise_matches_torch
+    (and its gates) on every seed; paired with one drawn block size, that mask caught it on 6 seeds of 14."""
+    for seed in range(4):
+        found = graded("edge_blockwise_query_slices", seed)
+        lost = {check for check, (points, _, _) in found.items() if points}
+        assert lost == {"blockwise_matches_torch"} | GATES, (seed, lost)
+        assert "RuntimeError" in found["blockwise_matches_torch"][2], seed
