@@ -18,6 +18,7 @@ from autograder.checks.timing import (
     judge,
     keywords,
     measure,
+    over,
 )
 from reference import attention as ref
 
@@ -137,3 +138,28 @@ def test_within_the_budget_by_its_ratio_nothing_more_is_measured():
     """An honest attention within the budget by its ratio is measured once, on the shape alone."""
     passed, found = _judged(_Costed(60e-6, 0.25e-6))
     assert passed and found.large == () and found.cpu_ratio == pytest.approx((60 + 256) / (40 + 128))
+
+
+class _CostedByForm(_Costed):
+    """A cost model whose per-item cost depends on the call form: ``per_item`` maps each form to its own."""
+
+    def __init__(self, constant: float, per_item: dict) -> None:
+        super().__init__(constant, 0.0)
+        self.by_form = per_item
+
+    def timed(self, target, inputs, outputs, device="cpu", kwargs=None):
+        form = FORMS[2] if kwargs else FORMS[1] if len(inputs[0]) == 4 else FORMS[0]
+        self.per_item = self.by_form[form]
+        return super().timed(target, inputs, outputs, device, kwargs)
+
+
+def test_the_feedback_names_every_form_over_the_budget_in_order():
+    """A loop in every form names all three, in FORMS' order, whichever measured slowest (the noise decides that);
+    a loop in one form names that one alone."""
+    everywhere = _CostedByForm(40e-6, {FORMS[0]: 30e-6, FORMS[1]: 35e-6, FORMS[2]: 40e-6})
+    passed, found = _judged(everywhere)
+    assert not passed and found.form == FORMS[2]  # the slowest
+    assert over(found, 5.0) == list(FORMS)
+    one = _CostedByForm(40e-6, {FORMS[0]: 30e-6, FORMS[1]: 0.125e-6, FORMS[2]: 0.125e-6})
+    passed, found = _judged(one)
+    assert not passed and over(found, 5.0) == [FORMS[0]]

@@ -16,6 +16,7 @@ from autograder.checks.timing import (
     WALL_SLACK,
     folded,
     judge,
+    over,
 )
 
 
@@ -117,10 +118,9 @@ def _decide(loaded, reference, draw, settings, shapes, repeat, device="cpu", whe
                     "timed_answer_wrong",
                 )
             continue
-        fail(
-            f"scaled_dot_product_attention took {_said(found, budget, device)}{where}, called {found.form}",
-            "python_loop",
-        )
+        forms = over(found, budget, device)
+        called = ", ".join(forms[:-1]) + (" and " if forms[1:] else "") + forms[-1]
+        fail(f"scaled_dot_product_attention took {_said(found, budget, device)}{where}, called {called}", "python_loop")
 
 
 def _said(found, budget: float, device: str) -> str:

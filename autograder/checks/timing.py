@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -74,6 +74,7 @@ class Measurement:
     wrong: str = ""
     form: str = ""  # the form (FORMS) whose CPU ratio is cpu_ratio
     large: tuple = ()  # set: the ratios are of the growth from ``shape`` to this shape (``measure_growth``)
+    per_form: dict = field(default_factory=dict)  # form -> (its CPU median, its wall median)
 
 
 def within(found: Measurement, budget: float, device: str = "cpu") -> bool:
@@ -198,7 +199,18 @@ def _slowest(result: Measurement, cpu: dict[str, list[float]], wall: dict[str, l
     result.form = max(medians, key=medians.get)
     result.cpu_ratio = medians[result.form]
     result.wall_ratio = max(statistics.median(wall[form]) for form in FORMS)
+    result.per_form = {form: (medians[form], statistics.median(wall[form])) for form in FORMS}
     return result
+
+
+def over(found: Measurement, budget: float, device: str = "cpu") -> list[str]:
+    """The call forms over the budget, in FORMS' order (``within``'s rule, form by form): the feedback names them all,
+    so that which of several slow forms measured slowest (the machine's noise) changes no word of it."""
+    return [
+        form
+        for form, (cpu, wall) in found.per_form.items()
+        if not within(Measurement(found.shape, cpu_ratio=cpu, wall_ratio=wall), budget, device)
+    ] or [found.form]
 
 
 def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
