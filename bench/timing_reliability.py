@@ -7,9 +7,10 @@ Two busy processes (``python -c 'while True: pass'``) compete for the CPUs the w
 another, each with a TMPDIR of its own) run beside. Each run of a variant loads it in a fresh sandbox,
 and the reference in another, and measures every shape of the check exactly as ``test_timing_cpu`` does
 (autograder/checks/timing.py: fresh inputs per call, outputs checked, interleaved rounds,
-a failing shape measured again before it fails). Prints, per variant and shape, the
-student/reference CPU-time ratio (min / median / max over runs), the wall-clock ratio, and
-how many runs the check failed; then the margins against the budget.
+a shape over the budget judged by how its cost grows: ``timing.judge``). Prints, per variant and shape, the
+figure that decided (the student/reference CPU-time ratio, or over the budget the ratio of their growths; min /
+median / max over runs), the wall-clock one, and how many runs the check failed; then the margins against the
+budget.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from autograder.checks.cases import Draw
 from autograder.checks.student import Reference, Student
-from autograder.checks.timing import CPU_REPEAT, CPU_SHAPES, WALL_SLACK, measure, within
+from autograder.checks.timing import CPU_REPEAT, CPU_SHAPES, GROWTH_TO, WALL_SLACK, judge
 from autograder.config import load_settings
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.zygote import Zygote
@@ -45,6 +46,9 @@ HONEST = [
     "correct_finfo_fill",
     "correct_scale_q_first",
     "correct_where_mask",
+    "correct_nanogpt",
+    "correct_torch_docs_sdpa",
+    "correct_diffusers_baddbmm",
 ]
 LOOPS = [
     "mistake_loop_over_batches",
@@ -98,26 +102,25 @@ def one_run(path: Path, settings, zygote: Zygote) -> tuple[list, bool, str]:
         reference = Reference(reference_box, limits["call_timeout"])
         firsts, failed, why = [], False, ""
         for shape in CPU_SHAPES:
-            for attempt in range(1 + timing.retries):
-                try:
-                    found = measure(
-                        student,
-                        reference,
-                        draw,
-                        shape,
-                        rounds=timing.rounds,
-                        repeat=CPU_REPEAT,
-                        tolerance=settings.tolerance("float32"),
-                    )
-                except Exception as error:  # noqa: BLE001 - a timed call that failed fails the check
-                    return firsts, True, f"error: {str(error)[:60]}"
-                if attempt == 0:
-                    firsts.append(found)
-                if found.wrong:
-                    return firsts, True, "wrong answer"
-                if within(found, timing.budget):
-                    break
-            else:
+            try:
+                passed, found = judge(
+                    student,
+                    reference,
+                    draw,
+                    shape,
+                    large=GROWTH_TO[shape],
+                    budget=timing.budget,
+                    retries=timing.retries,
+                    rounds=timing.rounds,
+                    repeat=CPU_REPEAT,
+                    tolerance=settings.tolerance("float32"),
+                )
+            except Exception as error:  # noqa: BLE001 - a timed call that failed fails the check
+                return firsts, True, f"error: {str(error)[:60]}"
+            firsts.append(found)  # the measurement that decided: the ratio, or the growth (found.large set)
+            if found.wrong:
+                return firsts, True, "wrong answer"
+            if not passed:
                 failed, why = True, why or f"slow at {shape}"
         return firsts, failed, why
 

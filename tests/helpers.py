@@ -398,3 +398,26 @@ def sources_only(folder):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target)
     return folder
+
+
+def python_steps(function, text) -> int:
+    """How many Python bytecodes ``function(text)`` executes, its callees' included (``sys.settrace`` with opcode
+    events): a count of the work the reader's Python does, the same on a quiet machine and a loaded one. What C
+    does inside one call (a regular expression's scan) counts as the call's own bytecodes: the readers' patterns are
+    single characters or classes that cannot backtrack (STYLE.md, 19)."""
+    count = 0
+
+    def trace(frame, event, arg):
+        nonlocal count
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count += 1
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        function(text)
+    finally:
+        sys.settrace(previous)
+    return count

@@ -25,7 +25,7 @@ from autograder.grade import grade
 from autograder.read.handed_in import read_submission
 from autograder.read.submission import Ungradable
 from autograder.sandbox.student_side import wire
-from tests.helpers import BIN, REFERENCE, ROOT, run
+from tests.helpers import BIN, REFERENCE, ROOT, python_steps, run
 
 SETTINGS = load_settings(environ={})
 LIMITS = SETTINGS.limits
@@ -149,31 +149,40 @@ def test_outputs_never_count_against_the_notebooks_bound(tmp_path):
 
 
 def test_dropping_outputs_is_linear_whatever_they_hold():
-    """The scan that drops outputs skips strings whole and counts runs of brackets at once: 16 MiB of outputs of any
-    shape (one string, escapes, short strings, nested or side-by-side lists) is scanned in about a second or less,
-    lists past ``notebook_containers`` refused as they are counted."""
-    import time
-
+    """The scan that drops outputs skips strings whole and counts runs of brackets at once: outputs of any shape (one
+    string, escapes, short strings, nested or side-by-side lists) cost steps in proportion to their size (8 times the
+    outputs, at most about 8 times the steps, counted: tests/helpers.py ``python_steps``), 16 MiB of them are dropped
+    whole, and lists past ``notebook_containers`` are refused as they are counted."""
     from autograder.read import bounded
 
-    size = 16 << 20
     shapes = {
-        "string": '["' + "x" * size + '"]',
-        "escapes": '["' + '\\"' * (size // 2) + '"]',
-        "strings": "[" + '"",' * (size // 3) + '""]',
-        "nested": "[" * (size // 2) + "]" * (size // 2),
-        "side_by_side": "[" + "[]," * (size // 3) + "[]]",
+        "string": lambda size: '["' + "x" * size + '"]',
+        "escapes": lambda size: '["' + '\\"' * (size // 2) + '"]',
+        "strings": lambda size: "[" + '"",' * (size // 3) + '""]',
+        "nested": lambda size: "[" * (size // 2) + "]" * (size // 2),
+        "side_by_side": lambda size: "[" + "[]," * (size // 3) + "[]]",
     }
-    for name, outputs in shapes.items():
+
+    def dropped(outputs: str, containers: int = LIMITS.notebook_containers):
         text = '{"cells": [{"cell_type": "code", "source": "x = 1", "outputs": ' + outputs + "}]}"
-        started = time.perf_counter()
         try:
-            kept, dropped = bounded.without_outputs(text, LIMITS.notebook_containers)
+            return bounded.without_outputs(text, containers)
         except bounded.Refused as refused:
-            assert name in ("nested", "side_by_side"), (name, refused)
+            return refused
+
+    def whole(outputs: str):
+        return dropped(outputs, 1 << 30)  # the whole scan, however many lists
+
+    for name, make in shapes.items():
+        outputs = make(16 << 20)
+        found = dropped(outputs)
+        if isinstance(found, bounded.Refused):
+            assert name in ("nested", "side_by_side"), (name, found)
         else:
-            assert json.loads(kept)["cells"][0]["outputs"] == [] and dropped == len(outputs) - 2, name
-        assert time.perf_counter() - started < 10, name
+            kept, count = found
+            assert json.loads(kept)["cells"][0]["outputs"] == [] and count == len(outputs) - 2, name
+        small, large = (python_steps(whole, make(size)) for size in (1 << 12, 1 << 15))
+        assert large / small < 10, f"{name}: 8x the outputs took {large / small:.1f}x the steps"
 
 
 @pytest.mark.timeout(120)

@@ -5,10 +5,21 @@ from __future__ import annotations
 from collections import defaultdict
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from autograder.checks.cases import Draw
-from autograder.checks.timing import CPU_REPEAT, FORMS, WARM_UP_REPEAT, keywords, measure
+from autograder.checks.timing import (
+    CPU_REPEAT,
+    CPU_SHAPES,
+    FORMS,
+    GROWTH_TO,
+    WARM_UP_REPEAT,
+    judge,
+    keywords,
+    measure,
+    over,
+)
 from reference import attention as ref
 
 SHAPE = (2, 1, 4, 4, 4)
@@ -65,3 +76,90 @@ def test_every_form_is_still_timed_with_its_own_inputs():
 
     measure(_Recording(), _Counting(), Draw(5), SHAPE, rounds=9, repeat=CPU_REPEAT, tolerance=(1e-5, 1e-5))
     assert seen == {"{}": {3, 4}, repr(keywords(FORMS[2])): {3}}
+
+
+class _Costed:
+    """An attention in this process whose answers are the reference's and whose CPU time per call is a cost model:
+    ``constant`` seconds whatever the size, plus ``per_item`` for each (batch, head, query) it covers."""
+
+    def __init__(self, constant: float, per_item: float) -> None:
+        self.constant, self.per_item = constant, per_item
+        self.exchanges: dict[tuple, int] = defaultdict(int)  # timed rounds, by the inputs' (..., T_q) shape
+
+    def timed(self, target, inputs, outputs, device="cpu", kwargs=None):
+        answers = [list(ref.scaled_dot_product_attention(*args, **(kwargs or {}))) for args in inputs]
+        Q = inputs[0][0]
+        self.exchanges[tuple(Q.shape[:-1])] += 1
+        items = Q.numel() // Q.size(-1)  # B x H x T_q
+        seconds = len(inputs) * (self.constant + self.per_item * items)
+        return SimpleNamespace(ok=True, outputs=answers, cpu_seconds=seconds, seconds=seconds)
+
+
+REFERENCE_COST = _Costed(40e-6, 0.125e-6)  # about the reference's cost on the CPU shapes (docs/performance.md)
+
+
+def _judged(student, shape=CPU_SHAPES[0]):
+    return judge(
+        student,
+        REFERENCE_COST,
+        Draw(11),
+        shape,
+        large=GROWTH_TO[shape],
+        budget=5.0,
+        retries=2,
+        rounds=9,
+        repeat=CPU_REPEAT,
+        tolerance=(1e-5, 1e-5),
+    )
+
+
+def test_constant_work_on_every_call_is_not_taken_for_a_loop():
+    """A vectorised attention that spends 1 ms on every call whatever its size (nanoGPT's 1024 x 1024 causal buffer
+    built per call) is over the budget by its ratio on every shape, and passes by its growth."""
+    nanogpt = _Costed(40e-6 + 1e-3, 0.125e-6)
+    for shape in CPU_SHAPES:
+        passed, found = _judged(nanogpt, shape)
+        assert passed, found
+        assert found.large == GROWTH_TO[shape] and found.cpu_ratio == pytest.approx(1.0)
+
+
+def test_a_loop_fails_by_its_growth_measured_once():
+    """A loop (40 us per item, 320 times the reference's) fails by its growth, far over the budget: measured once."""
+    for shape in CPU_SHAPES:
+        loop = _Costed(40e-6, 40e-6)
+        passed, found = _judged(loop, shape)
+        assert not passed and found.large == GROWTH_TO[shape]
+        assert found.cpu_ratio == pytest.approx(320.0)
+        B, H, T_q, _, _ = GROWTH_TO[shape]
+        assert loop.exchanges[(B, H, T_q)] == len(FORMS) * 4  # one warm-up and three measured rounds per form
+
+
+def test_within_the_budget_by_its_ratio_nothing_more_is_measured():
+    """An honest attention within the budget by its ratio is measured once, on the shape alone."""
+    passed, found = _judged(_Costed(60e-6, 0.25e-6))
+    assert passed and found.large == () and found.cpu_ratio == pytest.approx((60 + 256) / (40 + 128))
+
+
+class _CostedByForm(_Costed):
+    """A cost model whose per-item cost depends on the call form: ``per_item`` maps each form to its own."""
+
+    def __init__(self, constant: float, per_item: dict) -> None:
+        super().__init__(constant, 0.0)
+        self.by_form = per_item
+
+    def timed(self, target, inputs, outputs, device="cpu", kwargs=None):
+        form = FORMS[2] if kwargs else FORMS[1] if len(inputs[0]) == 4 else FORMS[0]
+        self.per_item = self.by_form[form]
+        return super().timed(target, inputs, outputs, device, kwargs)
+
+
+def test_the_feedback_names_every_form_over_the_budget_in_order():
+    """A loop in every form names all three, in FORMS' order, whichever measured slowest (the noise decides that);
+    a loop in one form names that one alone."""
+    everywhere = _CostedByForm(40e-6, {FORMS[0]: 30e-6, FORMS[1]: 35e-6, FORMS[2]: 40e-6})
+    passed, found = _judged(everywhere)
+    assert not passed and found.form == FORMS[2]  # the slowest
+    assert over(found, 5.0) == list(FORMS)
+    one = _CostedByForm(40e-6, {FORMS[0]: 30e-6, FORMS[1]: 0.125e-6, FORMS[2]: 0.125e-6})
+    passed, found = _judged(one)
+    assert not passed and over(found, 5.0) == [FORMS[0]]

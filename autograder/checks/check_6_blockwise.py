@@ -22,10 +22,14 @@ MEMORY_SHAPE = {"T_q": 32, "T_k": 256, "d_k": 8, "d_v": 8, "block_size": 16}
 PEAK_UNITS = 5
 
 
-def _block_sizes(draw, T_k: int) -> list[int]:
-    """A block of one key, one that does not divide T_k (a last partial block), and one holding every key."""
-    partial = next(size for size in range(3, T_k) if T_k % size)
-    return [1, partial, T_k + draw.integer(0, 3)]
+def _block_sizes(draw, T_q: int, T_k: int) -> list[int]:
+    """Every awkward block size, and each input of a value check meets them all (a crash on one of them shows on every
+    draw, not on the draws that happen to pair it with the input it breaks on): a block of one key; one that does not
+    divide T_k (a last, shorter block); T_q itself, and one that does not divide T_q (a port that also slices the
+    queries by block_size meets whole slices and a shorter last one); one block holding every key."""
+    partial = next(size for size in [*range(3, T_k), 2, T_k + 1] if T_k % size)
+    unsliced = next(size for size in range(2, T_q + 2) if T_q % size)
+    return sorted({1, partial, T_q, unsliced, T_k + draw.integer(0, 3)})
 
 
 def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, block_size=16):
@@ -40,7 +44,7 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, block
         expected.to(Q.dtype) if Q.dtype != torch.float64 else expected,
         what=f"blockwise_attention's output {label} (block_size={block_size})",
         tolerance=tolerance,
-        variants=blockwise_variants(Q, K, V, mask, is_causal, block_size),
+        variants=lambda: blockwise_variants(Q, K, V, mask, is_causal, block_size),  # made only for a wrong result
         scale=size,
     )
 
@@ -75,16 +79,19 @@ def test_blockwise_matches_torch(loaded, draw, settings):
         ("with a (B, H, T_q, T_k) mask", draw.mask(B, H, T_q, T_k)),
     ]
     held = Cases()
-    sizes = _block_sizes(draw, T_k)
-    for (label, mask), block_size in zip(masks, [sizes[1], sizes[0], sizes[1], sizes[2]]):
+    sizes = _block_sizes(draw, T_q, T_k)
+    for block_size in sizes:
+        for label, mask in masks:
+            with held:
+                _compare(loaded, settings, label, Q, K, V, mask, block_size=block_size)
         with held:
-            _compare(loaded, settings, label, Q, K, V, mask, block_size=block_size)
-    with held:
-        _compare(loaded, settings, "in float32", *(x.float() for x in (Q, K, V)), masks[3][1], block_size=sizes[1])
-    with held:
-        _compare(loaded, settings, "on (B, T, d) inputs", Q[:, 0], K[:, 0], V[:, 0], block_size=sizes[1])
-    with held, edge_case():
-        _compare(loaded, settings, "on (T, d) inputs", Q[0, 0], K[0, 0], V[0, 0], block_size=sizes[1])
+            _compare(
+                loaded, settings, "in float32", *(x.float() for x in (Q, K, V)), masks[3][1], block_size=block_size
+            )
+        with held:
+            _compare(loaded, settings, "on (B, T, d) inputs", Q[:, 0], K[:, 0], V[:, 0], block_size=block_size)
+        with held, edge_case():
+            _compare(loaded, settings, "on (T, d) inputs", Q[0, 0], K[0, 0], V[0, 0], block_size=block_size)
     held.done()
 
 
@@ -95,16 +102,18 @@ def test_blockwise_causal(loaded, draw, settings):
     """is_causal=True, top-left aligned, with T_q < T_k and T_q > T_k, and with a padding mask as well."""
     B, H, d_k, d_v = draw.sizes(4)
     small, large = draw.integer(3, 9), draw.integer(13, 40)
-    block_size = _block_sizes(draw, large)[1]
     held = Cases()
     for T_q, T_k in ((small, large), (large, small)):
         Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
-        with held:
-            _compare(loaded, settings, f"with is_causal=True, T_q={T_q}, T_k={T_k}", Q, K, V, None, True, block_size)
+        for block_size in _block_sizes(draw, T_q, T_k):
+            with held:
+                label = f"with is_causal=True, T_q={T_q}, T_k={T_k}"
+                _compare(loaded, settings, label, Q, K, V, None, True, block_size)
     Q, K, V = draw.normal(B, H, large, d_k), draw.normal(B, H, large, d_k), draw.normal(B, H, large, d_v)
     padding = ref.padding_mask(draw.lengths(B, large), large)[:, None]  # (B, 1, 1, T)
-    with held:
-        _compare(loaded, settings, "with is_causal=True and a padding mask", Q, K, V, padding, True, block_size)
+    for block_size in _block_sizes(draw, large, large):
+        with held:
+            _compare(loaded, settings, "with is_causal=True and a padding mask", Q, K, V, padding, True, block_size)
     held.done()
 
 
@@ -116,27 +125,26 @@ def test_blockwise_fully_masked(loaded, draw, settings):
     every block but the last, too."""
     B, T_q, d_k, d_v = draw.sizes(4, low=3)
     T_k = draw.integer(13, 40)
-    block_size = _block_sizes(draw, T_k)[1]
     Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
     mask = draw.mask(B, T_q, T_k)
     mask[0, 1] = False  # no key at all
     mask[-1, 0] = False
     mask[-1, 0, -1] = True  # only the last key: every block before it is fully masked for this row
+    grad_output = draw.normal(B, T_q, d_v)
     held = Cases()
-    with held:
-        _compare(loaded, settings, "with fully masked rows", Q, K, V, mask, block_size=block_size)
-    reply = loaded.run(
-        FUNCTION, Q, K, V, mask, False, block_size, grad=[0, 1, 2], grad_outputs=[draw.normal(B, T_q, d_v)]
-    )
-    for name, grad in zip("QKV", reply.grads):
-        if not bool(grad.isfinite().all()):
-            with held:
-                fail(
-                    f"the gradient for {name} with fully masked rows contains NaN or inf",
-                    hint="exp(-inf - (-inf)) is NaN: while a row has no allowed key, shift it by 0 instead of its"
-                    " running maximum, and divide a zero sum by 1",
-                )
-            break
+    for block_size in _block_sizes(draw, T_q, T_k):
+        with held:
+            _compare(loaded, settings, "with fully masked rows", Q, K, V, mask, block_size=block_size)
+        reply = loaded.run(FUNCTION, Q, K, V, mask, False, block_size, grad=[0, 1, 2], grad_outputs=[grad_output])
+        for name, grad in zip("QKV", reply.grads):
+            if not bool(grad.isfinite().all()):
+                with held:
+                    fail(
+                        f"the gradient for {name} with fully masked rows (block_size={block_size}) contains NaN or inf",
+                        hint="exp(-inf - (-inf)) is NaN: while a row has no allowed key, shift it by 0 instead of its"
+                        " running maximum, and divide a zero sum by 1",
+                    )
+                break
     held.done()
 
 
@@ -148,7 +156,6 @@ def test_blockwise_stability(loaded, draw, settings):
     keys with far larger scores than the allowed ones. Right, and never inf or NaN."""
     B, T_q = draw.sizes(2)
     T_k, d = draw.integer(13, 40), 4
-    block_size = _block_sizes(draw, T_k)[1]
     K = draw.normal(B, T_k, d).abs() * 70  # every key points the same way: scores of one sign per query
     V = draw.normal(B, T_k, d)
     rising = K * torch.linspace(0.2, 1.0, T_k, dtype=K.dtype)[:, None]  # later keys score higher: the max grows
@@ -158,9 +165,10 @@ def test_blockwise_stability(loaded, draw, settings):
         ("with masked keys scoring far above the allowed ones", draw.normal(B, T_q, d) * 70, K, draw.mask(B, T_q, T_k)),
     ]
     held = Cases()
-    for label, Q, keys, mask in cases:
-        with held:
-            _compare(loaded, settings, label, Q, keys, V, mask, block_size=block_size)
+    for block_size in _block_sizes(draw, T_q, T_k):
+        for label, Q, keys, mask in cases:
+            with held:
+                _compare(loaded, settings, label, Q, keys, V, mask, block_size=block_size)
     held.done()
 
 
@@ -173,12 +181,16 @@ def test_blockwise_gradients(loaded, draw, settings):
     mask = draw.mask(B, 1, T_q, T_k)
     grad_output = draw.normal(B, H, T_q, d_v)
     tolerance = settings.tolerance("float64", gradient=True)
-    block_size = _block_sizes(draw, T_k)[1]
-    reply = loaded.run(FUNCTION, Q, K, V, mask, False, block_size, grad=[0, 1, 2], grad_outputs=[grad_output])
     inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
     expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask)[0], inputs, grad_output)
-    for name, got, want in zip("QKV", reply.grads, expected):
-        expect_tensor(got, want, what=f"the gradient for {name} (block_size={block_size})", tolerance=tolerance)
+    held = Cases()
+    for block_size in _block_sizes(draw, T_q, T_k):
+        reply = loaded.run(FUNCTION, Q, K, V, mask, False, block_size, grad=[0, 1, 2], grad_outputs=[grad_output])
+        for name, got, want in zip("QKV", reply.grads, expected):
+            with held:
+                what = f"the gradient for {name} (block_size={block_size})"
+                expect_tensor(got, want, what=what, tolerance=tolerance)
+    held.done()
 
 
 @pytest.mark.check(function="blockwise_attention", category="no-mutation", points=1, exercises=("mask",), picture=None)
@@ -187,10 +199,14 @@ def test_blockwise_no_mutation(loaded, draw, settings):
     B, T_q, d_k, d_v = draw.sizes(4)
     T_k = draw.integer(13, 40)
     args = (draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v), draw.mask(B, T_q, T_k))
-    reply = loaded.run(FUNCTION, *args, False, _block_sizes(draw, T_k)[1])
-    names = [name for name, changed in zip(("Q", "K", "V", "mask"), reply.mutated) if changed]
-    if names:
-        fail(f"blockwise_attention modified {', '.join(names)} in place; use out-of-place operations")
+    for block_size in _block_sizes(draw, T_q, T_k):
+        reply = loaded.run(FUNCTION, *args, False, block_size)
+        names = [name for name, changed in zip(("Q", "K", "V", "mask"), reply.mutated) if changed]
+        if names:
+            fail(
+                f"blockwise_attention modified {', '.join(names)} in place (block_size={block_size}); use"
+                " out-of-place operations"
+            )
 
 
 def _measured(loaded, label: str, Q, K, V, mask=None, is_causal=False):

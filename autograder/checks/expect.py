@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -116,7 +117,7 @@ def expect_tensor(
     *,
     what: str,
     tolerance: tuple[float, float],
-    variants: dict[str, Tensor] | None = None,
+    variants: dict[str, Tensor] | Callable[[], dict[str, Tensor]] | None = None,
     dtype: torch.dtype | None = None,
     scale: float = 0.0,
 ) -> None:
@@ -127,7 +128,8 @@ def expect_tensor(
 
     Silent when right; otherwise the check fails (``CheckFailure``) with a sentence naming what differs and where it
     first differs; a result that matches one of ``variants`` (a key of ``mistakes.SENTENCES`` -> the wrong result
-    it gives) names that mistake:
+    it gives) names that mistake. ``variants`` may be a function that makes them: it is called only when the result
+    is wrong (the blockwise part's variants each run the online softmax over every block):
 
     >>> scores = torch.tensor([[2.0, 4.0]])
     >>> expect_tensor(scores / 2, scores / 2, what="scale_scores", tolerance=(1e-6, 0))
@@ -141,11 +143,11 @@ def expect_tensor(
     if not isinstance(actual, Tensor):
         fail(f"{what}: expected a tensor, got {type(actual).__name__}")
     atol, rtol = tolerance
-    variants = variants or {}
+    made = variants if callable(variants) else lambda: variants or {}
     if tuple(actual.shape) != tuple(expected.shape):
         fail(
             f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}",
-            name_mistake(actual, variants, atol, rtol),
+            name_mistake(actual, made(), atol, rtol),
         )
     want = dtype or expected.dtype
     if actual.dtype != want:
@@ -156,7 +158,7 @@ def expect_tensor(
             evidence = _first_difference(differ, actual, expected, None)
             fail(
                 f"{what}: {int(differ.sum())} of {actual.numel()} entries differ; {_where(evidence)}",
-                name_mistake(actual, variants, 0, 0),
+                name_mistake(actual, made(), 0, 0),
                 evidence=evidence,
             )
         return
@@ -167,7 +169,7 @@ def expect_tensor(
         evidence = _first_difference(bad & wanted.isfinite(), found, wanted, None)
         fail(
             f"{what}: contains {kind} where finite values were expected; {_where(evidence)}",
-            name_mistake(actual, variants, atol, rtol),
+            name_mistake(actual, made(), atol, rtol),
             evidence=evidence,
         )
     error = (found - wanted).abs().nan_to_num(0.0)
@@ -175,7 +177,7 @@ def expect_tensor(
     if (error > allowed).any():
         worst = float(error.max())
         evidence = _first_difference(error > allowed, found, wanted, allowed)
-        mistake = name_mistake(actual, variants, atol, rtol)
+        mistake = name_mistake(actual, made(), atol, rtol)
         fail(
             f"{what}: values differ from the expected ones by up to {worst:.3g}"
             f" (allowed: {atol:g} + {rtol:g}*|expected|); {_where(evidence)}",

@@ -7,6 +7,11 @@ recover); the grader reads its own wall
 clock and the kernel's count of the submission's CPU time (its cgroup's: every process it
 started) around each round, and checks a sample
 of the student's timed outputs against the reference: a cached or wrong answer fails.
+
+What decides (``judge``): the ratio to the reference on each shape; over the budget, how the cost grows from the
+shape to one 8 times larger on the looped axis (``GROWTH_TO``), against the reference's growth.
+A call's constant work (a mask built on each call, a cast, an allocation) costs the same at both sizes and cancels
+out; a Python loop over batches, heads or queries adds its cost per item and does not.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -27,6 +32,20 @@ TARGET = "scaled_dot_product_attention"
 # Chosen from bench/timing_reliability.py (figures in docs/performance.md).
 # Shapes are (B, H, T_q, T_k, d): few keys keep the honest work small while a loop over queries runs T_q times.
 CPU_SHAPES = ((128, 1, 8, 8, 8), (1, 128, 8, 8, 8), (1, 1, 512, 8, 8))
+# Each CPU shape's twin 8 times larger on the looped axis: the growth from the shape to it is what a loop adds
+# (docs/performance.md). The reference grows by 0.6 to 1.7 ms a call there: far above the noise of a constant that a
+# student's call adds (nanoGPT's causal buffer at its block size, 1024 x 1024, built per call: 5 ms, +-0.2 ms).
+GROWTH_TO = {
+    (128, 1, 8, 8, 8): (1024, 1, 8, 8, 8),
+    (1, 128, 8, 8, 8): (1, 1024, 8, 8, 8),
+    (1, 1, 512, 8, 8): (1, 1, 4096, 8, 8),
+}
+GROWTH_REPEAT = 3  # calls per round of the growth's measure: each costs a millisecond or more, a loop's far more
+# The reference's growth counts as at least this share of its cost on the large shape: a round in which the
+# machine's noise ate its growth does not divide by nearly nothing.
+GROWTH_FLOOR = 0.25
+# A growth over this many times the budget is no noise: the check fails without measuring it again.
+CLEAR_MISS = 2.0
 CPU_REPEAT = 10  # calls per round, each with inputs of its own
 # calls in a form's warm-up round (never measured, its answers checked like every round's): enough for the first
 # call's costs (allocations for the shape, the form's own code path) to be paid before a measured round, and no more:
@@ -54,6 +73,8 @@ class Measurement:
     wall_ratio: float = 0.0  # the slowest form's median, by the wall clock
     wrong: str = ""
     form: str = ""  # the form (FORMS) whose CPU ratio is cpu_ratio
+    large: tuple = ()  # set: the ratios are of the growth from ``shape`` to this shape (``measure_growth``)
+    per_form: dict = field(default_factory=dict)  # form -> (its CPU median, its wall median)
 
 
 def within(found: Measurement, budget: float, device: str = "cpu") -> bool:
@@ -147,29 +168,122 @@ def measure(
         return _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device)
 
 
-def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
+def _samples(student, reference, draw, shapes, rounds, repeat, tolerance, sample, device):
+    """Interleaved rounds of every form on every shape (student, reference, ...), the first of each form a warm-up;
+    per (shape, form), each measured round's (student CPU, reference CPU, student wall, reference wall) seconds, and
+    the first wrong answer."""
     dtype = torch.float32
-    result = Measurement(tuple(shape))
-    forms = FORMS
-    cpu: dict[str, list[float]] = {form: [] for form in forms}
-    wall: dict[str, list[float]] = {form: [] for form in forms}
-    for index in range(-(-rounds // len(forms)) + 1):
+    times: dict[tuple, list[tuple[float, float, float, float]]] = {(s, f): [] for s in shapes for f in FORMS}
+    wrong = ""
+    for index in range(-(-rounds // len(FORMS)) + 1):
         calls = repeat if index else min(repeat, WARM_UP_REPEAT)  # the first round of each form warms up
-        for form in forms:
-            inputs = timing_inputs(draw, shape, calls, dtype, form)
-            mine = _round(student, inputs, shape, dtype, device, form)
-            theirs = _round(reference, timing_inputs(draw, shape, calls, dtype, form), shape, dtype, device, form)
-            # which repetitions are checked is chosen only now, after the answer, by the system's CSPRNG:
-            # no seed to recover
-            picks = _PICKER.sample(range(calls), min(sample, calls))
-            # the first wrong answer is kept, and the timing goes on: the check decides on both (a function
-            # whose answers are wrong for a mistake carried forward is timed as it is)
-            result.wrong = result.wrong or check_outputs(mine, inputs, picks, tolerance, form)
-            if index:
-                cpu[form].append(mine.cpu_seconds / max(theirs.cpu_seconds, 1e-9))
-                wall[form].append(mine.seconds / max(theirs.seconds, 1e-9))
-    medians = {form: statistics.median(cpu[form]) for form in forms}
+        for form in FORMS:
+            for shape in shapes:
+                inputs = timing_inputs(draw, shape, calls, dtype, form)
+                mine = _round(student, inputs, shape, dtype, device, form)
+                theirs = _round(reference, timing_inputs(draw, shape, calls, dtype, form), shape, dtype, device, form)
+                # which repetitions are checked is chosen only now, after the answer, by the system's CSPRNG:
+                # no seed to recover
+                picks = _PICKER.sample(range(calls), min(sample, calls))
+                # the first wrong answer is kept, and the timing goes on: the check decides on both (a function
+                # whose answers are wrong for a mistake carried forward is timed as it is)
+                wrong = wrong or check_outputs(mine, inputs, picks, tolerance, form)
+                if index:
+                    times[shape, form].append((mine.cpu_seconds, theirs.cpu_seconds, mine.seconds, theirs.seconds))
+    return times, wrong
+
+
+def _slowest(result: Measurement, cpu: dict[str, list[float]], wall: dict[str, list[float]]) -> Measurement:
+    """Per form the median of its rounds' ratios; the slowest form is the result."""
+    medians = {form: statistics.median(cpu[form]) for form in FORMS}
     result.form = max(medians, key=medians.get)
     result.cpu_ratio = medians[result.form]
-    result.wall_ratio = max(statistics.median(wall[form]) for form in forms)
+    result.wall_ratio = max(statistics.median(wall[form]) for form in FORMS)
+    result.per_form = {form: (medians[form], statistics.median(wall[form])) for form in FORMS}
     return result
+
+
+def over(found: Measurement, budget: float, device: str = "cpu") -> list[str]:
+    """The call forms over the budget, in FORMS' order (``within``'s rule, form by form): the feedback names them all,
+    so that which of several slow forms measured slowest (the machine's noise) changes no word of it."""
+    return [
+        form
+        for form, (cpu, wall) in found.per_form.items()
+        if not within(Measurement(found.shape, cpu_ratio=cpu, wall_ratio=wall), budget, device)
+    ] or [found.form]
+
+
+def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
+    times, wrong = _samples(student, reference, draw, [shape], rounds, repeat, tolerance, sample, device)
+    cpu = {form: [s / max(r, 1e-9) for s, r, _, _ in times[shape, form]] for form in FORMS}
+    wall = {form: [s / max(r, 1e-9) for _, _, s, r in times[shape, form]] for form in FORMS}
+    return _slowest(Measurement(tuple(shape), wrong=wrong), cpu, wall)
+
+
+def measure_growth(
+    student,
+    reference,
+    draw: Draw,
+    shape: tuple,
+    large: tuple,
+    *,
+    rounds: int,
+    repeat: int,
+    tolerance,
+    sample: int = 2,
+    device: str = "cpu",
+) -> Measurement:
+    """How much more the student's attention costs on ``large`` than on ``shape``, over how much more the
+    reference's does: both shapes in every round, interleaved; per round and form, (student's cost on large - on
+    shape) / (reference's, at least GROWTH_FLOOR of its cost on large); per form the median; the slowest form is the
+    result. Work a call does whatever the size (a mask built on each call, a cast) cancels out."""
+    with one_thread():
+        times, wrong = _samples(student, reference, draw, [shape, large], rounds, repeat, tolerance, sample, device)
+    cpu: dict[str, list[float]] = {}
+    wall: dict[str, list[float]] = {}
+    for form in FORMS:
+        pairs = list(zip(times[shape, form], times[large, form]))
+        cpu[form] = [_growth(a[0], b[0], a[1], b[1]) for a, b in pairs]
+        wall[form] = [_growth(a[2], b[2], a[3], b[3]) for a, b in pairs]
+    return _slowest(Measurement(tuple(shape), wrong=wrong, large=tuple(large)), cpu, wall)
+
+
+def _growth(mine_small: float, mine: float, theirs_small: float, theirs: float) -> float:
+    return (mine - mine_small) / max(theirs - theirs_small, GROWTH_FLOOR * theirs, 1e-9)
+
+
+def judge(
+    student,
+    reference,
+    draw: Draw,
+    shape: tuple,
+    *,
+    large: tuple | None,
+    budget: float,
+    retries: int,
+    device: str = "cpu",
+    **options,
+) -> tuple[bool, Measurement]:
+    """Whether the student's attention is within the budget on ``shape``, and the measurement that decided.
+
+    The ratio to the reference on ``shape`` first: within the budget, that is all (the measure an honest
+    submission costs). Over it, with a larger twin ``large`` (``GROWTH_TO``), the growth from ``shape`` to
+    ``large`` decides, measured up to ``1 + retries`` times with GROWTH_REPEAT calls a round (once, when it misses
+    by more than CLEAR_MISS times); without one (the GPU's shape), the ratio is measured again as many times. A
+    wrong timed answer seen in any of these measurements is kept on the result."""
+    first = measure(student, reference, draw, shape, device=device, **options)
+    found = first
+    if within(first, budget, device):
+        return True, first
+    for _ in range(retries + 1 if large else retries):
+        if large:
+            growth = {**options, "repeat": min(options["repeat"], GROWTH_REPEAT)}
+            found = measure_growth(student, reference, draw, shape, large, device=device, **growth)
+        else:
+            found = measure(student, reference, draw, shape, device=device, **options)
+        found.wrong = found.wrong or first.wrong
+        if within(found, budget, device):
+            return True, found
+        if large and found.cpu_ratio > CLEAR_MISS * budget:
+            break
+    return False, found
