@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import statistics
 
 import pytest
@@ -184,6 +185,11 @@ def _lost(result) -> dict[str, str]:
     return {t["extra_data"]["check"]: t["output"] for t in result["tests"] if t["score"] < t["max_score"]}
 
 
+def _shape(text: str) -> tuple[int, ...]:
+    """A shape as a message prints it, "(2, 3)", as numbers."""
+    return tuple(int(n) for n in text.strip("()").split(", "))
+
+
 MEASURED = "of memory while it ran (the grader's measure of the whole process: every thread and library)"
 
 
@@ -198,7 +204,17 @@ def test_building_the_whole_matrix_loses_the_memory_check_alone(graded):
     """The matrix built whole, then sliced: the grader's figure, and the worker's record names the matrix."""
     lost = _lost(graded["full_matrix"])
     assert list(lost) == ["blockwise_memory"] and graded["full_matrix"]["score"] == 68
-    assert MEASURED in lost["blockwise_memory"] and "by aten.mm.default" in lost["blockwise_memory"]
+    message = lost["blockwise_memory"]
+    queries, keys = (
+        _shape(text) for text in re.search(r"inputs of shape (\([\d, ]+\)) and (\([\d, ]+\))", message).groups()
+    )
+    named, op = re.search(
+        r"the largest tensor its torch ops made: shape (\([\d, ]+\)), by (\S+?)[;.] ", message
+    ).groups()
+    assert MEASURED in message and op in ("aten.mm.default", "aten.bmm.default")
+    assert (
+        math.prod(_shape(named)) == math.prod(queries[:-1]) * keys[-2]
+    )  # the (T_q, T_k) matrix of each batch and head
     assert "compute the scores of one block of keys at a time" in lost["blockwise_memory"]
 
 
