@@ -62,6 +62,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "attack_memory_blocks_kept",
             "attack_memory_detected",
             "attack_memory_shape_detected",
+            "attack_memory_forked",
         ),
         (set(), {}),
     ),

@@ -321,8 +321,10 @@ class Sandbox(Runner):
         reply = reply_from(answer, time.perf_counter() - started)
         reply.cpu_seconds = cpu
         if measured:
-            reply.grown_bytes = self._peak.grown()
-            reply.unmeasured = self._peak.why
+            taken = self._peak.taken()
+            reply.grown_bytes = None if taken is None else taken.grown
+            reply.ran_processes = taken is not None and taken.ended
+            reply.unmeasured = self._peak.why or ("" if taken is not None else "the student's process was gone")
         return reply
 
     def _cpu_seconds(self) -> float:

@@ -77,6 +77,7 @@ class Reply:
     # from the kernel (sandbox/memory.py), never from the worker's answer; None where it was not measured (and why)
     grown_bytes: int | None = None
     unmeasured: str = "not measured by this runner"
+    ran_processes: bool = False  # a process ran during the call and ended before the runner could read its memory
 
     @classmethod
     def failed(cls, failure: Failure, message: str) -> Reply:

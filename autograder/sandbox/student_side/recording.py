@@ -222,6 +222,29 @@ class _Memory:
         return {"largest": self.largest, "shape": self.shape, "op": self.op[:200]}
 
 
+def _map_in_libraries() -> None:
+    """Every page of the files this process has mapped (torch's libraries, Python's) put in its page tables now, before
+    any student code runs (``madvise(MADV_POPULATE_READ)``, Linux 5.14). A forked child maps its parent's library pages
+    only as it first touches them, and they count in its resident set from then on: without this, the first call that
+    runs a kernel would seem to take the kernel's code (20 MiB and more) to the grader's measure of its memory."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    populate_read = 22
+    try:
+        with open("/proc/self/maps") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or not fields[5].startswith("/") or "r" not in fields[1]:
+            continue
+        start, end = (int(address, 16) for address in fields[0].split("-"))
+        libc.madvise(start, end - start, populate_read)  # where the kernel lacks it: nothing done, said nowhere
+
+
 def _give_back() -> None:
     """Memory the call freed handed back to the kernel (``malloc_trim``): glibc keeps freed memory for reuse, and the
     grader's measure of the next call (the rise of the process's resident set) must start from what the process
