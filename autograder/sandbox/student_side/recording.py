@@ -43,10 +43,11 @@ def _library_attention(frame) -> str | None:
     return None
 
 
-def _recorder(seen: set | None = None):
+def _recorder(seen: set | None = None, memory: _Memory | None = None):
     """Context managers that note every fused-attention op the student's code runs (in ``seen``), and every library
     function written in Python that computes attention which called a torch function (torch's own attention is
-    attention, fused or not): torch's own is refused (``NotAvailable``), as the fused kernels are by the block."""
+    attention, fused or not): torch's own is refused (``NotAvailable``), as the fused kernels are by the block.
+    ``memory`` sees every op's results too (the largest tensor a call made: words for a message)."""
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -77,7 +78,10 @@ def _recorder(seen: set | None = None):
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             note(str(func))
-            return func(*args, **(kwargs or {}))
+            result = func(*args, **(kwargs or {}))
+            if memory is not None:
+                memory.note(func, result)
+            return result
 
     return seen, Functions(), Ops()
 
@@ -206,9 +210,8 @@ class _Memory:
 
     def note(self, func, result) -> None:
         import torch
-        from torch.utils._pytree import tree_leaves
 
-        for tensor in tree_leaves(result):
+        for tensor in result if isinstance(result, (tuple, list)) else (result,):
             if not isinstance(tensor, torch.Tensor) or not (tensor.is_floating_point() or tensor.is_complex()):
                 continue
             storage = tensor.untyped_storage()
@@ -255,20 +258,3 @@ def _give_back() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to hand back this way
         pass
-
-
-def _measuring(memory: _Memory):
-    """A dispatch mode that shows every op's results to ``memory``."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Measuring(TorchDispatchMode):
-        @classmethod
-        def _should_skip_dynamo(cls) -> bool:
-            return False  # as the op recorder's (``_recorder``): nothing here compiles
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            result = func(*args, **(kwargs or {}))
-            memory.note(func, result)
-            return result
-
-    return Measuring()

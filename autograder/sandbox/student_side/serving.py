@@ -195,20 +195,18 @@ def _call(module, request: dict, conn=None) -> dict:
     function = getattr(module, target, None)
     if function is None:
         raise AttributeError(f"attention.py has no function named {target}")
-    seen, functions, ops = recording._recorder()
+    # the largest tensor the call makes, noted on every call alike by the op record (the memory check's wording; its
+    # verdict is the grader's own measure of this process, sandbox/memory.py)
+    memory = recording._Memory([*args, *kwargs.values()])
+    seen, functions, ops = recording._recorder(memory=memory)
     substitute = {
         str(name): ([_revive(a, arena) for a in case["args"]], _revive(case["value"], arena))
         for name, case in (request.get("substitute") or {}).items()
     }
-    # the largest tensor the call makes, noted on every call alike (the memory check's wording; its verdict is the
-    # grader's own measure of this process, sandbox/memory.py)
-    memory = recording._Memory([*args, *kwargs.values()])
-    measuring = recording._measuring(memory)
     with functions, ops, recording._entered(module, substitute) as entered:
         if target == "MultiHeadAttention":
             function = _instantiate(module, request)
-        with measuring:
-            value = function(*args, **kwargs)
+        value = function(*args, **kwargs)
         grads = None
         if request.get("grad_outputs") is not None:
             inputs = [args[i] for i in request["grad"]]
