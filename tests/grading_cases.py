@@ -63,6 +63,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
             "attack_memory_detected",
             "attack_memory_shape_detected",
             "attack_memory_forked",
+            "attack_memory_reserved",
         ),
         (set(), {}),
     ),

@@ -29,6 +29,8 @@ ATTACKS = [
 ]
 # a seventh: the matrix built in a forked child process that ends before the call returns
 FORKED = "attack_memory_forked"
+# an eighth, which the check does not catch: the matrix written in place into memory taken at import
+RESERVED = "attack_memory_reserved"
 HONEST = ["reference", "sub_quadratic_chunks"]
 # the port's checkpoint imports torch._dynamo on its first call, and with it standard modules no grading needed before
 # (cProfile): an unprivileged worker reads them only where Python's standard library is open to other users
@@ -73,6 +75,17 @@ def test_a_matrix_built_in_a_process_that_ends_during_the_call_loses_the_memory_
     assert list(lost) == ["blockwise_memory"], lost
     assert result["score"] == TOTAL - POINTS["blockwise_memory"]
     assert "ran another process that ended during the call (os.fork, multiprocessing)" in lost["blockwise_memory"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a known gap (docs/grading.md): memory taken before the call and written in place during it is not what"
+    " the call adds to the process, and no measure of the process's peak sees it",
+)
+def test_a_matrix_written_into_memory_taken_at_import_loses_the_memory_check(tmp_path):
+    """256 MiB taken at import; the call writes the whole matrix there (out=, in place): the check should fail it."""
+    lost = _lost(_graded("root", tmp_path, RESERVED))
+    assert list(lost) == ["blockwise_memory"], lost
 
 
 @pytest.mark.parametrize("mode", MODES)
