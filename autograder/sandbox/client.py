@@ -130,7 +130,7 @@ class Sandbox(Runner):
         self._child: tuple[int, socket.socket] | None = None
         self._measured: int | None = None  # the student's process in the current child (_student_process)
         self._whole = False  # whether its CPU time is read from the submission's cgroup
-        self._peak = Peak()  # the student's process's peak memory, reset and read around every call (memory.py)
+        self._peak = Peak()  # the sandbox's peak memory, reset and read around every call (memory.py)
         self._zygote = zygote
         self._own_zygote: Zygote | None = None
         self._client: socket.socket | None = None

@@ -73,8 +73,8 @@ class Reply:
     failure: Failure | None = None  # the runner's own finding (Reply.failed), never read from the worker's answer
     cpu_seconds: float = 0.0  # timed calls: the kernel's count of the submission's CPU time (Sandbox._cpu_seconds)
     outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
-    # calls: the bytes the student's process's resident set rose at its peak while the call ran, read by the runner
-    # from the kernel (sandbox/memory.py), never from the worker's answer; None where it was not measured (and why)
+    # calls: the bytes the sandbox's processes' resident sets rose at their peaks while the call ran, summed, read by
+    # the runner from the kernel (sandbox/memory.py), never from the worker's answer; None where not measured (and why)
     grown_bytes: int | None = None
     unmeasured: str = "not measured by this runner"
     ran_processes: bool = False  # a process ran during the call and ended before the runner could read its memory
