@@ -86,6 +86,7 @@ class Peak:
     """The sandbox's peak memory, one call at a time (``start`` before the request, ``taken`` after)."""
 
     pid: int | None = None
+    descendants: bool = True  # the processes below ``pid`` too (False: ``pid`` alone, a test's own process)
     usable: bool = False  # the reset worked on this child before any student code ran
     why: str = "not measured yet"
     _before: dict[int, tuple[int, str | None]] | None = field(default=None, repr=False)
@@ -96,13 +97,16 @@ class Peak:
         self.usable = _reset(pid) and _status_kib(pid, "VmHWM") is not None
         self.why = "" if self.usable else f"the kernel did not let the grader reset /proc/{pid}/clear_refs"
 
+    def _processes(self) -> list[int]:
+        return _processes(self.pid) if self.descendants else [self.pid]
+
     def start(self) -> None:
         """Before a request: reset every process's mark and read the resident set each starts from."""
         self._before = None
         if not self.usable or self.pid is None:
             return
         before = {}
-        for pid in _processes(self.pid):
+        for pid in self._processes():
             _reset(pid)  # where it fails now, the mark since the process started: never less
             rss = _status_kib(pid, "VmRSS")
             if rss is not None:
@@ -114,7 +118,7 @@ class Peak:
         if self._before is None or self.pid is None:
             return None
         grown, ended, now = 0, False, set()
-        for pid in _processes(self.pid):
+        for pid in self._processes():
             high = _status_kib(pid, "VmHWM")
             if high is None:
                 continue  # a zombie: ended, and counted below by its reaper or as gone
@@ -122,7 +126,7 @@ class Peak:
             start = self._before.get(pid)
             grown += max(high - start[0], 0) if start is not None else high
         for pid, (_, reaped) in self._before.items():
-            ended = ended or pid not in now or _reaped(pid) != reaped
+            ended = ended or pid not in now or (self.descendants and _reaped(pid) != reaped)
         if self.pid not in now:
             return None  # the student's process itself is gone: the call failed, nothing to measure
         return Taken(grown << 10, ended)
