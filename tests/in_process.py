@@ -7,14 +7,16 @@ the same ``Runner`` protocol as the sandbox (autograder/sandbox/protocol.py).
 
 from __future__ import annotations
 
+import os
 import time
 import types
 
 import torch
 
 from autograder.checks.student import FUNCTIONS
+from autograder.sandbox.memory import Peak
 from autograder.sandbox.protocol import Reply, Runner, mutated, reply_from
-from autograder.sandbox.student_side import serving
+from autograder.sandbox.student_side import recording, serving
 
 API = FUNCTIONS  # the reference's functions: the one list (autograder/checks/student.py)
 
@@ -27,6 +29,10 @@ class InProcess(Runner):
         self.load_reply = Reply(True)
         self.source = ""
         self.confinement = {}  # nothing confines it: tests only
+        # the memory a call takes, measured as the sandbox measures its worker, here on this process alone
+        recording._map_in_libraries()
+        self._peak = Peak(descendants=False)
+        self._peak.probe(os.getpid())
 
     def load(self) -> Reply:
         return self.load_reply
@@ -35,11 +41,15 @@ class InProcess(Runner):
         copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
         request = {"target": target, "args": copies, "kwargs": kwargs or {}, **options}
         started = time.perf_counter()
+        self._peak.start()
         try:
             answer = serving._call(self.module, request)
         except BaseException as exc:  # noqa: BLE001 - a student's error becomes a failed check
             answer = serving._error(exc)
         reply = reply_from(answer, time.perf_counter() - started)
+        taken = self._peak.taken()
+        reply.grown_bytes = None if taken is None else taken.grown
+        reply.unmeasured = self._peak.why
         if reply.ok:  # what the call did to its arguments: our copies, compared with what was sent
             reply.mutated = mutated(args, copies)
         return reply

@@ -94,13 +94,12 @@ class Student:
         self._timeout = timeout
         self.ops: dict[str, set[str]] = defaultdict(set)
 
-    def run(self, target: str, *args, grad=(), grad_outputs=None, substitute=None, memory=False, **kwargs) -> Reply:
+    def run(self, target: str, *args, grad=(), grad_outputs=None, substitute=None, **kwargs) -> Reply:
         """The whole reply; ``substitute`` ({function: {"args": [...], "value": result}}) has those of the student's
-        functions stand in with the grader's results for this call (checks/builds_on.py, ``raised_in``); ``memory``
-        has the worker measure what the call allocates (``reply.memory``: sandbox/protocol.py ``Memory``)."""
+        functions stand in with the grader's results for this call (checks/builds_on.py, ``raised_in``). Every call's
+        reply holds the memory its process took (``reply.grown_bytes``, measured by the runner from outside it) and
+        the largest tensor it made (``reply.memory``, the worker's record: words only)."""
         options = {"substitute": substitute} if substitute else {}
-        if memory:
-            options["memory"] = True
         return self._call(target, args, kwargs, grad=list(grad), grad_outputs=grad_outputs, **options)
 
     def mha(self, init: tuple, state: dict, *args, grad=(), grad_outputs=None, substitute=None, **kwargs) -> Reply:

@@ -24,6 +24,7 @@ import torch
 from autograder.sandbox.arena import Arena, cpu_seconds, place
 from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
+from autograder.sandbox.memory import Peak
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans
 from autograder.sandbox.protocol import Failure, Reply, Runner, reply_from
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
@@ -129,6 +130,7 @@ class Sandbox(Runner):
         self._child: tuple[int, socket.socket] | None = None
         self._measured: int | None = None  # the student's process in the current child (_student_process)
         self._whole = False  # whether its CPU time is read from the submission's cgroup
+        self._peak = Peak()  # the sandbox's peak memory, reset and read around every call (memory.py)
         self._zygote = zygote
         self._own_zygote: Zygote | None = None
         self._client: socket.socket | None = None
@@ -271,6 +273,9 @@ class Sandbox(Runner):
     def _exchange(self, request: dict, timeout: float, arena: Arena | None = None, inputs=None) -> Reply:
         """One request and its answer, all of it within ``timeout`` (a timed request: each of its two answers)."""
         pid, conn = self._child
+        measured = request["op"] == "call"  # every call alike: none is measured differently from another
+        if measured:
+            self._peak.start()
         started = time.perf_counter()
         clock = self._clock()
         cpu = 0.0
@@ -315,6 +320,11 @@ class Sandbox(Runner):
             return Reply.failed(Failure.WIRE, f"the answer could not be read: {error}")
         reply = reply_from(answer, time.perf_counter() - started)
         reply.cpu_seconds = cpu
+        if measured:
+            taken = self._peak.taken()
+            reply.grown_bytes = None if taken is None else taken.grown
+            reply.ran_processes = taken is not None and taken.ended
+            reply.unmeasured = self._peak.why or ("" if taken is not None else "the student's process was gone")
         return reply
 
     def _cpu_seconds(self) -> float:
@@ -398,6 +408,7 @@ class Sandbox(Runner):
         self.restarts += 1
         self.confinement = confinement(ours, self.load_timeout)  # sent before any student code ran
         self._measured = _student_process(self._child[0])
+        self._peak.probe(self._measured)  # before any student code runs
         self._whole = self.cgroups.counts(self._measured)  # one clock for this child's life, chosen here
         if not self.cgroups.procs or not self.confinement.get("cgroups", "missing").startswith("missing"):
             self.confinement["cgroups"] = self.cgroups.describe()  # which groups: the grader made them

@@ -33,27 +33,26 @@ class Failure(Enum):
 
 @dataclass(frozen=True)
 class Memory:
-    """What a call's ops allocated for floating-point tensors, measured by the worker's dispatch mode (student_side/
-    recording.py ``_Memory``): the largest new storage in elements, the shape of the tensor that made it and the op,
-    and the most bytes of new storages alive at once."""
+    """The largest new floating-point storage a call's ops made, as the worker's op record saw it (student_side/
+    recording.py ``_Memory``): its elements, the shape of the tensor that made it and the op. Words for a message
+    only: what a call takes is ``Reply.grown_bytes``, measured from outside the worker."""
 
     largest: int
     shape: tuple[int, ...]
     op: str
-    peak_bytes: int
 
     @classmethod
     def read(cls, answer) -> Memory | None:
-        """The measure from a worker's answer, or None where it is not plain numbers and a short name."""
+        """The record from a worker's answer, or None where it is not plain numbers and a short name."""
         if not isinstance(answer, dict):
             return None
-        largest, shape, op, peak = (answer.get(key) for key in ("largest", "shape", "op", "peak_bytes"))
-        numbers = [largest, peak, *(shape if isinstance(shape, list) else [None])]
+        largest, shape, op = (answer.get(key) for key in ("largest", "shape", "op"))
+        numbers = [largest, *(shape if isinstance(shape, list) else [None])]
         if not all(type(n) is int and n >= 0 for n in numbers) or len(shape) > 16:
             return None
         if not (isinstance(op, str) and len(op) <= 200):
             return None
-        return cls(largest, tuple(shape), op, peak)
+        return cls(largest, tuple(shape), op)
 
 
 @dataclass
@@ -65,7 +64,7 @@ class Reply:
     grads: list | None = None
     ops: list[str] = field(default_factory=list)
     entered: list[str] = field(default_factory=list)  # the submission's functions the call entered (a hint's evidence)
-    memory: Memory | None = None  # a call with ``memory=True``: what it allocated, as the worker measured it
+    memory: Memory | None = None  # the largest tensor the call made, as the worker's record saw it (words only)
     mutated: list[bool] = field(default_factory=list)
     error: str = ""
     message: str = ""
@@ -74,6 +73,11 @@ class Reply:
     failure: Failure | None = None  # the runner's own finding (Reply.failed), never read from the worker's answer
     cpu_seconds: float = 0.0  # timed calls: the kernel's count of the submission's CPU time (Sandbox._cpu_seconds)
     outputs: list = field(default_factory=list)  # timed calls: each repetition's results, read from our memory
+    # calls: the bytes the sandbox's processes' resident sets rose at their peaks while the call ran, summed, read by
+    # the runner from the kernel (sandbox/memory.py), never from the worker's answer; None where not measured (and why)
+    grown_bytes: int | None = None
+    unmeasured: str = "not measured by this runner"
+    ran_processes: bool = False  # a process ran during the call and ended before the runner could read its memory
 
     @classmethod
     def failed(cls, failure: Failure, message: str) -> Reply:
@@ -156,7 +160,7 @@ def reply_from(answer, elapsed: float) -> Reply:
     if "memory" in answer:
         memory = Memory.read(answer["memory"])
         if memory is None:
-            return Reply.failed(Failure.WIRE, "the answer's memory measure was not plain numbers")
+            return Reply.failed(Failure.WIRE, "the answer's record of its largest tensor was not plain numbers")
     return Reply(
         True,
         memory=memory,

@@ -43,10 +43,11 @@ def _library_attention(frame) -> str | None:
     return None
 
 
-def _recorder(seen: set | None = None):
+def _recorder(seen: set | None = None, memory: _Memory | None = None):
     """Context managers that note every fused-attention op the student's code runs (in ``seen``), and every library
     function written in Python that computes attention which called a torch function (torch's own attention is
-    attention, fused or not): torch's own is refused (``NotAvailable``), as the fused kernels are by the block."""
+    attention, fused or not): torch's own is refused (``NotAvailable``), as the fused kernels are by the block.
+    ``memory`` sees every op's results too (the largest tensor a call made: words for a message)."""
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -77,7 +78,10 @@ def _recorder(seen: set | None = None):
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             note(str(func))
-            return func(*args, **(kwargs or {}))
+            result = func(*args, **(kwargs or {}))
+            if memory is not None:
+                memory.note(func, result)
+            return result
 
     return seen, Functions(), Ops()
 
@@ -188,72 +192,69 @@ def _entered(module, substitute: dict | None = None):
 
 
 class _Memory:
-    """What a call's ops allocate for floating-point tensors: the largest new storage (its elements, the shape of the
-    tensor that made it, the op) and the most bytes of new storages alive at once. Evidence for the memory check, read
-    by the worker's own dispatch mode, never reported by the student's code.
+    """The largest new floating-point storage a call's ops made: its elements, the shape of the tensor that made it and
+    the op. Wording for the memory check's message ("its largest tensor: ..."), never its verdict: the verdict is the
+    grader's own measure of the whole process (sandbox/memory.py), which no thread, library or dtype escapes.
 
-    A storage is told by its data pointer: views and in-place results share it and count once; the call's inputs'
-    storages never count. Its bytes are released when the last tensor the mode saw holding it is collected
-    (``weakref.finalize``). Boolean and integer tensors are not counted: a caller may hand in a full (T_q, T_k) mask.
-    The call runs without gradients recorded (its inputs do not require them), so no graph keeps a block alive."""
+    Noted on every call alike (a call the grader measures looks like any other), with no reference to the tensors it
+    sees (nothing the student's code could find on them). The call's inputs' storages never count; boolean and integer
+    tensors are not counted (a caller may hand in a full (T_q, T_k) mask)."""
 
     def __init__(self, inputs) -> None:
         import torch
 
         self.given = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
-        self.live: dict[int, list[int]] = {}  # data pointer -> [bytes, tensors seen holding it]
-        self.current = self.peak_bytes = self.largest = 0
+        self.largest = 0
         self.shape: list[int] = []
         self.op = ""
 
     def note(self, func, result) -> None:
-        import weakref
-
         import torch
-        from torch.utils._pytree import tree_leaves
 
-        for tensor in tree_leaves(result):
+        for tensor in result if isinstance(result, (tuple, list)) else (result,):
             if not isinstance(tensor, torch.Tensor) or not (tensor.is_floating_point() or tensor.is_complex()):
                 continue
             storage = tensor.untyped_storage()
-            pointer = storage.data_ptr()
-            if pointer == 0 or pointer in self.given:
+            if storage.data_ptr() == 0 or storage.data_ptr() in self.given:
                 continue
-            held = self.live.get(pointer)
-            if held is None:
-                held = self.live[pointer] = [storage.nbytes(), 0]
-                self.current += held[0]
-                self.peak_bytes = max(self.peak_bytes, self.current)
-                elements = held[0] // tensor.element_size()
-                if elements > self.largest:
-                    self.largest, self.shape, self.op = elements, list(tensor.shape), str(func)
-            held[1] += 1
-            weakref.finalize(tensor, self._release, pointer)
-
-    def _release(self, pointer: int) -> None:
-        held = self.live.get(pointer)
-        if held is not None:
-            held[1] -= 1
-            if held[1] == 0:
-                self.current -= held[0]
-                del self.live[pointer]
+            elements = storage.nbytes() // tensor.element_size()
+            if elements > self.largest:
+                self.largest, self.shape, self.op = elements, list(tensor.shape), str(func)
 
     def answer(self) -> dict:
-        return {"largest": self.largest, "shape": self.shape, "op": self.op[:200], "peak_bytes": self.peak_bytes}
+        return {"largest": self.largest, "shape": self.shape, "op": self.op[:200]}
 
 
-def _measuring(memory: _Memory):
-    """A dispatch mode that shows every op's results to ``memory``."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+def _map_in_libraries() -> None:
+    """Every page of the files this process has mapped (torch's libraries, Python's) put in its page tables now, before
+    any student code runs (``madvise(MADV_POPULATE_READ)``, Linux 5.14). A forked child maps its parent's library pages
+    only as it first touches them, and they count in its resident set from then on: without this, the first call that
+    runs a kernel would seem to take the kernel's code (20 MiB and more) to the grader's measure of its memory."""
+    import ctypes
 
-    class Measuring(TorchDispatchMode):
-        @classmethod
-        def _should_skip_dynamo(cls) -> bool:
-            return False  # as the op recorder's (``_recorder``): nothing here compiles
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    populate_read = 22
+    try:
+        with open("/proc/self/maps") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or not fields[5].startswith("/") or "r" not in fields[1]:
+            continue
+        start, end = (int(address, 16) for address in fields[0].split("-"))
+        libc.madvise(start, end - start, populate_read)  # where the kernel lacks it: nothing done, said nowhere
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            result = func(*args, **(kwargs or {}))
-            memory.note(func, result)
-            return result
 
-    return Measuring()
+def _give_back() -> None:
+    """Memory the call freed handed back to the kernel (``malloc_trim``): glibc keeps freed memory for reuse, and the
+    grader's measure of the next call (the rise of the process's resident set) must start from what the process
+    holds, not from what an earlier call left in the allocator's pools."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to hand back this way
+        pass

@@ -1,0 +1,99 @@
+"""The blockwise part's memory check against six ways of building the whole (T_q, T_k) matrix unseen by a measure
+inside the worker (issue 53): on a thread, in numpy, as int32 bits, in blocks kept alive by their storages, only
+when no measure is detected, only off the check's published shape; and a seventh, in a forked process that ends
+before the call returns. Each loses blockwise_memory alone, with the grader's own figure or the reason it could not
+measure; the reference and a real chunked port keep it. Graded with the worker root and unprivileged."""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from autograder.config import load_settings
+from autograder.sandbox.processes import readable_by_others
+from tests.attacks import MODES, checks_of, grade_all, overlaid
+from tests.helpers import FAST_LIMITS, ROOT, SUBMISSIONS
+
+ON = FAST_LIMITS + "[parts]\nblockwise_attention = true\n"
+POINTS = load_settings(ROOT / "tests" / "blockwise_on.toml", environ={}).points
+TOTAL = sum(worth for check, worth in POINTS.items() if check != "timing_gpu")
+ATTACKS = [
+    "attack_memory_thread",
+    "attack_memory_numpy_only",
+    "attack_memory_int32_bits",
+    "attack_memory_blocks_kept",
+    "attack_memory_detected",
+    "attack_memory_shape_detected",
+]
+# a seventh: the matrix built in a forked child process that ends before the call returns
+FORKED = "attack_memory_forked"
+# an eighth, which the check does not catch: the matrix written in place into memory taken at import
+RESERVED = "attack_memory_reserved"
+HONEST = ["reference", "sub_quadratic_chunks"]
+# the port's checkpoint imports torch._dynamo on its first call, and with it standard modules no grading needed before
+# (cProfile): an unprivileged worker reads them only where Python's standard library is open to other users
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
+def _graded(mode: str, base: Path, name: str) -> dict:
+    """``name`` graded alone, the part on, with a zygote of its own in ``mode`` (one file a test: each within its time
+    on a busy machine): the reference itself, the chunked port or an attack, each appended to the reference."""
+    if name == "reference":
+        path = base / "reference.py"
+        path.write_text((ROOT / "reference" / "attention.py").read_text())
+    else:
+        path = overlaid(base, name, SUBMISSIONS / ("honest_blockwise" if name in HONEST else "overlays"))
+    return grade_all(mode, base, [path], limits=ON, timeout=100)["results"][name]["result"]
+
+
+def _lost(result: dict) -> dict[str, str]:
+    return {name: test["output"] for name, test in checks_of(result).items() if test["score"] < test["max_score"]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ATTACKS)
+def test_a_full_matrix_built_out_of_the_workers_sight_loses_the_memory_check_alone(tmp_path, mode, name):
+    """The whole process's peak, measured by the grader, shows the matrix whatever thread, library, dtype or lifetime
+    made it, and whatever the code could observe; only blockwise_memory's points go."""
+    result = _graded(mode, tmp_path, name)
+    lost = _lost(result)
+    assert list(lost) == ["blockwise_memory"], lost
+    assert result["score"] == TOTAL - POINTS["blockwise_memory"]
+    message = lost["blockwise_memory"]
+    assert "of memory while it ran (the grader's measure of the whole process: every thread and library)" in message
+    assert "its inputs and half the (T_q, T_k) matrix of scores" in message
+    assert "compute the scores of one block of keys at a time" in message
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_matrix_built_in_a_process_that_ends_during_the_call_loses_the_memory_check_alone(tmp_path, mode):
+    """A process that ran and ended during the call took memory nobody can read any more: the check says so."""
+    result = _graded(mode, tmp_path, FORKED)
+    lost = _lost(result)
+    assert list(lost) == ["blockwise_memory"], lost
+    assert result["score"] == TOTAL - POINTS["blockwise_memory"]
+    assert "ran another process that ended during the call (os.fork, multiprocessing)" in lost["blockwise_memory"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a known gap (docs/grading.md): memory taken before the call and written in place during it is not what"
+    " the call adds to the process, and no measure of the process's peak sees it",
+)
+def test_a_matrix_written_into_memory_taken_at_import_loses_the_memory_check(tmp_path):
+    """256 MiB taken at import; the call writes the whole matrix there (out=, in place): the check should fail it."""
+    lost = _lost(_graded("root", tmp_path, RESERVED))
+    assert list(lost) == ["blockwise_memory"], lost
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", HONEST)
+def test_blockwise_code_keeps_the_memory_check(tmp_path, mode, name):
+    """The reference's online softmax and a real port (Rabe & Staats-style chunks under checkpoint) earn every
+    point of the part."""
+    if name != "reference" and mode != "root" and not readable_by_others(STDLIB):
+        pytest.skip(f"an unprivileged worker cannot read {STDLIB} (a folder above it is closed to others)")
+    result = _graded(mode, tmp_path, name)
+    assert _lost(result) == {} and result["score"] == TOTAL
