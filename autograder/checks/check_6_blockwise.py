@@ -234,7 +234,7 @@ def test_blockwise_memory(loaded, draw, settings):
     T_k = draw.integer(13, 40)
     Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
     with held:
-        _compare(loaded, settings, "without a mask", Q, K, V, block_size=_block_sizes(draw, T_k)[1])
+        _compare(loaded, settings, "without a mask", Q, K, V, block_size=_block_sizes(draw, T_q, T_k)[1])
     for label, masked, is_causal in (
         ("without a mask", False, False),
         ("with is_causal=True", False, True),
