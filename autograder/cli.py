@@ -377,10 +377,17 @@ def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    early = Interrupts()  # Ctrl-C landing in the fork's at-fork callbacks (logging's) is noted here, never lost
+    zygote = None
     try:
         zygote = _early_zygote(argv)  # first: forked before anything of the grading is loaded (settings, reference)
+        early.check()
     except KeyboardInterrupt:  # Ctrl-C while torch is imported for it: nothing is written yet
+        early.restore()
+        if zygote is not None:
+            zygote.close()
         return _interrupted(command(argv))
+    early.restore()
     try:
         args = command(argv)
         args.zygote = zygote

@@ -171,7 +171,7 @@ def test_attacks_from_the_notebook_get_nothing(course):
     shown_anyway = {line.strip() for cell in own.cells + release.cells for line in cell.source.splitlines()}
     grader = [
         REFERENCE,
-        ROOT / "autograder" / "release" / "quiz.py",
+        ROOT / "autograder" / "checks" / "quiz.py",
         ROOT / "autograder" / "scoring.py",
         *sorted((ROOT / "autograder" / "checks").glob("*.py")),
     ]
