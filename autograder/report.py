@@ -148,11 +148,3 @@ def stamp(result: dict, late: Late) -> dict:
     extra = {**record.extra_data, "late": late.fields()}
     output = with_late(record.output, record.late, extra["late"], float(record.max_score))
     return {**result, "score": late.score, "output": output, "extra_data": extra}
-
-
-def unstamp(result: dict) -> dict:
-    """A result stamped by an earlier policy, now that the settings have no deadline: its raw score back."""
-    record = Result.of(result)
-    extra = {key: value for key, value in record.extra_data.items() if key != "late"}
-    output = with_late(record.output, record.late, None, float(record.max_score))
-    return {**result, "score": record.raw_score, "output": output, "extra_data": extra}

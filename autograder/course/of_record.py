@@ -63,17 +63,18 @@ def decide(handed: dict[str, HandedIn], targets: dict[str, Path], settings: Sett
     ``[record] hold_flagged`` is on, then every result settled by the decisions (``settle``)."""
     found = Settled()
     made: list[decisions.Decision] = []
-    decided = {}
+    decided = {}  # student -> (their result as read, as decided now)
     for name in handed:
         if not targets[name].is_file():
             continue
         result = load(targets[name])
         if Result.of(result).grader_error:
             continue
-        decided[name], kept = decide_late(result, name, handed[name], settings)
+        late, kept = decide_late(result, name, handed[name], settings)
+        decided[name] = (result, late)
         found.kept_late += kept
         if settings.record.hold_flagged:
-            hold = held_for_flags(name, decided[name])
+            hold = held_for_flags(name, late)
             graded_at = hold.result if hold else ""
             if hold and not any(d.student == name and d.result == graded_at and d.by == decisions.GRADER
                                 for d in known):  # fmt: skip
@@ -89,13 +90,13 @@ def settle_all(targets: dict[str, Path], known: list[decisions.Decision]) -> Set
     """Every result in ``targets`` settled by the decisions the record holds (``known``); nothing decided anew."""
     found = Settled()
     results = {name: load(path) for name, path in targets.items() if path.is_file()}
-    _settle(results, targets, known, found)
+    _settle({name: (result, result) for name, result in results.items()}, targets, known, found)
     return found
 
 
-def _settle(results: dict[str, dict], targets: dict[str, Path], known: list, found: Settled) -> None:
-    for name, result in results.items():
-        before = load(targets[name])
+def _settle(results: dict[str, tuple[dict, dict]], targets: dict[str, Path], known: list, found: Settled) -> None:
+    """Each (result as read, as decided) settled by ``known`` and written where it moved from what was read."""
+    for name, (before, result) in results.items():
         settled = decisions.settle(result, name, known)
         if settled != before:
             write_atomically(targets[name], json.dumps(settled, indent=2))
