@@ -1,5 +1,6 @@
-"""``sdpa-grade VERB``: grade one submission, batch a class, summary of a class's results, diff of two results
-folders; the older command lines (``sdpa-grade FILE``, ``--batch DIR``, ...) are read as the verb they mean."""
+"""The command lines, and only they: ``sdpa-grade VERB`` (grade one submission, batch a class, summary of a class's
+results, push, the decisions, diff of two results folders) and ``sdpa-build`` (``build``), each typed into its
+module's options; the older command lines (``sdpa-grade FILE``, ``--batch DIR``, ...) are read as the verb they mean."""
 
 from __future__ import annotations
 
@@ -501,6 +502,40 @@ def _diff(args: argparse.Namespace, settings: None) -> int:
 
 VERB_RUNS = {"grade": _grade, "batch": _batch, "summary": _summary, "push": _push, "diff": _diff,
              **dict.fromkeys(DECISION_VERBS, _decision)}  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``sdpa-build``'s command line."""
+    p = argparse.ArgumentParser(
+        prog="sdpa-build",
+        description="Regenerate what students receive (student_template/: the stubs, requirements.txt, the handout;"
+        " the nbgrader source notebook) from the single source in reference/ and docs/handout.md.",
+    )
+    p.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
+    p.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
+    p.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings to build with (the lesson's shapes, [lesson]; the optional parts, [parts]) and to ship in the"
+        " Gradescope bundle",
+    )
+    p.add_argument(
+        "--torch",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="the torch build the bundle's setup.sh installs: cpu (default) or gpu (the default index's CUDA build)",
+    )
+    return p
+
+
+def build(argv: list[str] | None = None) -> int:
+    """The ``sdpa-build`` command: its command line typed into release/build.py's options, and run there."""
+    from autograder.release.build import BuildOptions, run_build  # the build's modules: only when it runs
+
+    args = build_parser().parse_args(argv)
+    return run_build(BuildOptions(args.check, args.root, args.gradescope, args.config, args.torch))
 
 
 def run() -> None:

@@ -85,7 +85,7 @@ def _run(options: BatchOptions, settings: Settings) -> int:
     the_class = open_class(options.folder, options.json_dir, settings, options.shard, entries)
     roster, targets, out = the_class.roster, the_class.targets, the_class.out
     for note in _deadline_notes(settings, the_class.everyone, times, options):
-        print(f"warning: {note}", file=sys.stderr)
+        print(f"{VERB}: warning: {note}", file=sys.stderr)
     handed = _handed_in(options.folder, roster, times, settings)
     today = provenance.now(settings, options.device)
     why = {name: FORCED if options.force else why_graded(handed[name], targets[name], today) for name in roster}
