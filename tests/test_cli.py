@@ -89,8 +89,9 @@ def _answers_a_question(cell) -> bool:
 
 @pytest.mark.parametrize("handed_in", ["attention.py", "a notebook without the answer cells"])
 def test_a_missing_knowledge_check_counts_0_and_says_where_the_answers_go(tmp_path, handed_in):
-    """Each question is in the results, 0 of its points; the first says that the answers were not handed in and where
-    they go (the notebook's 'Knowledge check' section, a cell per question), the others point to it."""
+    """Each question is in the results, 0 of its points, not run (no answer to judge: no Gradescope status, as a check
+    not run); the first says that the answers were not handed in and where they go (the notebook's 'Knowledge check'
+    section, a cell per question), the others point to it."""
     path = REFERENCE
     if handed_in != "attention.py":
         notebook = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
@@ -101,7 +102,8 @@ def test_a_missing_knowledge_check_counts_0_and_says_where_the_answers_go(tmp_pa
     assert result.returncode == 0, result.stderr
     questions = [test for test in results["tests"] if test["tags"][0] == quiz.FUNCTION]
     assert [test["extra_data"]["check"] for test in questions] == [question.name for question in quiz.QUESTIONS]
-    assert all((test["score"], test["max_score"], test["status"]) == (0, quiz.POINTS, "failed") for test in questions)
+    assert all((test["score"], test["max_score"]) == (0, quiz.POINTS) for test in questions)
+    assert all(test["extra_data"]["outcome"] == "not-run" and "status" not in test for test in questions)
     first, *others = (test["output"] for test in questions)
     said = "a .py file holds your code" if handed_in == "attention.py" else "this notebook has none of the"
     assert first.startswith("not handed in: ") and said in first, first

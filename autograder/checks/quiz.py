@@ -309,11 +309,13 @@ def results(
         answer = answers.get(question.name, Answer())
         said = missing if question is QUESTIONS[0] else f"{missing.split(':')[0]}: see {QUESTIONS[0].name}"
         message = said if missing else verdict(question.name, answer.source, max_chars, lesson)
-        status = Status.FAILED if message else Status.PASSED
+        # not handed in: not run (no answer to judge), 0 of POINTS, and no Gradescope status (judged by its score, as
+        # a check not run); never an answer two students share (course/similarity.py skips what was not run)
+        status = Status.NOT_RUN if missing else Status.FAILED if message else Status.PASSED
         tests.append({
             "name": f"{FUNCTION}: {question.name}", "score": 0.0 if message else float(POINTS),
             "max_score": float(POINTS), "output": answer.said(message or "Correct."), "visibility": visibility,
-            "tags": [FUNCTION, CATEGORY], "status": str(status),
+            "tags": [FUNCTION, CATEGORY], **({} if missing else {"status": str(status)}),
             "extra_data": {"check": question.name, "outcome": str(status), "mistake": "", "seconds": 0.0, "flag": "",
                            "evidence": None, "withheld": False},
         })  # fmt: skip
