@@ -100,11 +100,17 @@ def quiz_points() -> float:
     return float(len(QUESTIONS) * POINTS)
 
 
-def checks_part(result: dict) -> tuple[float, float]:
-    """A result's score and maximum over the hidden checks alone (its knowledge check's questions left out)."""
+def checks_of(result: dict) -> list[dict]:
+    """A result's tests of the hidden checks alone: its knowledge check's questions left out (an attention.py's count
+    0 of their points, not handed in)."""
     from autograder.checks.quiz import FUNCTION
 
-    checks = [test for test in result["tests"] if test["tags"][0] != FUNCTION]
+    return [test for test in result["tests"] if test["tags"][0] != FUNCTION]
+
+
+def checks_part(result: dict) -> tuple[float, float]:
+    """A result's score and maximum over the hidden checks alone (its knowledge check's questions left out)."""
+    checks = checks_of(result)
     return sum(test["score"] for test in checks), sum(test["max_score"] for test in checks)
 
 

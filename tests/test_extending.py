@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from autograder.release.template import stub_source
-from tests.helpers import ROOT, quiz_points, tracked_copy
+from tests.helpers import ROOT, checks_of, quiz_points, tracked_copy
 
 GUIDE = ROOT / "docs" / "extending.md"
 # a piece: "**`path`**, appended at the end:" or "**`path`**, a new file:", then its fenced block
@@ -163,7 +163,7 @@ def test_the_reference_scores_the_old_total_plus_the_new_points_and_a_wrong_body
     assert checks[CHECK]["score"] == checks[CHECK]["max_score"] == 2
     assert FUNCTION in checks[CHECK]["tags"]
     wrong = grade(copy, reference.replace(RIGHT_LINE, WRONG_LINE), "wrong")
-    lost = {test["name"].split(": ")[-1] for test in wrong["tests"] if test["score"] < test["max_score"]}
+    lost = {test["name"].split(": ")[-1] for test in checks_of(wrong) if test["score"] < test["max_score"]}
     assert lost == {CHECK}
     assert wrong["score"] == right["score"] - 2
 
