@@ -22,6 +22,7 @@ from nbgrader.plugins import CsvExportPlugin
 from traitlets import Unicode
 
 from autograder.config import ConfigError, load_settings
+from autograder.render.inert import csv_cell
 from autograder.status import HELD, MISSING
 
 VERB = "nbgrader export"
@@ -149,7 +150,7 @@ class RecordExport(CsvExportPlugin):
                 float(ours),
             )
         row.update({key: "" if value is None else value for key, value in line.items()})
-        return row
+        return {key: csv_cell(value) if isinstance(value, str) else value for key, value in row.items()}  # no formula
 
     def _settings(self):
         chosen = self.settings_file or getattr(self.config, "GradeNotebook", {}).get("settings_file", "") or None
