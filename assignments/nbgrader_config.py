@@ -45,6 +45,13 @@ c.Autograde.sanitize_preprocessors = ["autograder.nbgrader_path.autograde.Dedupl
 # them; nbgrader asks only for submissions later than its own due date for the assignment: set it no later.
 c.AssignLatePenalties.plugin_class = "autograder.nbgrader_path.late_plugin.CourseDeadline"
 
+# nbgrader export writes the grade of record: the results sdpa-grade batch wrote for the collected notebooks
+# (sdpa-grade batch submitted: submitted-grades), with the instructor's decisions (hold, clear, override, extend), in
+# nbgrader's CSV columns and a status column; without a record there yet, nbgrader's gradebook as it is, with a warning
+# (autograder/nbgrader_path/export.py, docs/instructor.md "The grade of record").
+c.ExportApp.plugin_class = "autograder.nbgrader_path.export.RecordExport"
+# c.RecordExport.results = "grades"  # the batch's --json-dir, where it is not submitted-grades
+
 # Collecting as root (containers, CI) would otherwise refuse submissions owned by others.
 c.ExchangeCollect.check_owner = False
 

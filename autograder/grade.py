@@ -75,6 +75,7 @@ class Grading:
     grader_error: str = ""
     outcomes: list[Outcome] = field(default_factory=list)
     scored: list[scoring.Scored] = field(default_factory=list)
+    questions: list[dict] = field(default_factory=list)  # the knowledge check's tests (checks/quiz.py), every path's
     log: str = ""
     started: float = field(default_factory=time.perf_counter)
     result: dict = field(default_factory=dict)
@@ -226,28 +227,32 @@ def score(grading: Grading) -> Grading:
     return grading
 
 
-def build_result(grading: Grading) -> Grading:
-    grading.result = report.results_json(grading)
-    return grading
-
-
 def knowledge_check(grading: Grading) -> Grading:
-    """A notebook's knowledge check, scored as nbgrader scores it (checks/quiz.py): one test per question, counted
-    in the result's score and maximum. Nothing for a .py file, or for a notebook that could not be graded."""
-    handed = grading.handed
-    if grading.ungradable or handed is None or handed.data is None or not is_notebook(handed.file):
+    """The knowledge check, scored as nbgrader scores it (checks/quiz.py): one test per question, part of the scoring
+    (``build_result`` counts them in the score and the maximum, the one writer of both). Every submission has them,
+    so that every submission of the assignment is graded out of one maximum: where no answer can be read (a .py file,
+    a notebook without the answer cells, an ungradable submission) each counts 0, saying where the answers go."""
+    handed, settings = grading.handed, grading.settings
+    limits = settings.limits
+    visibility = settings.gradescope.visibility
+    if grading.ungradable or handed is None or handed.data is None:
+        grading.questions = quiz.results([], visibility, missing=quiz.NOT_READ)
         return grading
-    limits = grading.settings.limits
+    if not is_notebook(handed.file):
+        grading.questions = quiz.results([], visibility, missing=quiz.IN_A_PY)
+        return grading
     text = handed.data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")  # as source_of
     try:
         cells = notebook_cells(text, limits)
     except bounded.Refused:  # its code was read from it: not reached, and never a grader error
+        grading.questions = quiz.results([], visibility, missing=quiz.NOT_READ)
         return grading
-    settings = grading.settings
-    questions = quiz.results(cells, settings.gradescope.visibility, limits.answer_chars, settings.lesson)
-    tests = [*grading.result["tests"], *questions]
-    total = {key: round(sum(test[key] for test in tests), 6) for key in ("score", "max_score")}
-    grading.result = {**grading.result, "tests": tests, **total}
+    grading.questions = quiz.results(cells, visibility, limits.answer_chars, settings.lesson)
+    return grading
+
+
+def build_result(grading: Grading) -> Grading:
+    grading.result = report.results_json(grading)
     return grading
 
 
@@ -278,7 +283,7 @@ def decide_late(grading: Grading) -> Grading:
     return grading
 
 
-STAGES = [read, run_checks, score, build_result, knowledge_check, decide_late]
+STAGES = [read, run_checks, score, knowledge_check, build_result, decide_late]
 
 
 def grade(

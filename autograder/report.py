@@ -31,7 +31,10 @@ def load(path: Path) -> dict:
 
 
 def results_json(grading) -> dict:
-    """Gradescope's results.json: score is the sum of the tests' scores, always."""
+    """Gradescope's results.json: score is the sum of the tests' scores, always, and max_score the sum of their
+    maxima: the checks' and the knowledge check's questions (one maximum for every submission of the assignment).
+    The one writer of both: the late decision (``stamp``) and the instructor's (course/decisions.py) move only the
+    final score, never the maximum."""
     tests = [
         {
             "name": f"{item.outcome.function}: {item.outcome.check}",
@@ -51,6 +54,7 @@ def results_json(grading) -> dict:
         }
         for item in grading.scored
     ]
+    tests += getattr(grading, "questions", [])  # the knowledge check's (grade.knowledge_check), counted below as any
     extra = _graded_file(getattr(grading, "choice", None))
     output = result_output(grading.ungradable, bool(grading.grader_error), graded_file_text(extra))
     result = {

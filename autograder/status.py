@@ -31,7 +31,7 @@ class Status(_Word):
 
     PASSED = "passed"
     FAILED = "failed"
-    NOT_RUN = "not-run"  # skipped: no GPU on this machine
+    NOT_RUN = "not-run"  # skipped: no GPU on this machine; a knowledge-check answer not handed in (checks/quiz.py)
     GRADER_ERROR = "grader-error"  # the grader itself failed on this check
 
 

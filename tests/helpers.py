@@ -95,6 +95,34 @@ def total(*, gpu: bool = False, notebook: bool = False) -> float:
     return checks + (len(QUESTIONS) * POINTS if notebook else 0)
 
 
+def quiz_points() -> float:
+    """What the knowledge check is worth: in every result's maximum, counted 0 (not handed in) in an attention.py's."""
+    from autograder.checks.quiz import POINTS, QUESTIONS
+
+    return float(len(QUESTIONS) * POINTS)
+
+
+def checks_of(result: dict) -> list[dict]:
+    """A result's tests of the hidden checks alone: its knowledge check's questions left out (an attention.py's count
+    0 of their points, not handed in)."""
+    from autograder.checks.quiz import FUNCTION
+
+    return [test for test in result["tests"] if test["tags"][0] != FUNCTION]
+
+
+def checks_part(result: dict) -> tuple[float, float]:
+    """A result's score and maximum over the hidden checks alone (its knowledge check's questions left out)."""
+    checks = checks_of(result)
+    return sum(test["score"] for test in checks), sum(test["max_score"] for test in checks)
+
+
+def maximum(*, gpu: bool = False) -> float:
+    """The assignment's one maximum under the default settings, that of every submission (a .py, a notebook, an
+    ungradable one): the hidden checks' points (``total``) and the knowledge check's, counted as not handed in where
+    no answer was read. A correct attention.py scores ``total()`` of it."""
+    return total(gpu=gpu, notebook=True)
+
+
 # nbgrader's commands, and a released notebook answered from the source
 
 SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$\n?", re.MULTILINE)

@@ -26,6 +26,7 @@ from tests.helpers import (
     answered,
     clean_env,
     nbgrader,
+    quiz_points,
     run,
     setup,
     tracked_copy,
@@ -62,8 +63,8 @@ def test_off_by_default_the_reference_gets_the_totals_of_before(tmp_path):
         assert result.returncode == 0, result.stderr[-2000:]
         graded = json.loads((tmp_path / "r.json").read_text())
         on = load_settings(ON, environ={})
-        assert graded["score"] == graded["max_score"] == _points(load_settings(environ={}))
-        assert graded["max_score"] == _points(on) - _part_points(on)
+        assert graded["score"] == graded["max_score"] - quiz_points() == _points(load_settings(environ={}))
+        assert graded["max_score"] == _points(on) - _part_points(on) + quiz_points()
         assert not [t for t in graded["tests"] if PART in t["name"]]
 
 
@@ -129,7 +130,8 @@ def test_on_a_batch_grades_the_part_for_each_student(built, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     graded = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
     settings = load_settings(ON, environ={})
-    assert graded["ada"]["score"] == graded["ada"]["max_score"] == graded["bob"]["max_score"] == _points(settings)
+    assert graded["ada"]["max_score"] == graded["bob"]["max_score"] == _points(settings) + quiz_points()
+    assert graded["ada"]["score"] == _points(settings)  # an attention.py: its knowledge check not handed in
     part = [t for t in graded["bob"]["tests"] if t["tags"][0] == PART]
     assert len(part) == 8 and not any(t["score"] for t in part)
     assert graded["bob"]["score"] <= _points(settings) - _part_points(settings)

@@ -111,7 +111,8 @@ def test_the_summary_writes_those_numbers():
 
 
 def test_the_csv_writes_each_student_and_status(tmp_path):
-    """One row per student in the roster's order, as stored; a missing student's row says missing."""
+    """One row per student in the roster's order, as stored; a missing student's row says missing, a grader error's
+    holds no score (the grader failed: no grade, never a 0)."""
     path = tmp_path / "grades.csv"
     write_csv(path, class_results(a_class()))
     assert [row[:4] for row in csv.reader(path.open(encoding="utf-8"))] == [
@@ -119,7 +120,7 @@ def test_the_csv_writes_each_student_and_status(tmp_path):
         ["ann", "2", "3", "graded"],
         ["ben", "1", "3", "graded"],
         ["cat", "0", "0", "ungradable"],
-        ["dan", "0", "1", "grader-error"],
+        ["dan", "", "", "grader-error"],  # no grade: no score and no maximum in any export
         ["eve", "", "", "missing"],
         ["a b", "1", "1", "graded"],
     ]

@@ -13,7 +13,7 @@ from autograder.checks import quiz
 from autograder.cli import VERBS, command, forks_zygote, main, verb_form
 from autograder.read.submission import notebook_source
 from autograder.status import Category
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run, total
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, maximum, run, total
 
 SOURCE_NOTEBOOK = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
 
@@ -28,20 +28,20 @@ def test_reference_gets_full_marks_in_gradescope_format(tmp_path):
     """Exit 0, a table ending in the total, and a results.json Gradescope can read, with tags."""
     result, results = grade(REFERENCE, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "total" in result.stdout and f"{total():g}/{total():g}" in result.stdout
+    assert "total" in result.stdout and f"{total():g}/{maximum():g}" in result.stdout
     assert set(results) >= {"score", "execution_time", "output", "tests"}
     assert results["score"] == total() == sum(test["score"] for test in results["tests"])
     for test in results["tests"]:
         assert set(test) >= {"name", "score", "max_score", "output", "visibility", "tags"}
         function, category = test["tags"]
-        assert category in set(Category) and function in test["name"]
+        assert category in {*Category, quiz.CATEGORY} and function in test["name"]
 
 
 def test_notebook_with_solutions_gets_full_marks(tmp_path):
     """The source notebook (solution and set-up cells, not its test cells) grades like the reference."""
     result, results = grade(SOURCE_NOTEBOOK, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert results["score"] == total() + quiz.POINTS * len(quiz.QUESTIONS)  # its knowledge check too, as nbgrader
+    assert results["score"] == results["max_score"] == maximum()  # its knowledge check too, as nbgrader
 
 
 def test_missing_submission_exits_2_with_a_results_file(tmp_path):
@@ -51,7 +51,7 @@ def test_missing_submission_exits_2_with_a_results_file(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "there is no file or folder at" in result.stderr
     assert results["score"] == 0 and "there is no file or folder at" in results["output"]
-    assert results["max_score"] == total()
+    assert results["max_score"] == maximum()
 
 
 def test_folder_without_a_submission_exits_2(tmp_path):
@@ -64,13 +64,52 @@ def test_folder_without_a_submission_exits_2(tmp_path):
 
 
 def test_every_submission_has_the_same_maximum(tmp_path):
-    """Loadable, unloadable or ungradable: on one machine every results file has the same max_score."""
+    """Loadable, unloadable or ungradable, a .py or a notebook, with its knowledge check or without: on one machine
+    every results file has the same max_score, the checks' points and the knowledge check's. The same correct code
+    scores the checks' points in attention.py and in a notebook without the answer cells, and the knowledge check's
+    too in the notebook that answers it."""
     broken = tmp_path / "broken.py"
     broken.write_text("def attention_scores(Q, K)\n    return Q\n")
     empty = tmp_path / "empty.py"
     empty.write_text("")
-    maxima = {grade(path, tmp_path)[1]["max_score"] for path in (REFERENCE, broken, empty)}
-    assert maxima == {total()}
+    notebook = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
+    notebook.cells = [cell for cell in notebook.cells if not _answers_a_question(cell)]
+    unanswered = tmp_path / "unanswered.ipynb"
+    nbformat.write(notebook, unanswered)
+    graded = {path: grade(path, tmp_path)[1] for path in (REFERENCE, SOURCE_NOTEBOOK, unanswered, broken, empty)}
+    assert {results["max_score"] for results in graded.values()} == {maximum()}
+    assert graded[REFERENCE]["score"] == graded[unanswered]["score"] == total()
+    assert graded[SOURCE_NOTEBOOK]["score"] == maximum()
+
+
+def _answers_a_question(cell) -> bool:
+    """A knowledge-check answer cell of the source notebook (its grade id a question's)."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id") in quiz.BY_NAME and cell.metadata["nbgrader"]["solution"]
+
+
+@pytest.mark.parametrize("handed_in", ["attention.py", "a notebook without the answer cells"])
+def test_a_missing_knowledge_check_counts_0_and_says_where_the_answers_go(tmp_path, handed_in):
+    """Each question is in the results, 0 of its points, not run (no answer to judge: no Gradescope status, as a check
+    not run); the first says that the answers were not handed in and where they go (the notebook's 'Knowledge check'
+    section, a cell per question), the others point to it."""
+    path = REFERENCE
+    if handed_in != "attention.py":
+        notebook = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
+        notebook.cells = [cell for cell in notebook.cells if not _answers_a_question(cell)]
+        path = tmp_path / "sdpa.ipynb"
+        nbformat.write(notebook, path)
+    result, results = grade(path, tmp_path)
+    assert result.returncode == 0, result.stderr
+    questions = [test for test in results["tests"] if test["tags"][0] == quiz.FUNCTION]
+    assert [test["extra_data"]["check"] for test in questions] == [question.name for question in quiz.QUESTIONS]
+    assert all((test["score"], test["max_score"]) == (0, quiz.POINTS) for test in questions)
+    assert all(test["extra_data"]["outcome"] == "not-run" and "status" not in test for test in questions)
+    first, *others = (test["output"] for test in questions)
+    said = "a .py file holds your code" if handed_in == "attention.py" else "this notebook has none of the"
+    assert first.startswith("not handed in: ") and said in first, first
+    assert "notebook (sdpa.ipynb)" in first and "'Knowledge check'" in first and "cell below each question" in first
+    assert set(others) == {f"not handed in: see {quiz.QUESTIONS[0].name}"}
+    assert f"{quiz.QUESTIONS[0].name}" in result.stdout and "not handed in" in result.stdout
 
 
 def test_a_load_error_is_told_once(tmp_path):
@@ -83,7 +122,8 @@ def test_a_load_error_is_told_once(tmp_path):
     assert result.stdout.count("SyntaxError") == 1
     first = next(test for test in results["tests"] if "SyntaxError" in test["output"])
     check = first["extra_data"]["check"]
-    others = [test for test in results["tests"] if test is not first and test["max_score"] > 0]
+    others = [test for test in results["tests"] if test is not first and test["max_score"] > 0
+              and test["tags"][0] != quiz.FUNCTION]  # fmt: skip
     # the gates are withheld (no verdict on what does not load), the other checks point to the reason
     withheld = [test for test in others if test["extra_data"]["withheld"]]
     assert {test["extra_data"]["check"] for test in withheld} == {"integrity_sdpa", "integrity_mha", "timing_cpu"}
@@ -230,7 +270,7 @@ def test_every_unreadable_submission_exits_2_naming_what_was_given(tmp_path, mak
     result, results = grade(make(tmp_path), tmp_path)
     assert result.returncode == 2, result.stderr
     assert reason in result.stderr and reason in results["ungradable"]
-    assert results["score"] == 0 and results["max_score"] == total()
+    assert results["score"] == 0 and results["max_score"] == maximum()
     assert "attention.py could not be loaded" not in json.dumps(results)
 
 

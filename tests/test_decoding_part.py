@@ -28,6 +28,7 @@ from tests.helpers import (
     answered,
     clean_env,
     nbgrader,
+    quiz_points,
     run,
     setup,
     tracked_copy,
@@ -80,8 +81,8 @@ def test_off_by_default_the_reference_gets_the_totals_of_before(tmp_path):
     """The part's checks do not run and count nothing."""
     graded = _grade(REFERENCE, tmp_path)
     on = load_settings(ON, environ={})
-    assert graded["score"] == graded["max_score"] == _points(load_settings(environ={}))
-    assert graded["max_score"] == _points(on) - sum(on.points[check] for check in _part_checks())
+    assert graded["score"] == graded["max_score"] - quiz_points() == _points(load_settings(environ={}))
+    assert graded["max_score"] == _points(on) - sum(on.points[check] for check in _part_checks()) + quiz_points()
     assert not _part(graded)
 
 
@@ -150,7 +151,7 @@ def test_on_with_blockwise_too_the_reference_gets_both_parts(tmp_path):
     both.write_text("[parts]\nblockwise_attention = true\ndecoding = true\n")
     graded = _grade(REFERENCE, tmp_path, "--config", str(both))
     settings = load_settings(both, environ={})
-    assert graded["score"] == graded["max_score"] == _points(settings)
+    assert graded["score"] == graded["max_score"] - quiz_points() == _points(settings)
     tags = {t["tags"][0] for t in graded["tests"]}
     assert {"blockwise_attention", *FUNCTIONS} <= tags
 
@@ -167,7 +168,8 @@ def test_on_a_batch_grades_the_part_for_each_student(built, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     graded = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
     settings = load_settings(ON, environ={})
-    assert graded["ada"]["score"] == graded["ada"]["max_score"] == graded["bob"]["max_score"] == _points(settings)
+    assert graded["ada"]["max_score"] == graded["bob"]["max_score"] == _points(settings) + quiz_points()
+    assert graded["ada"]["score"] == _points(settings)  # an attention.py: its knowledge check not handed in
     assert len(_part(graded["bob"])) == len(_part_checks()) and not any(t["score"] for t in _part(graded["bob"]))
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from autograder.assignment.composition import functions
-from tests.helpers import BIN, ROOT, run, total
+from tests.helpers import BIN, ROOT, maximum, run, total
 
 EXAMPLES = ROOT / "examples" / "class"
 
@@ -65,7 +65,7 @@ def test_example_class_grades_as_its_files_say(tmp_path):
     own = [test for test in grades["alice"]["tests"] if test["tags"][0] in wrote]
     assert own and all(test["score"] == test["max_score"] for test in own)
     assert grades["alice"]["score"] == sum(test["max_score"] for test in own)
-    assert grades["alice"]["max_score"] == total()
+    assert grades["alice"]["max_score"] == maximum()
     mistakes = {name: {t["extra_data"]["mistake"] for t in g["tests"]} for name, g in grades.items()}
     assert "divide_by_dk" in mistakes["bob"] and "mask_inverted" in mistakes["carol"]
     assert grades["mallory"]["score"] < total() and "no_scale" in mistakes["mallory"]

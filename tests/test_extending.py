@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from autograder.release.template import stub_source
-from tests.helpers import BUILD, ROOT, tracked_copy
+from tests.helpers import BUILD, ROOT, checks_of, quiz_points, tracked_copy
 
 GUIDE = ROOT / "docs" / "extending.md"
 # a piece: "**`path`**, appended at the end:" or "**`path`**, a new file:", then its fenced block
@@ -158,12 +158,12 @@ def test_the_reference_scores_the_old_total_plus_the_new_points_and_a_wrong_body
     reference = (copy / "reference" / "attention.py").read_text()
     right = grade(copy, reference, "right")
     checks = {test["name"].split(": ")[-1]: test for test in right["tests"]}  # "function: check"
-    assert before["score"] == before["max_score"]
-    assert right["score"] == right["max_score"] == before["max_score"] + 2
+    assert before["score"] == before["max_score"] - quiz_points()  # an attention.py: no knowledge check
+    assert right["score"] == right["max_score"] - quiz_points() == before["score"] + 2
     assert checks[CHECK]["score"] == checks[CHECK]["max_score"] == 2
     assert FUNCTION in checks[CHECK]["tags"]
     wrong = grade(copy, reference.replace(RIGHT_LINE, WRONG_LINE), "wrong")
-    lost = {test["name"].split(": ")[-1] for test in wrong["tests"] if test["score"] < test["max_score"]}
+    lost = {test["name"].split(": ")[-1] for test in checks_of(wrong) if test["score"] < test["max_score"]}
     assert lost == {CHECK}
     assert wrong["score"] == right["score"] - 2
 

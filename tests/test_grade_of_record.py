@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from autograder.course import decisions
 from autograder.course.decisions import Decision
-from tests.helpers import BIN, ROOT, run
+from tests.helpers import BIN, ROOT, nbgrader, run
 from tests.lti_platform import LEARNER, LtiPlatform, rsa_pem
 
 CLASS = ROOT / "examples" / "class"  # alice (right), bob (no sqrt), carol (d_k and a mask), mallory (patches torch)
@@ -199,8 +200,9 @@ def test_a_decision_that_cannot_be_made_is_refused_and_nothing_is_kept(decided, 
 @pytest.mark.timeout(600)
 def test_every_export_gives_the_same_final_scores(record, decided, tmp_path):
     """Late (bob), extended (carol), held then cleared (alice), overridden (bob) and held (mallory): the plain CSV,
-    Canvas's and Moodle's files, each results.json (Gradescope's form) and the LMS after a push hold the same final
-    scores, and the held student is in none of them."""
+    Canvas's and Moodle's files, each results.json (Gradescope's form), nbgrader's export (the shipped course's
+    configuration) and the LMS after a push hold the same final scores out of the same maximum, and the held student
+    is in none of them."""
     folder, out = decided
     for words in (["extend", "carol", "--until", "2026-12-03T00:00:00+00:00", "--reason", "flu"],
                   ["hold", "alice", "--reason", "look again"], ["clear", "alice"],
@@ -210,8 +212,18 @@ def test_every_export_gives_the_same_final_scores(record, decided, tmp_path):
     final = {"alice": 55.0, "bob": 45.0, "carol": 37.6}  # carol: 29 h after the extension, 2 days begun: 20%
     plain = {name: float(score) for name, score in _summary_csv(folder, out, tmp_path).items() if score}
     assert plain == final
-    results = {path.stem: json.loads(path.read_text())["score"] for path in out.glob("*.json")}
-    assert {name: results[name] for name in final} == final
+    results = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+    assert {name: results[name]["score"] for name in final} == final
+    (most,) = {result["max_score"] for result in results.values()}  # one maximum: the record's
+    rows = csv.DictReader(io.StringIO((tmp_path / "summary.csv").read_text()))
+    assert {float(row["max_score"]) for row in rows if row["score"]} == {most}
+
+    exported = _nbgrader_export(folder, out, tmp_path)
+    assert {name: float(row["score"]) for name, row in exported.items() if row["score"]} == final
+    assert (exported["mallory"]["score"], exported["mallory"]["status"]) == ("", "held")
+    assert {float(row["max_score"]) for row in exported.values() if row["score"]} == {most}
+    bob = exported["bob"]  # overridden: the record's raw score and late penalty, and the override as the score
+    assert float(bob["raw_score"]) - float(bob["late_submission_penalty"]) == pytest.approx(47.7)
 
     canvas, moodle = tmp_path / "canvas.csv", tmp_path / "moodle.csv"
     canvas.write_text("Student,ID,SIS User ID,SIS Login ID,Section,sdpa (7)\n" + "".join(
@@ -228,6 +240,8 @@ def test_every_export_gives_the_same_final_scores(record, decided, tmp_path):
         key = rows[0].index("SIS Login ID" if form == "canvas" else "ID number")
         got = {row[key]: float(row[column]) for row in rows[1:] if row[key]}
         assert got == final, form
+        if form == "canvas":
+            assert float(rows[1][column]) == most, rows[1]  # Points Possible: the maximum of record
 
     private, public = rsa_pem()
     key_path = tmp_path / "tool.pem"
@@ -242,6 +256,29 @@ def test_every_export_gives_the_same_final_scores(record, decided, tmp_path):
         assert done.returncode == 1, done.stderr  # not everyone sent: mallory is held
         assert "not sent: mallory: held for review" in done.stderr
         assert lms.gradebook() == {"Scaled dot-product attention": final}
+        assert [item["scoreMaximum"] for item in lms.book.items.values()] == [most]
+
+
+def _nbgrader_export(folder: Path, out: Path, tmp_path: Path) -> dict[str, dict[str, str]]:
+    """`nbgrader export` in a course with the shipped nbgrader_config.py, its gradebook holding the class's students
+    and the assignment, the record in ``out``: each student's row."""
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "assignments" / "nbgrader_config.py", course)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # alembic must be on PATH
+    (course / "students.csv").write_text("id,last_name,first_name,email\n" + "".join(
+        f"{name},X,{name.title()},{name}@uni.edu\n" for name in TIMES))  # fmt: skip
+    nbgrader("db", "student", "import", "students.csv", cwd=course, env=env)
+    nbgrader("db", "assignment", "add", "sdpa", f"--duedate={DUE}", cwd=course, env=env)
+    exported = tmp_path / "nbgrader.csv"
+    plain = nbgrader("export", f"--to={exported}", cwd=course, env=env)  # no record in course/submitted-grades
+    assert "no grade of record in" in plain.stderr and "nbgrader's gradebook is exported as it is" in plain.stderr
+    assert {row["student_id"]: row["score"] for row in csv.DictReader(io.StringIO(exported.read_text()))} == (
+        dict.fromkeys(TIMES, "0.0")  # nbgrader's: no submission in its gradebook
+    )
+    nbgrader("export", f"--to={exported}", f"--RecordExport.class_folder={folder}", f"--RecordExport.results={out}",
+             cwd=course, env=env)  # fmt: skip
+    return {row["student_id"]: row for row in csv.DictReader(io.StringIO(exported.read_text()))}
 
 
 @pytest.mark.timeout(300)

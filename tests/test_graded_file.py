@@ -19,7 +19,7 @@ from autograder.course.batch import students
 from autograder.course.class_results import class_results
 from autograder.read.handed_in import read_submission
 from autograder.read.submission import Ungradable
-from tests.helpers import BIN, REFERENCE, ROOT, run
+from tests.helpers import BIN, REFERENCE, ROOT, checks_part, run
 
 OWN_PY, OWN_NOTEBOOK = TEMPLATE.name, NOTEBOOK.name  # attention.py, sdpa.ipynb: where the project names them
 SOLVED_NOTEBOOK = ROOT / NOTEBOOK  # the source notebook: its solution cells grade like the reference
@@ -242,7 +242,7 @@ def test_a_batch_grades_the_rules_choice_and_flags_the_student(flagged_batch):
         ("both", "both.py", ["both.py", "both.ipynb"]),
     ):
         results = json.loads((flagged_batch["out"] / f"{name}.json").read_text())
-        assert results["score"] == results["max_score"] > 0, (name, results["output"])
+        assert checks_part(results)[0] == checks_part(results)[1] > 0, (name, results["output"])
         assert results["extra_data"]["graded_file"] == graded
         assert results["extra_data"]["candidates"] == candidates
         assert all(candidate in results["output"] for candidate in candidates[1:])

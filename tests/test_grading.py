@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.checks import quiz
 from autograder.config import load_settings
 from tests.grading_cases import ABSENT, CASES, DEDUCTED
 from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run, total
@@ -96,7 +97,8 @@ def test_submission_scores_exactly(graded, name):
     """The failing checks earn 0, the others full points, and the feedback names the problem."""
     failing, phrases = CASES[name]
     result = load(graded, name)
-    scores = {test["name"].split(": ")[1]: test for test in result["tests"]}
+    checks = [test for test in result["tests"] if test["tags"][0] != quiz.FUNCTION]  # an attention.py: the quiz is 0
+    scores = {test["name"].split(": ")[1]: test for test in checks}
     assert set(scores) == set(POINTS)
     expected_zero = set(GRADED) if failing == {"*"} else failing
     for check, points in GRADED.items():
@@ -178,10 +180,12 @@ def test_template_scores_zero_with_a_reason(graded):
     """The untouched template earns nothing, integrity and timing included."""
     result = load(graded, "template")
     assert result["score"] == 0
+    checks = [t for t in result["tests"] if t["tags"][0] != quiz.FUNCTION]
     assert all(
         "not implemented yet" in t["output"] or "Not awarded yet" in t["output"] or "not run" in t["output"]
-        for t in result["tests"]
+        for t in checks
     )
+    assert all(t["output"].startswith("not handed in") for t in result["tests"] if t not in checks)  # a .py's quiz
 
 
 def test_empty_file_is_ungradable(graded):

@@ -10,9 +10,9 @@ from autograder.course.grades_csv import write_csv
 from autograder.render.html import student_page
 from autograder.render.inert import inert
 from autograder.render.terminal import table
-from tests.helpers import total
+from tests.helpers import maximum
 
-FULL = f"{total():g}/{total():g}"  # a forged total line claiming full marks
+FULL = f"{maximum():g}/{maximum():g}"  # a forged total line claiming full marks
 HOSTILE = (
     f"scale_scores failed: ValueError: \x1b[2J\x1b]0;graded\x07\x1b]52;c;cm0=\x07\x1b[5A\rtotal {FULL}\n\u202eevil"
 )

@@ -222,8 +222,7 @@ def test_sdpa_grade_scores_a_notebooks_shape_answers_on_the_settings_lesson(tmp_
     scored = {}
     for label, settings in (("lesson", settings_file(tmp_path, LESSON)), ("defaults", DEFAULTS)):
         grading = Grading(path, settings, handed=take(path, settings.limits))
-        grading.result = {"score": 0.0, "max_score": 0.0, "output": "", "tests": []}
-        tests = knowledge_check(grading).result["tests"]
+        tests = knowledge_check(grading).questions
         scored[label] = {
             test["extra_data"]["check"]: test["score"] for test in tests if test["extra_data"]["check"] in answers
         }

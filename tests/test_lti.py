@@ -93,6 +93,29 @@ def _settings(tmp_path: Path, text: str) -> Path:
 
 
 @pytest.mark.timeout(120)
+def test_a_push_sends_out_of_the_one_maximum_of_record_and_refuses_a_class_with_two(course, tool_key, tmp_path):
+    """The line item a push creates is out of the maximum the class's results hold (no one scores it here), as each
+    score is; a class whose results hold two maxima (an attention.py graded out of the checks alone by an older
+    grader, beside notebooks) is refused before anything is sent, naming each maximum and its students."""
+    folder, out = course
+    key, public = tool_key
+    with LtiPlatform(public, MEMBERS) as lms:
+        done = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert done.returncode == 0, done.stderr
+        [item] = lms.book.items.values()
+        assert item["scoreMaximum"] == TOTAL > max(SCORES.values())
+        assert {s["scoreMaximum"] for s in lms.book.scores[item["id"]].values()} == {TOTAL}
+    other = {"score": SCORES["carol"], "max_score": TOTAL + 10, "output": "", "tests": []}
+    (out / "carol.json").write_text(json.dumps(other))
+    with LtiPlatform(public, MEMBERS) as lms:
+        refused = _push(folder, out, _settings(tmp_path, lms.settings(str(key))))
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        said = f"graded out of 2 maxima ({TOTAL:g}: alice, bob; {TOTAL + 10:g}: carol)"
+        assert said in refused.stderr and "nothing sent" in refused.stderr, refused.stderr
+        assert lms.gradebook() == {}
+
+
+@pytest.mark.timeout(120)
 def test_a_push_holds_the_csvs_scores_and_a_regrade_updates_them_in_one_line_item(course, tool_key, tmp_path):
     """Dry run: nothing sent, each student's new score shown and the learner with no result listed; the push: the
     platform holds the CSV's final scores; regraded with a late penalty and pushed again: the CSV's new scores, in the

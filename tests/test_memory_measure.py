@@ -18,7 +18,7 @@ from autograder.config import load_settings
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.protocol import Failure, reply_from
 from reference import attention as ref
-from tests.helpers import BIN, run, with_overlay
+from tests.helpers import BIN, checks_of, run, with_overlay
 from tests.in_process import InProcess
 
 T_q, T_k, d_k, d_v, BLOCK = 32, 256, 8, 8, 16
@@ -182,7 +182,7 @@ def graded(tmp_path_factory):
 
 
 def _lost(result) -> dict[str, str]:
-    return {t["extra_data"]["check"]: t["output"] for t in result["tests"] if t["score"] < t["max_score"]}
+    return {t["extra_data"]["check"]: t["output"] for t in checks_of(result) if t["score"] < t["max_score"]}
 
 
 def _shape(text: str) -> tuple[int, ...]:

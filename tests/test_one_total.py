@@ -15,7 +15,7 @@ import pytest
 
 from autograder.checks.quiz import POINTS, QUESTIONS
 from autograder.config import load_settings
-from tests.helpers import BIN, ROOT, answered, clean_env, nbgrader, run, setup, total, unpack
+from tests.helpers import BIN, ROOT, answered, clean_env, nbgrader, run, setup, unpack
 
 SOURCE = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
 
@@ -34,27 +34,25 @@ def _notebook(tmp_path, answers: dict[str, str]):
 
 def test_sdpa_grade_scores_a_notebooks_knowledge_check(tmp_path):
     """A notebook's results hold one test per question, scored by quiz.verdict as nbgrader scores its cells: POINTS
-    for a right answer, 0 and what to reread for a wrong one; the score and the maximum count them."""
-    from autograder.grade import Grading, knowledge_check
+    for a right answer, 0 and what to reread for a wrong one; the result's score and maximum count them (built once,
+    by build_result, after the knowledge check's stage). An attention.py has them too, each 0 of POINTS."""
+    from autograder.grade import Grading, build_result, knowledge_check
     from autograder.read.handed_in import take
 
     settings = load_settings(environ={})
     path = _notebook(tmp_path, {"q_variance": "q_variance = 8"})
-    grading = Grading(path, settings, handed=take(path, settings.limits))
-    checks = [{"name": "the checks", "score": 40.0, "max_score": total()}]
-    grading.result = {"score": 40.0, "max_score": total(), "output": "", "tests": checks}
-    result = knowledge_check(grading).result
-    assert [test["extra_data"]["check"] for test in result["tests"][1:]] == [question.name for question in QUESTIONS]
+    grading = knowledge_check(Grading(path, settings, handed=take(path, settings.limits)))
+    result = build_result(grading).result
+    assert [test["extra_data"]["check"] for test in result["tests"]] == [question.name for question in QUESTIONS]
     right = len(QUESTIONS) - 1
-    assert (result["score"], result["max_score"]) == (40.0 + right * POINTS, total(notebook=True))
-    wrong = next(test for test in result["tests"][1:] if test["extra_data"]["check"] == "q_variance")
+    assert (result["score"], result["max_score"]) == (right * POINTS, len(QUESTIONS) * POINTS)
+    wrong = next(test for test in result["tests"] if test["extra_data"]["check"] == "q_variance")
     assert (wrong["score"], wrong["status"]) == (0.0, "failed") and "reread 'Why scale?'" in wrong["output"]
     assert "64" not in wrong["output"]  # never the answer
     script = tmp_path / "attention.py"
     script.write_text("x = 1\n")
-    grading = Grading(script, settings, handed=take(script, settings.limits))
-    grading.result = {"score": 0.0, "max_score": total(), "output": "", "tests": []}
-    assert knowledge_check(grading).result == {"score": 0.0, "max_score": total(), "output": "", "tests": []}
+    grading = knowledge_check(Grading(script, settings, handed=take(script, settings.limits)))
+    assert [(test["score"], test["max_score"]) for test in grading.questions] == [(0.0, POINTS)] * len(QUESTIONS)
     json.dumps(result)  # results.json as written
 
 

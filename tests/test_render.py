@@ -12,7 +12,7 @@ from autograder.course.class_results import class_results
 from autograder.course.roster import page_names
 from autograder.render.dashboard import dashboard, write_report
 from autograder.render.html import feedback_text, student_page
-from tests.helpers import a_class, decoded, parsed, total
+from tests.helpers import a_class, decoded, maximum, parsed
 
 matplotlib_image = pytest.importorskip(
     "matplotlib.image", reason="the HTML pages draw with matplotlib (the [report] extra)"
@@ -171,7 +171,7 @@ def test_a_students_name_cannot_start_a_line_of_the_class_summary():
     flagged list and in the entries skipped."""
     from autograder.render.terminal import summary
 
-    full = f"{total():g}/{total():g}"  # a forged line claiming full marks
+    full = f"{maximum():g}/{maximum():g}"  # a forged line claiming full marks
     name = f"nl\nforged: {full}\r\x1b[2K"
     result = {"score": 0, "max_score": 0, "tests": [], "ungradable": "nothing to grade"}
     text = summary(class_results({name: result}), {"odd\nname.txt": "neither a folder, a .py file nor a notebook"})

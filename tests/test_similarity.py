@@ -95,6 +95,26 @@ def test_a_rare_identical_wrong_answer_weighs_more_than_a_common_one():
     assert pair["ann", "ben"].behaviour > pair["s0", "s1"].behaviour > pair["t0", "t1"].behaviour > 0
 
 
+def test_a_knowledge_check_not_handed_in_is_no_shared_answer():
+    """Two of a class of notebooks hand in attention.py: their questions, each 0 as not handed in, are no answers they
+    share (honest students, never flagged for the file they chose); the notebooks' wrong answers still are."""
+    from autograder.checks import quiz
+
+    def result(questions: list[dict]) -> dict:
+        return {"score": 0.0, "max_score": len(questions), "output": "", "tests": questions}
+
+    wrong = [{"cell_type": "code", "source": f"{q.name} = {q.example}", "metadata": {}} for q in quiz.QUESTIONS]
+    results = {
+        "ann": result(quiz.results([], "visible", missing=quiz.IN_A_PY)),
+        "ben": result(quiz.results([], "visible", missing=quiz.IN_A_PY)),
+        **{f"s{i}": result(quiz.results(wrong, "visible")) for i in range(8)},
+    }
+    assert similarity.answers(results["ann"]) == {}
+    assert len(similarity.answers(results["s0"])) == len(quiz.QUESTIONS)
+    pairs = {(p.a, p.b): p.behaviour for p in similarity.similarity(results, {}, set()).pairs}
+    assert pairs.get(("ann", "ben"), 0.0) == 0.0
+
+
 def test_a_class_of_identical_correct_solutions_flags_no_one(given):
     """Ten students handing in the reference, all passing: the code is the same, but nothing stands out."""
     text = REFERENCE.read_text()

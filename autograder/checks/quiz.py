@@ -282,19 +282,40 @@ def answer_cells(cells: list, max_chars: int = MAX_CELL) -> dict[str, Answer]:
     return found
 
 
-def results(cells: list, visibility: str, max_chars: int = MAX_CELL, lesson: Lesson | None = None) -> list[dict]:
+# Why a submission's knowledge check counts 0 (``results``' ``missing``): the assignment has one maximum, the
+# questions' points counted as not handed in wherever no answer could be read, each saying where the answers go
+WHERE = (
+    "The answers go in the notebook (sdpa.ipynb): its last section, 'Knowledge check', has one cell below each"
+    ' question, such as `q_formula = "a"`, where you replace the example with your answer. Hand in the notebook,'
+    " your code and your answers in it, to earn these points."
+)
+IN_A_PY = f"not handed in: a .py file holds your code but not the knowledge check's answers. {WHERE}"
+NO_ANSWER_CELLS = f"not handed in: this notebook has none of the knowledge check's answer cells. {WHERE}"
+NOT_READ = "not graded: the submission could not be read (the reason is at the top), so no answer was read either."
+
+
+def results(
+    cells: list, visibility: str, max_chars: int = MAX_CELL, lesson: Lesson | None = None, missing: str = ""
+) -> list[dict]:
     """One results.json test per question, scored by ``verdict`` on the notebook's answer cells (a question with no
-    answer cell is a wrong answer): POINTS for a right answer, 0 and the feedback for a wrong one."""
-    answers = answer_cells(cells, max_chars)
+    answer cell is a wrong answer): POINTS for a right answer, 0 and the feedback for a wrong one. Where no answer
+    could be read (``missing``: why, such as ``IN_A_PY``; or a notebook with none of the answer cells:
+    ``NO_ANSWER_CELLS``), every question is there, 0 of POINTS, the first saying why and where the answers go, the
+    others pointing to it: one maximum for every submission."""
+    answers = {} if missing else answer_cells(cells, max_chars)
+    missing = missing or ("" if answers else NO_ANSWER_CELLS)
     tests = []
     for question in QUESTIONS:
         answer = answers.get(question.name, Answer())
-        message = verdict(question.name, answer.source, max_chars, lesson)
-        status = Status.FAILED if message else Status.PASSED
+        said = missing if question is QUESTIONS[0] else f"{missing.split(':')[0]}: see {QUESTIONS[0].name}"
+        message = said if missing else verdict(question.name, answer.source, max_chars, lesson)
+        # not handed in: not run (no answer to judge), 0 of POINTS, and no Gradescope status (judged by its score, as
+        # a check not run); never an answer two students share (course/similarity.py skips what was not run)
+        status = Status.NOT_RUN if missing else Status.FAILED if message else Status.PASSED
         tests.append({
             "name": f"{FUNCTION}: {question.name}", "score": 0.0 if message else float(POINTS),
             "max_score": float(POINTS), "output": answer.said(message or "Correct."), "visibility": visibility,
-            "tags": [FUNCTION, CATEGORY], "status": str(status),
+            "tags": [FUNCTION, CATEGORY], **({} if missing else {"status": str(status)}),
             "extra_data": {"check": question.name, "outcome": str(status), "mistake": "", "seconds": 0.0, "flag": "",
                            "evidence": None, "withheld": False},
         })  # fmt: skip

@@ -14,7 +14,7 @@ from autograder.course.class_folder import Exports
 from autograder.course.class_results import ClassResults
 from autograder.record import Result
 from autograder.render.inert import csv_cell, inert, shown
-from autograder.status import HELD, MISSING
+from autograder.status import GRADER_ERROR, HELD, MISSING
 
 
 def write_grades(exports: Exports, stats: ClassResults) -> list[tuple[bool, str]]:
@@ -28,12 +28,15 @@ def write_grades(exports: Exports, stats: ClassResults) -> list[tuple[bool, str]
         return []
     from autograder.course.gradebook import RosterError, unmatched_line, write_canvas, write_moodle
 
-    scores = {name: float(score) for name, (score, _) in final_scores(stats).items()}
+    finals = final_scores(stats)
+    scores = {name: float(score) for name, (score, _) in finals.items()}
     held = [s.name for s in stats.present if s.held]
-    top = max((s.max_score for s in stats.present), default=0.0)
+    most, problem = maximum_of_record(finals)
+    if problem:
+        return [(True, f"{problem}; no --csv written")]
     try:
         if exports.csv_format == "canvas":
-            written = write_canvas(exports.csv, exports.roster, exports.assignment, scores, top, held)
+            written = write_canvas(exports.csv, exports.roster, exports.assignment, scores, most, held)
         else:
             written = write_moodle(exports.csv, exports.roster, exports.assignment, scores, held)
     except RosterError as error:
@@ -60,8 +63,32 @@ def write_grades(exports: Exports, stats: ClassResults) -> list[tuple[bool, str]
 def final_scores(stats: ClassResults) -> dict[str, tuple[float, float]]:
     """Each student with a grade of record not held -> (final score, its maximum), as the record holds it (the late
     decision and the instructor's, course/decisions.py): every file of grades (the CSV, Canvas's and Moodle's) and
-    ``sdpa-grade push`` take it here, and decide nothing."""
-    return {s.name: (Result.of(s.result).score, Result.of(s.result).max_score) for s in stats.present if not s.held}
+    ``sdpa-grade push`` take it here, and decide nothing. A grader error is no grade: it has no score and no maximum
+    in any export (grade it again)."""
+    return {
+        s.name: (Result.of(s.result).score, Result.of(s.result).max_score)
+        for s in stats.present
+        if not s.held and s.status != GRADER_ERROR
+    }
+
+
+def maximum_of_record(finals: dict[str, tuple[float, float]]) -> tuple[float, str]:
+    """The class's one maximum, the one its grades of record hold (every submission of the assignment is graded out of
+    the same, grade.knowledge_check), with "" ; or 0 and the problem, naming each maximum and its students, where the
+    results hold several (graded by another grader, or on a machine with a GPU beside one without). Canvas's column
+    and the LMS's line item take it, never the class's top score."""
+    by_maximum: dict[float, list[str]] = {}
+    for name, (_, most) in finals.items():
+        by_maximum.setdefault(float(most), []).append(name)
+    if len(by_maximum) <= 1:
+        return next(iter(by_maximum), 0.0), ""
+    groups = "; ".join(
+        f"{most:g}: {', '.join(shown(name) for name in sorted(names))}" for most, names in sorted(by_maximum.items())
+    )
+    return 0.0, (
+        f"the class's results are graded out of {len(by_maximum)} maxima ({groups}), where an assignment has one:"
+        " grade them again with one grader, settings and device (sdpa-grade batch DIR --force)"
+    )
 
 
 def held_line(held: list[str], where: object) -> str:

@@ -178,8 +178,10 @@ def _column(platform: Platform, lti: Lti, scores: dict, dry_run: bool, done: Pus
     elif dry_run:
         done.lines.append(f"line item: none has resourceId {lti.resource_id}; the push would create it")
     else:
-        top = max((most for _, most in scores.values()), default=0.0)
-        new = {"label": lti.line_item_label, "scoreMaximum": top, "resourceId": lti.resource_id}
+        from autograder.course.grades_csv import maximum_of_record
+
+        most = maximum_of_record(scores)[0]  # the record's (push_class refuses a class with two), not the top score
+        new = {"label": lti.line_item_label, "scoreMaximum": most, "resourceId": lti.resource_id}
         _, made, _ = platform.call("POST", lti.lineitems_url, LINEITEM, new, once=True)  # never two
         item = str((made or {}).get("id", "")) if isinstance(made, dict) else ""
         if not item or url_problem(item):
@@ -237,7 +239,7 @@ def _skew_note(error: Failed, clock: Clock) -> str:
 def push_class(stats: ClassResults, lti: Lti, dry_run: bool, offline: bool = False) -> int:
     """``sdpa-grade push``, once the class is summarised: the CSV's final scores of the students graded (a grader
     error has no grade to send), pushed, or for an offline dry run, said with the identity each would go to."""
-    from autograder.course.grades_csv import final_scores
+    from autograder.course.grades_csv import final_scores, maximum_of_record
 
     finals = final_scores(stats)
     skipped = {s.name: "the grader failed on this submission: grade it again first" for s in stats.present
@@ -247,6 +249,9 @@ def push_class(stats: ClassResults, lti: Lti, dry_run: bool, offline: bool = Fal
     scores = {name: (float(score), float(most)) for name, (score, most) in finals.items() if name not in skipped}
     if clash := twins_line([*scores, *skipped]):  # before anything: one learner would get two students' scores
         print(f"sdpa-grade push: {clash}; nothing sent", file=sys.stderr)
+        return 2
+    if problem := maximum_of_record(scores)[1]:  # one column, one maximum: never scores out of two
+        print(f"sdpa-grade push: {problem}; nothing sent", file=sys.stderr)
         return 2
     if offline:
         return offline_dry_run(scores, lti, skipped)
