@@ -230,18 +230,21 @@ def score(grading: Grading) -> Grading:
 def knowledge_check(grading: Grading) -> Grading:
     """The knowledge check, scored as nbgrader scores it (checks/quiz.py): one test per question, part of the scoring
     (``build_result`` counts them in the score and the maximum, the one writer of both). Every submission has them,
-    so that every submission of the assignment is graded out of one maximum: where no answer can be read (a .py file,
-    a notebook without the answer cells, an ungradable submission) each counts 0, saying where the answers go."""
+    so that every submission of the assignment is graded out of one maximum: a .py answers them at its end (the
+    template's "Knowledge check"); where no answer can be read (a .py that sets none, a notebook without the answer
+    cells, an ungradable submission) each counts 0, saying where the answers go."""
     handed, settings = grading.handed, grading.settings
     limits = settings.limits
     visibility = settings.gradescope.visibility
     if grading.ungradable or handed is None or handed.data is None:
         grading.questions = quiz.results([], visibility, missing=quiz.NOT_READ)
         return grading
-    if not is_notebook(handed.file):
-        grading.questions = quiz.results([], visibility, missing=quiz.IN_A_PY)
-        return grading
     text = handed.data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")  # as source_of
+    if not is_notebook(handed.file):  # a .py answers at its end, under the template's "Knowledge check"
+        answers = quiz.answers_in_py(text, limits.answer_chars)
+        missing = "" if answers else quiz.IN_A_PY
+        grading.questions = quiz.results([], visibility, limits.answer_chars, settings.lesson, missing, answers)
+        return grading
     try:
         cells = notebook_cells(text, limits)
     except bounded.Refused:  # its code was read from it: not reached, and never a grader error

@@ -206,3 +206,44 @@ def dot_product_variance(d_k: int, num_samples: int = 10000, generator: torch.Ge
     """
     # TODO: draw two (num_samples, d_k) tensors with torch.randn, take row-wise dot products, then .var()
     raise NotImplementedError('dot_product_variance is not implemented yet')
+
+
+# Knowledge check: replace each example value below with your answer, written out as in the example
+# (a letter in quotes, a number, a tuple, True or False). Graded with your code, 1 point each.
+
+# q_formula. Which is scaled dot-product attention? (a) softmax(Q K^T) V, (b) softmax(Q K^T / sqrt(d_k)) V, (c)
+#   softmax(Q K^T / d_k) V, (d) softmax(Q^T K / sqrt(d_k)) V. Answer with a letter.
+q_formula = "a"
+
+# q_why_scale. The scale exists mainly to: (a) reduce the vocabulary size, (b) keep the softmax from saturating as
+#   d_k grows, (c) remove the need for V. Answer with a letter.
+q_why_scale = "a"
+
+# q_variance. For q, k with independent N(0, 1) entries and d_k = 64, what is Var(q . k)? Answer with a number.
+q_variance = 0
+
+# q_scores_shape. Q has shape (32, 50, 64) and K has shape (32, 40, 64). What is the shape of Q K^T? Answer with a
+#   tuple.
+q_scores_shape = (0, 0, 0)
+
+# q_output_shape. With Q (32, 50, 64), K (32, 50, 64) and V (32, 50, 128), what is the output's shape? Answer with a
+#   tuple.
+q_output_shape = (0, 0, 0)
+
+# q_mask_polarity. True or False: in this assignment's bool masks, True means the query may attend to the key.
+q_mask_polarity = None  # <True or False>
+
+# q_causal_keys. With a causal mask and T = 4, which key positions (0-based) may query 2 attend to? Answer with a
+#   list.
+q_causal_keys = []
+
+# q_fully_masked. Every key of a row is filled with -inf and a plain softmax is applied. The row comes out as: (a)
+#   all zeros, (b) uniform, (c) NaN. Answer with a letter.
+q_fully_masked = "a"
+
+# q_argmax. True or False: dividing every score of a row by the same positive constant changes the row's argmax.
+q_argmax = None  # <True or False>
+
+# q_multi_head. Multi-head attention runs scaled dot-product attention: (a) once, globally, (b) once per head, then
+#   concatenates the heads, (c) on the values only. Answer with a letter.
+q_multi_head = "a"

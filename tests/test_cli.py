@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import nbformat
 import pytest
@@ -105,11 +106,41 @@ def test_a_missing_knowledge_check_counts_0_and_says_where_the_answers_go(tmp_pa
     assert all((test["score"], test["max_score"]) == (0, quiz.POINTS) for test in questions)
     assert all(test["extra_data"]["outcome"] == "not-run" and "status" not in test for test in questions)
     first, *others = (test["output"] for test in questions)
-    said = "a .py file holds your code" if handed_in == "attention.py" else "this notebook has none of the"
-    assert first.startswith("not handed in: ") and said in first, first
-    assert "notebook (sdpa.ipynb)" in first and "'Knowledge check'" in first and "cell below each question" in first
+    if handed_in == "attention.py":
+        assert first.startswith("not handed in: this .py file sets none of"), first
+        assert 'the end of attention.py, under its "Knowledge check" heading' in first and "one line per" in first
+    else:
+        assert first.startswith("not handed in: this notebook has none of the"), first
+        assert "notebook (sdpa.ipynb)" in first and "'Knowledge check'" in first and "cell below each question" in first
     assert set(others) == {f"not handed in: see {quiz.QUESTIONS[0].name}"}
     assert f"{quiz.QUESTIONS[0].name}" in result.stdout and "not handed in" in result.stdout
+
+
+def test_a_py_answers_the_knowledge_check_at_its_end_as_the_template_asks(tmp_path):
+    """The template ends with the knowledge check, one line per question with the example in place of the answer (a
+    placeholder that is no value, such as <True or False>, as None and a comment): a .py answers there, graded out of
+    the one maximum. The reference's code with the template's section, its first half answered (one of those wrong),
+    scores the checks and the right answers; an example left as it is loses its point, named as a wrong answer."""
+    from autograder.config import load_settings
+    from autograder.release.build import knowledge_check
+
+    section = knowledge_check(load_settings(environ={}).lesson)
+    assert section in (ROOT / "student_template" / "attention.py").read_text()
+    answered, wrong = quiz.QUESTIONS[:5], quiz.QUESTIONS[0]
+    for question in answered:
+        value = "'z'" if question is wrong else repr(question.answer)
+        section, count = re.subn(rf"(?m)^{question.name} = .*$", f"{question.name} = {value}", section)
+        assert count == 1, question.name
+    path = tmp_path / "attention.py"
+    path.write_text(REFERENCE.read_text() + section)
+    result, results = grade(path, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (results["score"], results["max_score"]) == (total() + (len(answered) - 1) * quiz.POINTS, maximum())
+    questions = {test["extra_data"]["check"]: test for test in results["tests"] if test["tags"][0] == quiz.FUNCTION}
+    assert [name for name, test in questions.items() if test["score"]] == [q.name for q in answered if q is not wrong]
+    for question in quiz.QUESTIONS[5:]:
+        assert questions[question.name]["status"] == "failed", question.name
+        assert "is not the expected answer" in questions[question.name]["output"], questions[question.name]["output"]
 
 
 def test_a_load_error_is_told_once(tmp_path):

@@ -198,8 +198,8 @@ FUNCTION, CATEGORY = "knowledge_check", "knowledge-check"  # a question's tags i
 @dataclass(frozen=True)
 class Answer:
     """Where a notebook answers a question: the answer cell's source ("" where none was found), its number in the
-    notebook (1 = the first cell; 0 for none), and, where the cell was not the one marked cell, how it was chosen,
-    said in the feedback (``note``)."""
+    notebook (1 = the first cell; 0 for none; in a .py, the answer's line), and, where the cell was not the one
+    marked cell, how it was chosen, said in the feedback (``note``)."""
 
     source: str = ""
     cell: int = 0
@@ -289,20 +289,47 @@ WHERE = (
     ' question, such as `q_formula = "a"`, where you replace the example with your answer. Hand in the notebook,'
     " your code and your answers in it, to earn these points."
 )
-IN_A_PY = f"not handed in: a .py file holds your code but not the knowledge check's answers. {WHERE}"
+IN_A_PY = (
+    "not handed in: this .py file sets none of the knowledge check's answers. They go at the end of attention.py,"
+    ' under its "Knowledge check" heading: one line per question, such as `q_formula = "a"`, where you replace the'
+    " example with your answer (or, in a course that hands out the notebook, in the notebook's 'Knowledge check')."
+)
 NO_ANSWER_CELLS = f"not handed in: this notebook has none of the knowledge check's answer cells. {WHERE}"
 NOT_READ = "not graded: the submission could not be read (the reason is at the top), so no answer was read either."
 
 
+def answers_in_py(source: str, max_chars: int = MAX_CELL) -> dict[str, Answer]:
+    """Question name -> its answer in a .py file: the last top-level assignment to the name (the template's
+    "Knowledge check" section at its end), its line as the cell's source and its line number; read, never run. A
+    file that does not parse answers nothing (its checks say why)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return {}
+    found: dict[str, Answer] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id in BY_NAME:
+                found[target.id] = Answer(ast.get_source_segment(source, node) or "", node.lineno)
+    return found
+
+
 def results(
-    cells: list, visibility: str, max_chars: int = MAX_CELL, lesson: Lesson | None = None, missing: str = ""
+    cells: list,
+    visibility: str,
+    max_chars: int = MAX_CELL,
+    lesson: Lesson | None = None,
+    missing: str = "",
+    answers: dict[str, Answer] | None = None,
 ) -> list[dict]:
-    """One results.json test per question, scored by ``verdict`` on the notebook's answer cells (a question with no
-    answer cell is a wrong answer): POINTS for a right answer, 0 and the feedback for a wrong one. Where no answer
-    could be read (``missing``: why, such as ``IN_A_PY``; or a notebook with none of the answer cells:
-    ``NO_ANSWER_CELLS``), every question is there, 0 of POINTS, the first saying why and where the answers go, the
-    others pointing to it: one maximum for every submission."""
-    answers = {} if missing else answer_cells(cells, max_chars)
+    """One results.json test per question, scored by ``verdict`` on the notebook's answer cells (or ``answers``, a
+    .py's: ``answers_in_py``; a question with no answer is a wrong answer): POINTS for a right answer, 0 and the
+    feedback for a wrong one. Where no answer could be read (``missing``: why, such as ``IN_A_PY``; or a notebook
+    with none of the answer cells: ``NO_ANSWER_CELLS``), every question is there, 0 of POINTS, the first saying why
+    and where the answers go, the others pointing to it: one maximum for every submission."""
+    answers = {} if missing else answers if answers is not None else answer_cells(cells, max_chars)
     missing = missing or ("" if answers else NO_ANSWER_CELLS)
     tests = []
     for question in QUESTIONS:

@@ -57,8 +57,34 @@ def _settings(settings: Settings | None) -> Settings:
 
 def build_template(root: Path, settings: Settings | None = None) -> str:
     """The student's attention.py: the reference (its functions of the parts turned on) with a stub in place of every
-    solution region."""
-    return HEADER + stub_source(reference_source(root, settings))
+    solution region, then the knowledge check (``knowledge_check``)."""
+    return HEADER + stub_source(reference_source(root, settings)) + knowledge_check(_settings(settings).lesson)
+
+
+def knowledge_check(lesson) -> str:
+    """The knowledge check at the end of the template, as the notebook asks it: each question (on the lesson's
+    shapes) as comments, then its line with the example in place of the answer (read, never run: checks/quiz.py's
+    ``answers_in_py``), so that a .py is graded out of the same maximum as the notebook."""
+    import ast
+    import textwrap
+
+    from autograder.checks.quiz import POINTS, questions
+
+    worth = f"{POINTS:g} point" + ("" if POINTS == 1 else "s")
+    lines = [
+        "", "",
+        "# Knowledge check: replace each example value below with your answer, written out as in the example",
+        f"# (a letter in quotes, a number, a tuple, True or False). Graded with your code, {worth} each.",
+    ]  # fmt: skip
+    for question in questions(lesson):
+        try:  # an example that is no value written out (<True or False>) is a comment beside None: the file runs
+            ast.literal_eval(question.example)
+            example = question.example
+        except (ValueError, SyntaxError):
+            example = f"None  # {question.example}"
+        lines += ["", *textwrap.wrap(f"{question.name}. {question.text}", 116, initial_indent="# ",
+                                     subsequent_indent="#   "), f"{question.name} = {example}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def build_requirements(root: Path) -> str:
