@@ -1,4 +1,4 @@
-"""An LTI 1.3 platform on 127.0.0.1 for tests/test_lti.py: PyPI's lti1p3platform, served by the standard library.
+"""An LTI 1.3 platform on 127.0.0.1 for tests/lms/test_lti.py: PyPI's lti1p3platform, served by the standard library.
 
 lti1p3platform's own: the registration (the tool's public JWK, the platform's keys), the token endpoint's checks
 (``get_access_token``: the client-credentials grant, the tool's RS256 assertion verified with jwcrypto and PyJWT

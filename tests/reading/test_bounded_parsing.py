@@ -282,7 +282,7 @@ def test_a_wire_marker_of_an_unexpected_type_is_a_wire_error(marker):
 
 
 # The sandboxed parsing attack (wire_unhashable_reply: a wire value of an unexpected type) is graded with the other
-# hostile submissions, in tests/test_hostile.py.
+# hostile submissions, in tests/sandbox/test_hostile.py.
 
 
 # --- nbgrader: one notebook never stops the class ---------------------------------------------------------------------

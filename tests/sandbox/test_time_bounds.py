@@ -1,5 +1,5 @@
 """Time and CPU are bounded: each attack graded with the worker as root and as an unprivileged user, as
-tests/test_hostile.py grades the hostile submissions.
+tests/sandbox/test_hostile.py grades the hostile submissions.
 
 The attacks lie in tests/submissions/time/ (overlays on the reference, sized for the quick settings below): a reply
 that starts late and trickles, answers that each come just within the call limit, and 64 spinning helpers. With

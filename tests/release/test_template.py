@@ -170,7 +170,7 @@ def test_public_tests_are_not_the_hidden_suite(tmp_path):
     folder = student_folder(tmp_path, REFERENCE.read_text() + "\n" + overlay)
     result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder)
     assert result.returncode == 0, result.stdout
-    assert CASES["mistake_no_max_subtraction"][0] == {"softmax_stability"}  # graded in tests/test_grading.py
+    assert CASES["mistake_no_max_subtraction"][0] == {"softmax_stability"}  # graded in tests/grading/test_grading.py
 
 
 def test_a_wrong_answer_names_its_test_in_one_line(tmp_path):

@@ -1,6 +1,6 @@
 """Hostile submissions that attack the grader itself, graded with the worker as root and as an unprivileged user.
 
-Each attack class has a submission under tests/submissions/overlays; tests/test_grading.py grades
+Each attack class has a submission under tests/submissions/overlays; tests/grading/test_grading.py grades
 them in the root batch, and this module grades them again with a worker that stays root (the grader's Python
 closed to others: no privilege drop) and with one that runs as an unprivileged user. Either way the grade of
 the attacking file changes only its own points (tests/grading_cases.py), every grading finishes with a result,
@@ -26,7 +26,7 @@ HOSTILE = (
     "scan_bomb",
     "picture_bomb",
     "terminal_escapes",
-    "wire_unhashable_reply",  # a parsing attack (tests/test_bounded_parsing.py)
+    "wire_unhashable_reply",  # a parsing attack (tests/reading/test_bounded_parsing.py)
 )
 
 

@@ -160,7 +160,7 @@ def test_the_proxies_are_made_once_and_raise_no_pytest_deprecation(tmp_path):
     code, output, plugin = collect(
         tmp_path,
         source,
-        (Path(__file__).parents[1] / "autograder" / "checks" / "pytest.ini").read_text(),
+        (Path(__file__).parents[2] / "autograder" / "checks" / "pytest.ini").read_text(),
         connect=lambda: connected.append("student") or object(),
         connect_reference=lambda: connected.append("reference") or object(),
     )

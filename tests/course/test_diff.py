@@ -14,7 +14,7 @@ from autograder.course.diff import diff
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, run
 
 # a class of 12: the reference, two other correct ways, and nine single classic mistakes (each the reference with
-# one function replaced, as tests/test_grading.py builds them); "bob" divides by d_k
+# one function replaced, as tests/grading/test_grading.py builds them); "bob" divides by d_k
 OVERLAYS = {
     "bob": "mistake_divide_by_dk", "carol": "mistake_mask_inverted", "dan": "correct_einsum",
     "erin": "correct_stable_softmax", "frank": "mistake_no_scale", "grace": "mistake_zero_fill",

@@ -3,7 +3,7 @@ tests/submissions/overlays/: with the part on, each loses exactly its checks, on
 names it. The part's checks run in this process (tests/in_process.py), the memory check's measure included; each
 submission is also graded once for real, through ``sdpa-grade batch`` and its sandbox (slow). Many seeds are
 bench/blockwise_mistakes.py's (its table is in docs/grading.md). The full-matrix version and the attack on the
-measure are tests/test_memory_measure.py's."""
+measure are tests/checks/test_memory_measure.py's."""
 
 from __future__ import annotations
 

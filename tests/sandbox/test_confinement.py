@@ -26,7 +26,7 @@ from autograder.sandbox.report import SandboxMissing, describe, held
 from autograder.sandbox.zygote import Zygote
 from tests.helpers import REFERENCE, ROOT, limits
 
-PROBE = REFERENCE.read_text() + "\n" + (Path(__file__).parent / "probes" / "attack_probe.py").read_text()
+PROBE = REFERENCE.read_text() + "\n" + (Path(__file__).parents[1] / "probes" / "attack_probe.py").read_text()
 MODES = ["root", "unprivileged"]
 
 

@@ -240,7 +240,7 @@ def test_every_import_follows_the_layers(path):
 def test_a_layer_crossing_is_found(tmp_path, monkeypatch):
     """The rule above finds an import upward or sideways where one is planted: at the top, inside a function, for
     type checking only, and relative; and lets a downward one through."""
-    import tests.test_layout as layout
+    import tests.docs.test_layout as layout
 
     monkeypatch.setattr(layout, "ROOT", tmp_path)
     monkeypatch.setattr(layout, "PACKAGE", tmp_path / "autograder")
