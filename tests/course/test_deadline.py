@@ -143,7 +143,7 @@ def test_the_dashboard_shows_each_late_penalty():
     assert page.count('class="muted late"') == 1
 
 
-# ---- the batch's notes on a policy that does nothing it seems to do (no grading: --summary-only over results) ----
+# ---- the batch's notes on a policy that does nothing it seems to do (no grading: summary over results) ----
 
 RESULT = {"score": 40.0, "max_score": TOTAL, "output": "", "tests": []}
 
@@ -151,7 +151,7 @@ RESULT = {"score": 40.0, "max_score": TOTAL, "output": "", "tests": []}
 def _summary(folder, out, *extra):
     from tests.helpers import BIN, run
 
-    return run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--summary-only", *extra])
+    return run([str(BIN / "sdpa-grade"), "summary", str(folder), "--json-dir", str(out), *extra])
 
 
 @pytest.mark.timeout(60)
@@ -203,7 +203,7 @@ def test_an_unusable_roster_is_refused_before_any_grading(graded_class, tmp_path
         roster.write_text(roster_text, encoding="utf-8")
     from tests.helpers import BIN, run
 
-    done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--csv", str(tmp_path / "c"),
+    done = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out), "--csv", str(tmp_path / "c"),
                 "--csv-format", "canvas", "--roster", str(roster)])  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert f"roster {roster}" in done.stderr and says in done.stderr

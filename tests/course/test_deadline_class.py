@@ -1,5 +1,5 @@
 """A class with nbgrader timestamps on time, 2 hours, 3 days and 10 days late, and late with an extension: the same
-final scores from `sdpa-grade --batch --csv` and from `nbgrader autograde` + `nbgrader export`, under each policy."""
+final scores from `sdpa-grade batch --csv` and from `nbgrader autograde` + `nbgrader export`, under each policy."""
 
 from __future__ import annotations
 

@@ -118,7 +118,7 @@ def released(tmp_path_factory) -> tuple[Path, Path]:
     for name, overlay in OVERLAYS.items():
         (folder / f"{name}.py").write_text(f"{reference}\n\n{(SUBMISSIONS / 'overlays' / f'{overlay}.py').read_text()}")
     out = top / "released"
-    done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out)], timeout=900)
+    done = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out)], timeout=900)
     assert done.returncode == 0, done.stderr
     return folder, out
 
@@ -129,7 +129,7 @@ def _points_of(folder: Path, name: str) -> dict[str, float]:
 
 
 def _regrade(folder: Path, out: Path, settings: str | None, *extra: str) -> str:
-    args = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), *extra]
+    args = [str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out), *extra]
     if settings is not None:
         (out.parent / f"{out.name}.toml").write_text(settings)
         args += ["--config", str(out.parent / f"{out.name}.toml")]
@@ -230,7 +230,7 @@ def test_batch_refuses_to_diff_against_its_own_folder(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
     shutil.copy(ROOT / "examples" / "class" / "alice.py", folder / "a.py")
-    done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--diff", str(out)])
+    done = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out), "--diff", str(out)])
     assert done.returncode == 2
     assert "this run's own results folder" in done.stderr
 

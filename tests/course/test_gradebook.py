@@ -181,7 +181,7 @@ def test_the_unmatched_and_the_column_are_told_last_naming_the_file(tmp_path):
     roster = tmp_path / "roster.csv"
     roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     canvas = tmp_path / "canvas.csv"
-    done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--summary-only",
+    done = run([str(BIN / "sdpa-grade"), "summary", str(folder), "--json-dir", str(out),
                 "--csv", str(canvas), "--csv-format", "canvas", "--roster", str(roster)])  # fmt: skip
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-3:]

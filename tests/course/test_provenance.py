@@ -141,7 +141,7 @@ def _results(folder: Path, by_settings: dict[str, list[str]]) -> None:
 
 
 def test_a_merge_refuses_results_graded_with_other_settings_naming_them(tmp_path):
-    """--summary-only over results graded with two settings files exits 2, names both groups, writes no CSV."""
+    """`sdpa-grade summary` over results graded with two settings files exits 2, names both groups, writes no CSV."""
     course = tmp_path / "course.toml"
     course.write_text("[timing]\nbudget = 9.0\n")
     students = tmp_path / "submitted"
@@ -150,7 +150,7 @@ def test_a_merge_refuses_results_graded_with_other_settings_naming_them(tmp_path
         (students / f"{name}.py").write_text("x = 1\n")
     _results(tmp_path / "grades", {"": ["ada", "chen"], str(course): ["bo"]})
     merged = run(
-        [str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "grades"), "--summary-only",
+        [str(BIN / "sdpa-grade"), "summary", str(students), "--json-dir", str(tmp_path / "grades"),
          "--csv", str(tmp_path / "grades.csv")]
     )  # fmt: skip
     assert merged.returncode == 2, merged.stderr
@@ -168,7 +168,7 @@ def test_a_merge_of_results_graded_alike_goes_ahead_and_writes_provenance_column
         (students / f"{name}.py").write_text("x = 1\n")
     _results(tmp_path / "grades", {"": ["ada", "bo"]})
     merged = run(
-        [str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "grades"), "--summary-only",
+        [str(BIN / "sdpa-grade"), "summary", str(students), "--json-dir", str(tmp_path / "grades"),
          "--csv", str(tmp_path / "grades.csv")]
     )  # fmt: skip
     assert merged.returncode == 0, merged.stderr
@@ -202,7 +202,7 @@ def test_the_dashboard_shows_each_students_graded_file_and_digests(tmp_path):
 
 
 def _batch(folder: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--jobs", "2", *extra]
+    command = [str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out), "--jobs", "2", *extra]
     return run(command, timeout=900)
 
 
@@ -348,7 +348,7 @@ def test_ctrl_c_on_a_forced_batch_says_which_results_are_new_and_which_old(tmp_p
         (folder / f"student{index}.py").write_text(REFERENCE.read_text())
     config = tmp_path / "fast.toml"
     config.write_text(FAST_LIMITS)
-    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "1", "--json-dir", str(out),
+    command = [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "1", "--json-dir", str(out),
                "--config", str(config)]  # fmt: skip
     assert run(command, timeout=600).returncode == 0
     times = {path: path.stat().st_mtime_ns for path in out.glob("*.json")}

@@ -57,7 +57,7 @@ def test_three_shards_merge_into_one_batch(tmp_path):
     whole = run(
         [
             str(BIN / "sdpa-grade"),
-            "--batch",
+            "batch",
             str(students),
             "--json-dir",
             str(tmp_path / "whole"),
@@ -70,7 +70,7 @@ def test_three_shards_merge_into_one_batch(tmp_path):
     assert whole.returncode == 0, whole.stderr
 
     shared = tmp_path / "shared"
-    command = [str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(shared), "--jobs", "1"]
+    command = [str(BIN / "sdpa-grade"), "batch", str(students), "--json-dir", str(shared), "--jobs", "1"]
     shards = [
         subprocess.Popen([*command, "--shard", f"{k}/3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for k in range(3)
@@ -83,11 +83,10 @@ def test_three_shards_merge_into_one_batch(tmp_path):
     merged = run(
         [
             str(BIN / "sdpa-grade"),
-            "--batch",
+            "summary",
             str(students),
             "--json-dir",
             str(shared),
-            "--summary-only",
             "--csv",
             str(tmp_path / "merged.csv"),
         ]
@@ -106,11 +105,11 @@ def test_three_shards_merge_into_one_batch(tmp_path):
     assert summary_without_times(merged.stdout) == summary_without_times(whole.stdout)  # the same class summary
 
 
-def test_summary_only_names_students_without_a_result(tmp_path):
-    """--summary-only grades nothing; students with no result yet are named, and the exit code is 1."""
+def test_summary_names_students_without_a_result(tmp_path):
+    """`sdpa-grade summary` grades nothing; students with no result yet are named, and the exit code is 1."""
     students = write_class(tmp_path / "submitted")
     empty = tmp_path / "empty"
-    result = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(empty), "--summary-only"])
+    result = run([str(BIN / "sdpa-grade"), "summary", str(students), "--json-dir", str(empty)])
     assert result.returncode == 1
     assert f"{len(CLASS)} of {len(CLASS)} students have no result yet: ada, bo" in result.stderr
     assert not list(empty.glob("*.json"))
@@ -134,11 +133,10 @@ def test_a_merge_with_students_missing_writes_no_csv_and_names_them_all(tmp_path
     merged = run(
         [
             str(BIN / "sdpa-grade"),
-            "--batch",
+            "summary",
             str(students),
             "--json-dir",
             str(tmp_path / "grades"),
-            "--summary-only",
             "--csv",
             str(tmp_path / "grades.csv"),
         ]
@@ -155,9 +153,7 @@ def test_a_merge_with_students_missing_lists_more_than_ten(tmp_path):
     folder.mkdir()
     for index in range(14):
         (folder / f"s{index:02d}.py").write_text("x = 1\n")
-    merged = run(
-        [str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(tmp_path / "grades"), "--summary-only"]
-    )
+    merged = run([str(BIN / "sdpa-grade"), "summary", str(folder), "--json-dir", str(tmp_path / "grades")])
     assert merged.returncode == 1
     assert "14 of 14 students have no result yet: " + ", ".join(f"s{i:02d}" for i in range(14)) in merged.stderr
 
@@ -170,11 +166,10 @@ def test_partial_writes_the_csv_with_the_missing_students_marked(tmp_path):
     merged = run(
         [
             str(BIN / "sdpa-grade"),
-            "--batch",
+            "summary",
             str(students),
             "--json-dir",
             str(tmp_path / "grades"),
-            "--summary-only",
             "--partial",
             "--csv",
             str(tmp_path / "grades.csv"),
@@ -189,8 +184,8 @@ def test_partial_writes_the_csv_with_the_missing_students_marked(tmp_path):
     assert "Class summary: 7 submissions" in merged.stdout
 
 
-def test_partial_needs_summary_only(tmp_path):
-    """--partial without --summary-only is a usage error: a grading batch has no missing students to allow."""
+def test_partial_belongs_to_summary(tmp_path):
+    """--partial is summary's alone: batch given it is a usage error (a grading batch has no missing students)."""
     students = write_class(tmp_path / "submitted")
-    result = run([str(BIN / "sdpa-grade"), "--batch", str(students), "--json-dir", str(tmp_path / "g"), "--partial"])
+    result = run([str(BIN / "sdpa-grade"), "batch", str(students), "--json-dir", str(tmp_path / "g"), "--partial"])
     assert result.returncode == 2 and "--partial" in result.stderr

@@ -188,8 +188,8 @@ def test_dashboard_section_escapes_the_students_code(given):
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_summary_only_similarity_writes_the_csv(tmp_path):
-    """``--batch DIR --json-dir OUT --summary-only --similarity`` over results already written: one CSV row per pair
+def test_summary_with_similarity_writes_the_csv(tmp_path):
+    """``summary DIR --json-dir OUT --similarity`` over results already written: one CSV row per pair
     with exactly the issue's columns, the one-line summary, and with --report the dashboard's section."""
     folder, out = tmp_path / "class", tmp_path / "graded"
     names = ["student27", "copy_of_student27", "student22", "copy_of_student22", "student00", "student01"]
@@ -199,7 +199,7 @@ def test_summary_only_similarity_writes_the_csv(tmp_path):
         shutil.copy(CORPUS / "class" / f"{name}.py", folder / f"{name}.py")
         shutil.copy(CORPUS / "results" / f"{name}.json", out / f"{name}.json")
     report = tmp_path / "class.html"
-    done = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--summary-only",
+    done = run([str(BIN / "sdpa-grade"), "summary", str(folder), "--json-dir", str(out),
                 "--similarity", "--report", str(report)], timeout=100)  # fmt: skip
     assert done.returncode == 0, done.stderr
     with open(out / "similarity.csv", newline="") as handle:
@@ -211,7 +211,7 @@ def test_summary_only_similarity_writes_the_csv(tmp_path):
     line = next(line for line in done.stdout.splitlines() if line.startswith("similarity:"))
     assert line == f"similarity: {len(rows) - 1} pairs, {len(flagged)} flagged for review (not a deduction)"
     assert frozenset(("student27", "copy_of_student27")) in flagged
-    # the dashboard over the same results (once ignored after --summary-only): the pair, side by side, marked
+    # the dashboard over the same results (once ignored by summary): the pair, side by side, marked
     page = report.read_text()
     assert "Similar submissions (for review)" in page and "copy_of_student27" in page
     assert 'class="side-by-side"' in page and '<span class="match">' in page

@@ -83,7 +83,7 @@ def whole(tmp_path_factory):
     graded = run(
         [
             str(BIN / "sdpa-grade"),
-            "--batch",
+            "batch",
             str(folder / "submitted"),
             "--json-dir",
             str(folder / "grades"),

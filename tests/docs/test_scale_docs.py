@@ -89,7 +89,7 @@ def test_the_indexed_job_grades_shard_k_of_its_completions():
 
 
 def test_the_merge_job_merges_what_the_grading_job_wrote():
-    """The merge Job runs --summary-only on the grading Job's folders, once (a missing student fails it)."""
+    """The merge Job runs `sdpa-grade summary` on the grading Job's folders, once (a missing student fails it)."""
     grade = manifest(DOCS / "kubernetes" / "grade-job.yaml")["spec"]["template"]["spec"]["containers"][0]
     merge = manifest(DOCS / "kubernetes" / "merge-job.yaml")
     graded = parser().parse_args(command(grade))

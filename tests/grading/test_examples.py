@@ -53,7 +53,7 @@ def test_example_class_grades_as_its_files_say(tmp_path):
     before = sorted(p.name for p in ROOT.joinpath("examples").rglob("*"))
     out = tmp_path / "grades"
     result = run(
-        [str(BIN / "sdpa-grade"), "--batch", str(EXAMPLES), "--json-dir", str(out), "--show", "bob"],
+        [str(BIN / "sdpa-grade"), "batch", str(EXAMPLES), "--json-dir", str(out), "--show", "bob"],
         cwd=ROOT,
         timeout=600,
     )
@@ -82,8 +82,6 @@ def test_example_class_grades_as_its_files_say(tmp_path):
 
 def test_show_names_a_student_of_the_class(tmp_path):
     """--show with a name not in the class is a usage error (exit 2) that lists the students, before grading anyone."""
-    result = run(
-        [str(BIN / "sdpa-grade"), "--batch", str(EXAMPLES), "--json-dir", str(tmp_path / "g"), "--show", "zoe"]
-    )
+    result = run([str(BIN / "sdpa-grade"), "batch", str(EXAMPLES), "--json-dir", str(tmp_path / "g"), "--show", "zoe"])
     assert result.returncode == 2 and "alice" in result.stderr
     assert not (tmp_path / "g").exists()

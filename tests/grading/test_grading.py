@@ -1,4 +1,4 @@
-"""Every submission under tests/submissions, graded in one real `sdpa-grade --batch` run, scores exactly as stated."""
+"""Every submission under tests/submissions, graded in one real `sdpa-grade batch` run, scores exactly as stated."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def graded(tmp_path_factory):
     config.write_text(FAST_LIMITS)
     out = base / "grades"
     result = run(
-        [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "2", "--json-dir", str(out),
+        [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "2", "--json-dir", str(out),
          "--csv", str(base / "grades.csv"), "--config", str(config)],
         timeout=1200,
     )  # fmt: skip
@@ -127,7 +127,7 @@ def graded_deduct(tmp_path_factory):
     result = run(
         [
             str(BIN / "sdpa-grade"),
-            "--batch",
+            "batch",
             str(folder),
             "--jobs",
             "2",
@@ -217,7 +217,7 @@ def test_grades_csv_and_resume(graded):
     )
     assert len(lines) == 1 + len(CASES) + 2  # the cases, plus empty and template
     # the same settings (a rerun with other settings regrades everyone: test_provenance.py)
-    again = run([str(BIN / "sdpa-grade"), "--batch", str(graded["folder"]), "--json-dir", str(graded["out"]),
+    again = run([str(BIN / "sdpa-grade"), "batch", str(graded["folder"]), "--json-dir", str(graded["out"]),
                  "--config", str(graded["base"] / "fast.toml")])  # fmt: skip
     assert again.returncode == 0
     assert f"{len(lines) - 1} already graded, 0 to grade" in again.stderr
@@ -231,14 +231,14 @@ def test_force_grades_again(tmp_path):
     (folder / "alice.py").write_text(REFERENCE.read_text())
     out.mkdir()
     (out / "alice.json").write_text(json.dumps({"score": 1, "max_score": total(), "tests": []}))
-    regraded = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out)])
+    regraded = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out)])
     assert "1 to grade (1 regraded: no provenance 1)" in regraded.stderr, regraded.stderr
     result = json.loads((out / "alice.json").read_text())
     assert result["score"] == sum(GRADED.values())
     (out / "alice.json").write_text(json.dumps({**result, "score": 1}))  # what it graded still holds: kept
-    kept = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out)])
+    kept = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out)])
     assert json.loads((out / "alice.json").read_text())["score"] == 1, kept.stderr
-    forced = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--force"])
+    forced = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out), "--force"])
     assert forced.returncode == 0
     assert "(--force: all 1 graded again)" in forced.stderr
     assert json.loads((out / "alice.json").read_text())["score"] == sum(GRADED.values())
@@ -250,7 +250,7 @@ def test_interrupted_batch_resumes_without_losing_a_result(tmp_path):
     folder.mkdir()
     for index in range(4):
         (folder / f"student{index}.py").write_text(REFERENCE.read_text())
-    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
+    command = [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
     temporary = tmp_path / "tmp"  # this batch's workers' folders: workers of tests run beside it are not counted
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary)}
@@ -282,7 +282,7 @@ def test_ctrl_c_stops_a_batch_with_one_line(tmp_path):
     folder.mkdir()
     for index in range(4):
         (folder / f"student{index}.py").write_text(REFERENCE.read_text())
-    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
+    command = [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
     batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while not list(out.glob("*.json")) and time.monotonic() < deadline:
@@ -317,7 +317,7 @@ def test_ctrl_c_during_a_fork_still_stops_the_batch(tmp_path):
     (hook / "sitecustomize.py").write_text(_CTRL_C_IN_FORK)
     for index in range(3):
         (folder / f"student{index}.py").write_text(REFERENCE.read_text())
-    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
+    command = [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
     env = {**os.environ, "PYTHONPATH": str(hook)}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 130, done.stderr

@@ -1,5 +1,5 @@
 """One total per submission, whichever path grades it: nbgrader (autograde + export, with the late plugin),
-`sdpa-grade --batch`, `sdpa-grade` alone and the Gradescope bundle give a notebook the same raw score, late penalty
+`sdpa-grade batch`, `sdpa-grade` alone and the Gradescope bundle give a notebook the same raw score, late penalty
 and final score; the knowledge check counts on every path."""
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def _gradescope(course, base) -> dict[str, tuple[float, float]]:
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_every_path_gives_each_student_the_same_total(tmp_path):
-    """nbgrader (autograde with the late plugin, export), sdpa-grade --batch, sdpa-grade alone on each collected
+    """nbgrader (autograde with the late plugin, export), sdpa-grade batch, sdpa-grade alone on each collected
     notebook and the Gradescope bundle: the same raw score (the checks and the knowledge check) and the same final
     score for a student 2 days late, one 2 days late inside a 3 days' extension, and one on time."""
     course, env = _course(tmp_path)
@@ -146,7 +146,7 @@ def test_every_path_gives_each_student_the_same_total(tmp_path):
     exported = {
         name: (float(row["raw_score"]), float(row["score"])) for name, row in _csv(tmp_path / "nbgrader.csv").items()
     }
-    batch = run([str(BIN / "sdpa-grade"), "--batch", str(course / "submitted"), "--config", str(settings),
+    batch = run([str(BIN / "sdpa-grade"), "batch", str(course / "submitted"), "--config", str(settings),
                  "--json-dir", str(tmp_path / "grades"), "--csv", str(tmp_path / "batch.csv")],
                 timeout=900)  # fmt: skip
     assert batch.returncode == 0, batch.stderr
@@ -167,5 +167,5 @@ def test_every_path_gives_each_student_the_same_total(tmp_path):
     for name, (_, kept, answers) in STUDENTS.items():
         raw = full - len(answers) * POINTS
         expected[name] = (raw, pytest.approx(raw * kept))
-    paths = {"nbgrader": exported, "--batch": batched, "alone": alone, "Gradescope": _gradescope(course, tmp_path)}
+    paths = {"nbgrader": exported, "batch": batched, "alone": alone, "Gradescope": _gradescope(course, tmp_path)}
     assert paths == dict.fromkeys(paths, expected)

@@ -1,4 +1,4 @@
-"""A notebook from any editor grades the same on both paths (nbgrader's whole autograde and sdpa-grade --batch), full
+"""A notebook from any editor grades the same on both paths (nbgrader's whole autograde and sdpa-grade batch), full
 marks for a correct one whatever the editor did: VS Code's serializer (nbformat 4.4, Windows line endings) with two
 hidden-check cells deleted, a pasted copy of an answer cell (the last copy right), an answer cell whose metadata a
 Merge dropped, a 20.7 MB printed output, and a notebook handed in under a browser's or JupyterLab's copy name.
@@ -77,7 +77,7 @@ STUDENTS = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Each student's notebook graded by sdpa-grade --batch on submitted/, then by nbgrader autograde."""
+    """Each student's notebook graded by sdpa-grade batch on submitted/, then by nbgrader autograde."""
     course, env = nbgrader_course(tmp_path_factory.mktemp("editors"))
     source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
     release = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
@@ -87,7 +87,7 @@ def graded(tmp_path_factory):
         (folder / name).write_bytes(make(answered(release, source, {})))
     assert (course / "submitted" / "printed_20mb" / "sdpa" / "sdpa.ipynb").stat().st_size > 20_700_000
     out = course.parent / "grades"
-    batch = run([str(BIN / "sdpa-grade"), "--batch", str(course / "submitted"), "--json-dir", str(out)], timeout=600)
+    batch = run([str(BIN / "sdpa-grade"), "batch", str(course / "submitted"), "--json-dir", str(out)], timeout=600)
     assert batch.returncode == 0, batch.stdout[-2000:] + batch.stderr[-3000:]
     done = nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
     return {"course": course, "out": out, "log": done.stdout + done.stderr}

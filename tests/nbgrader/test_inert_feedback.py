@@ -95,7 +95,7 @@ def test_a_batchs_terminal_lines_show_hostile_names_inert(tmp_path):
         (folder / name).mkdir(parents=True)  # no submission: ungradable, graded in a moment
     (folder / HOSTILE_NAMES["erase"] / "attention.py").write_text("raise SystemExit(0)\n")  # fails to load, fast
     result = run(
-        [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "2", "--show", HOSTILE_NAMES["title"]],
+        [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "2", "--show", HOSTILE_NAMES["title"]],
         timeout=280,
     )
     assert result.returncode == 0, result.stderr[-3000:]

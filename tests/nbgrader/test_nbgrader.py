@@ -145,11 +145,11 @@ def _cell_scores(course) -> dict[str, dict[str, float]]:
 
 
 def test_sdpa_grade_agrees_with_nbgrader_on_submitted(course, tmp_path):
-    """sdpa-grade --batch on nbgrader's submitted/ folder gives each student the same points as nbgrader,
+    """sdpa-grade batch on nbgrader's submitted/ folder gives each student the same points as nbgrader,
     check by check, each knowledge-check question included."""
     out = tmp_path / "grades"
     result = run(
-        [str(BIN / "sdpa-grade"), "--batch", str(course["course"] / "submitted"), "--json-dir", str(out)], timeout=900
+        [str(BIN / "sdpa-grade"), "batch", str(course["course"] / "submitted"), "--json-dir", str(out)], timeout=900
     )
     assert result.returncode == 0, result.stderr[-3000:]
     for student, cells in _cell_scores(course).items():

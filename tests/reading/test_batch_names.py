@@ -83,7 +83,7 @@ def odd_batch(tmp_path_factory):
     (out / "alice.json").write_text(json.dumps(failed))
     command = [
         str(BIN / "sdpa-grade"),
-        "--batch",
+        "batch",
         str(folder),
         "--json-dir",
         str(out),

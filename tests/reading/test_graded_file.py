@@ -222,7 +222,7 @@ def flagged_batch(tmp_path_factory):
     put(folder / "mac", {f"__MACOSX/sdpa/._{OWN_NOTEBOOK}": "", f"sdpa/{OWN_NOTEBOOK}": notebook("x = 1")})
     (folder / "mac" / "__MACOSX" / "sdpa" / f"._{OWN_NOTEBOOK}").write_bytes(b"\x00\x05\x16\x07\xff\xfe")
     out, table, report = root / "grades", root / "grades.csv", root / "class.html"
-    command = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--json-dir", str(out), "--csv", str(table),
+    command = [str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out), "--csv", str(table),
                "--report", str(report)]  # fmt: skip
     result = run(command, timeout=900)
     return {"result": result, "out": out, "csv": table, "report": report}

@@ -95,7 +95,7 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     shutil.copy(base / "class" / "bob.py", base / "class" / f"{ONE_WORD}.py")
     _sdpa_grade("class/bob.py", "--config", "course.toml", "--submitted-at", "2026-12-03T03:00:00-05:00",
                 "--html", "bob.html", cwd=base)  # fmt: skip
-    _sdpa_grade("--batch", "class", "--jobs", "2", "--json-dir", "grades", "--config", "course.toml",
+    _sdpa_grade("batch", "class", "--jobs", "2", "--json-dir", "grades", "--config", "course.toml",
                 "--times", "times.csv", "--similarity", "--report", "class.html", cwd=base)  # fmt: skip
     # ten students of the measured corpus, which ships graded: one pair (a planted copy) is listed, side by side
     for folder in ("class", "results"):
@@ -103,7 +103,7 @@ def pages(tmp_path_factory) -> dict[str, Path]:
         for name in CORPUS:
             suffix = ".py" if folder == "class" else ".json"
             shutil.copy(ROOT / "tests" / "similarity" / folder / f"{name}{suffix}", base / "corpus" / folder)
-    _sdpa_grade("--batch", "corpus/class", "--json-dir", "corpus/results", "--summary-only", "--similarity",
+    _sdpa_grade("summary", "corpus/class", "--json-dir", "corpus/results", "--similarity",
                 "--report", "corpus.html", cwd=base)  # fmt: skip
     assert 'class="side-by-side"' in (base / "corpus.html").read_text(encoding="utf-8"), "no pair listed"
     return {

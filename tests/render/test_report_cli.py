@@ -1,4 +1,4 @@
-"""`sdpa-grade --html` and `sdpa-grade --batch --report`, run for real,
+"""`sdpa-grade --html` and `sdpa-grade batch --report`, run for real,
 and their pages rendered in a headless browser."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def graded(tmp_path_factory):
     for name, overlay in STUDENTS.items():
         (folder / f"{name}.py").write_text(with_overlay(overlay))
     report = base / "class.html"
-    result = run([str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "2", "--json-dir", str(base / "grades"),
+    result = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "2", "--json-dir", str(base / "grades"),
                   "--report", str(report)], timeout=600)  # fmt: skip
     return {"result": result, "report": report, "pages": base / "class-feedback", "grades": base / "grades"}
 

@@ -1,7 +1,7 @@
-"""A class folder holding every attack on the gate at once, beside honest students, graded in one
-`--batch --jobs 2 --similarity --csv` run: the honest grades are their grades alone, every hostile entry is graded or
-flagged with its reason, every entry of the folder is accounted for, the CSV and the summary are written, and the
-run takes no more than 3x an honest class of the same size."""
+"""A class folder holding every attack on the gate at once, beside honest students, graded in one `sdpa-grade batch
+--jobs 2 --similarity --csv` run: the honest grades are their grades alone, every hostile entry is graded or flagged
+with its reason, every entry of the folder is accounted for, the CSV and the summary are written, and the run takes
+no more than 3x an honest class of the same size."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _hostile(folder) -> None:
 def _batch(folder, out, tmp_path) -> tuple[float, object]:
     (tmp_path / "late.toml").write_text(CONFIG)
     (tmp_path / "times.csv").write_text(TIMES)
-    args = [str(BIN / "sdpa-grade"), "--batch", str(folder), "--jobs", "2", "--json-dir", str(out)]
+    args = [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "2", "--json-dir", str(out)]
     args += ["--similarity", "--csv", str(out / "grades.csv"), "--config", str(tmp_path / "late.toml")]
     args += ["--times", str(tmp_path / "times.csv")]
     started = time.perf_counter()

@@ -192,7 +192,7 @@ def test_a_batch_interrupted_with_ctrl_c_leaves_no_process_and_no_cgroup(tmp_pat
             (folder / "class" / student).mkdir(parents=True)
             _submission(folder / "class" / student, marker)
         subprocess.run(["chmod", "-R", "a+rwX", str(folder)], check=True)
-        batch = _grader(mode, ["--batch", str(folder / "class"), "--jobs", "2", "--json-dir", str(folder / "out")])
+        batch = _grader(mode, ["batch", str(folder / "class"), "--jobs", "2", "--json-dir", str(folder / "out")])
         tree = _burning(batch, marker, 8)
         os.killpg(batch.pid, signal.SIGINT)
         batch.wait(timeout=60)
@@ -215,7 +215,7 @@ def test_a_batch_grading_that_crashes_leaves_nothing_and_the_batch_goes_on(tmp_p
     try:
         (folder / "class" / "ann").mkdir(parents=True)
         _submission(folder / "class" / "ann", marker)
-        batch = _grader("root", ["--batch", str(folder / "class"), "--json-dir", str(folder / "out")])
+        batch = _grader("root", ["batch", str(folder / "class"), "--json-dir", str(folder / "out")])
         tree = _burning(batch, marker, 4)
         children = [pid for pid, (parent, _, _) in tree.items() if parent == batch.pid]
         grading = next(pid for pid in children if _groups_of([pid]))  # the grading, not the zygote
