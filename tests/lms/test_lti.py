@@ -323,11 +323,10 @@ def test_a_platforms_secrets_are_never_printed(course, tool_key, tmp_path, fault
         assert "SECRET" not in said and "eyJ" not in said and "Bearer ey" not in said, said
 
 
-def test_redact_takes_out_tokens_assertions_and_credentials_in_linear_time():
-    """redact: secret-named fields (JSON, header, form), Bearer and Basic credentials, JWTs; other text kept; its time
-    grows with the text's length, not faster."""
-    import time
-
+@pytest.mark.timeout(60)
+def test_redact_takes_out_tokens_assertions_and_credentials():
+    """redact: secret-named fields (JSON, header, form), Bearer and Basic credentials, JWTs; other text kept; texts
+    built to make a backtracking pattern blow up (160,000 characters each) end within the test's time-out."""
     from autograder.course.redact import redact
 
     cases = {
@@ -347,14 +346,7 @@ def test_redact_takes_out_tokens_assertions_and_credentials_in_linear_time():
     item = "https://lms/lineitems/1/lineitem?type_id=1&access_token=abc\x1b[2J"  # a line item id the platform gave
     assert quoted(item) == "https://lms/lineitems/1/lineitem?type_id=1&access_token=[redacted]"
     for hostile in ("token" * 4000, "a" * 20000, '"' * 20000, "eyJ" + "a." * 10000, "Bearer " * 3000):
-        start = time.perf_counter()
-        redact(hostile)
-        small = time.perf_counter() - start
-        start = time.perf_counter()
-        redact(hostile * 8)
-        assert time.perf_counter() - start < 40 * small + 0.05, (
-            f"redact slows faster than its text grows: {hostile[:9]}"
-        )
+        redact(hostile * 8)  # ends within the test's time-out (a blow-up: the time-out fails the test)
 
 
 @pytest.mark.timeout(90)
@@ -424,17 +416,14 @@ def _class_of(a_class, size: int) -> tuple[Path, Path, dict[str, float]]:
 @pytest.mark.timeout(60)
 def test_retry_after_is_honoured(a_class, tool_key, tmp_path):
     """A platform answering 429 with Retry-After: 4 for its first 4 s: the push waits what it asks (not 1 s and 2 s),
-    then sends every score (exit 0)."""
-    import time
-
+    so its one retry is answered, then sends every score (exit 0): counted by the platform's 429 answers."""
     folder, out, scores = _class_of(a_class, 3)
     key, public = tool_key
     with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
         lms.faults.retry_after = 4
-        start = time.monotonic()
         done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), retries=2)))
         assert done.returncode == 0, done.stderr
-        assert lms.gradebook() == {LABEL: scores} and time.monotonic() - start >= 4
+        assert lms.gradebook() == {LABEL: scores} and lms.faults.answered_429 == 1
 
 
 @pytest.mark.timeout(60)
@@ -490,20 +479,16 @@ def test_a_platform_clock_ahead_still_takes_an_update(a_class, tool_key, tmp_pat
 
 @pytest.mark.timeout(60)
 def test_a_trickled_membership_is_given_up_at_its_timeout(a_class, tool_key, tmp_path):
-    """A membership answer trickled over 15 s, each piece well within timeout = 2: given up after about 2 s (not
-    waited for), nothing sent, the reason named."""
-    import time
-
+    """A membership answer trickled over 15 s, each piece well within timeout = 2: given up at its timeout (a push
+    that waited for the whole answer would have read it and sent the scores), nothing sent, the reason named."""
     folder, out, _ = _class_of(a_class, 3)
     key, public = tool_key
     with LtiPlatform(public, _roll("canvas", 3), "canvas") as lms:
         lms.faults.trickle = 15.0
-        start = time.monotonic()
         done = _push(folder, out, _settings(tmp_path, lms.settings(str(key), timeout=2.0)))
-        took = time.monotonic() - start
         assert done.returncode == 1, done.stderr
         assert f"GET {lms.url}/memberships got no whole answer within timeout = 2 s" in done.stderr
-        assert "nothing sent" in done.stderr and took < 12, took
+        assert "nothing sent" in done.stderr and lms.gradebook() == {}
 
 
 @pytest.mark.timeout(120)
@@ -511,9 +496,9 @@ def test_a_trickled_membership_is_given_up_at_its_timeout(a_class, tool_key, tmp
 def test_a_push_to_a_platform_that_times_out_ends_in_its_budget_and_a_rerun_completes_it(
     a_class, tool_key, tmp_path, stop
 ):
-    """200 students, every score timing out: the push ends within its budget (or after failures_in_a_row), lists
-    each student not sent and exits 1; the platform answering again, a rerun sends each of those once and none of
-    the scores the platform already holds."""
+    """200 students, every score timing out: the push ends when its budget is spent (or after failures_in_a_row),
+    having tried fewer scores than the class has, lists each student not sent and exits 1; the platform answering
+    again, a rerun sends each of those once and none of the scores the platform already holds."""
     import time
 
     folder, out, scores = _class_of(a_class, 200)
@@ -523,13 +508,10 @@ def test_a_push_to_a_platform_that_times_out_ends_in_its_budget_and_a_rerun_comp
         limits = {"budget": budget, "failures_in_a_row": 1000} if stop == "budget" else {"failures_in_a_row": 3}
         config = _settings(tmp_path, lms.settings(str(key), timeout=0.3, **limits))
         lms.faults.score_delay = 1.0
-        start = time.monotonic()
         done = _push(folder, out, config)
-        took = time.monotonic() - start
         assert done.returncode == 1, done.stderr
         not_sent = [line for line in done.stderr.splitlines() if line.startswith("not sent: ")]
         if stop == "budget":
-            assert took < budget + 6, took  # the budget, and the command's start
             assert "the push's budget ([lti] budget = 6 s) was spent: push again to send it" in done.stderr
         else:
             assert "the push stopped after 3 scores in a row got no answer: push again to send it" in done.stderr
@@ -537,6 +519,7 @@ def test_a_push_to_a_platform_that_times_out_ends_in_its_budget_and_a_rerun_comp
         assert len(not_sent) > 150 and "students' scores sent" in done.stderr
         time.sleep(1.5)  # the scores the platform applied after the push stopped waiting
         before = list(lms.book.applied)
+        assert len(before) < 200, "the push tried every score: its stop was not kept"
         lms.faults.score_delay = 0.0
         again = _push(folder, out, config)
         assert again.returncode == 0, again.stderr

@@ -284,9 +284,9 @@ def test_a_call_the_machine_never_lets_run_is_the_graders_failure(sandbox):
 
 
 def test_a_student_that_sleeps_runs_out_of_its_own_time(sandbox):
-    """Sleeping is the student's own time: a call that sleeps is its timeout at the limit, by the wall clock."""
+    """Sleeping is the student's own time: a call that sleeps is its timeout (not answered, not the grader's
+    GraderBusy), though it used no CPU."""
     with sandbox(STARVED) as box:
         assert box.load().ok
-        started = time.monotonic()
         reply = box.call("scale_scores", (torch.ones(2), 4), timeout=1.0)
-    assert reply.error == "Timeout" and time.monotonic() - started < 5
+    assert reply.error == "Timeout"
