@@ -20,7 +20,8 @@ import torch
 
 from autograder.checks.integrity import fused_uses, tampering
 from autograder.read.submission import notebook_source
-from tests.attacks import MODES, assert_costs_only_its_points, grade_all, overlaid
+from tests.attacks import assert_costs_only_its_points, overlaid
+from tests.graded import Sandboxed
 from tests.helpers import REFERENCE, SUBMISSIONS
 
 ATTACKS = ("fused_undo_block", "fused_vmap", "fused_interpreter_mha", "fused_onnx_attention", "fused_onnx_smuggled")
@@ -28,11 +29,8 @@ NOT_AVAILABLE = "not available in this assignment"
 BUILT_AT_RUN_TIME = "NotAvailable: building code at run time"
 
 
-@pytest.fixture(scope="module", params=MODES)
-def graded(request, tmp_path_factory):
-    """The fused-attention attacks graded with one zygote, the worker root or unprivileged (as test_hostile does)."""
-    base = tmp_path_factory.mktemp(f"fused-{request.param}")
-    return grade_all(request.param, base, [overlaid(base, name) for name in ATTACKS])["results"]
+# the fused-attention attacks graded with one zygote, the worker root or unprivileged (the graded fixture)
+GRADED = Sandboxed(lambda base: [overlaid(base, name) for name in ATTACKS])
 
 
 @pytest.mark.slow
@@ -41,7 +39,7 @@ def graded(request, tmp_path_factory):
 def test_each_attack_loses_exactly_its_points(graded, name):
     """The attack loses the points tests/grading_cases.py names (computed from the settings), with the feedback
     it names; the rest it keeps."""
-    assert_costs_only_its_points(graded[name]["result"], name)
+    assert_costs_only_its_points(graded["results"][name]["result"], name)
 
 
 BLOCK_PROBE = """

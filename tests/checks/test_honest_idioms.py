@@ -23,7 +23,8 @@ import nbformat
 import pytest
 
 from autograder.sandbox.processes import readable_by_others
-from tests.attacks import MODES, POINTS, checks_of, grade_all, overlaid
+from tests.attacks import POINTS, checks_of, overlaid
+from tests.graded import Sandboxed
 from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run, total
 
 HONEST = SUBMISSIONS / "honest"
@@ -44,12 +45,14 @@ def _flags(result: dict) -> set[str]:
     return {test.get("extra_data", {}).get("flag", "") for test in result["tests"]} - {""}
 
 
-@pytest.fixture(scope="module", params=MODES)
-def graded(request, tmp_path_factory):
-    """Every idiom and port graded with one zygote, the worker root or unprivileged, the blockwise part on."""
-    base = tmp_path_factory.mktemp(f"honest-{request.param}")
-    files = [overlaid(base, name, HONEST) for name in IDIOMS] + [overlaid(base, name, PORTS) for name in BLOCKWISE]
-    return grade_all(request.param, base, files, limits=f"{FAST_LIMITS}\n{PART_ON}")["results"]
+# every idiom and port graded with one zygote, the worker root or unprivileged, the blockwise part on (the graded
+# fixture)
+GRADED = Sandboxed(
+    lambda base: (
+        [overlaid(base, name, HONEST) for name in IDIOMS] + [overlaid(base, name, PORTS) for name in BLOCKWISE]
+    ),
+    limits=f"{FAST_LIMITS}\n{PART_ON}",
+)
 
 
 @pytest.mark.slow
@@ -61,7 +64,7 @@ def test_each_idiom_keeps_full_marks_with_no_flag(request, graded, name):
     lazy = name in LAZY_STDLIB or name in BLOCKWISE
     if lazy and request.node.callspec.params["graded"] != "root" and not readable_by_others(STDLIB):
         pytest.skip(f"an unprivileged worker cannot read {STDLIB} (a folder above it is closed to others)")
-    result = graded[name]["result"]
+    result = graded["results"][name]["result"]
     assert "grader_error" not in result, result.get("grader_error")
     lost = {check: test["output"] for check, test in checks_of(result).items() if test["score"] < test["max_score"]}
     assert lost == {}, lost

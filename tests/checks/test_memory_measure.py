@@ -6,7 +6,6 @@ version that builds the (T_q, T_k) matrix loses that check alone, whatever it re
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 import statistics
@@ -18,7 +17,8 @@ from autograder.config import load_settings
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.protocol import Failure, reply_from
 from reference import attention as ref
-from tests.helpers import BIN, run, with_overlay
+from tests.graded import Batch
+from tests.helpers import with_overlay
 from tests.in_process import InProcess
 
 T_q, T_k, d_k, d_v, BLOCK = 32, 256, 8, 8, 16
@@ -152,10 +152,7 @@ def test_memory_freed_block_by_block_is_not_counted_again(sandbox):
     assert statistics.median(readings) < 8 * 2**20, readings
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """The reference, the full-matrix version and the attack on the measure, graded with the part on."""
-    folder, out = tmp_path_factory.mktemp("class"), tmp_path_factory.mktemp("out")
+def _measured(folder):
     for name, overlay in (
         ("reference", None),
         ("full_matrix", "blockwise_full_matrix"),
@@ -163,22 +160,15 @@ def graded(tmp_path_factory):
         ("numpy", "attack_blockwise_numpy"),
     ):
         (folder / f"{name}.py").write_text(with_overlay(overlay))
-    config = folder.parent / "on.toml"
-    config.write_text("[parts]\nblockwise_attention = true\n")
-    args = [
-        str(BIN / "sdpa-grade"),
-        "batch",
-        str(folder),
-        "--config",
-        str(config),
-        "--jobs",
-        "2",
-        "--json-dir",
-        str(out),
-    ]
-    result = run(args, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+
+
+def _part_on(base):
+    (base / "on.toml").write_text("[parts]\nblockwise_attention = true\n")
+    return ["--config", str(base / "on.toml"), "--jobs", "2"]
+
+
+# the reference, the full-matrix version and the attack on the measure, graded with the part on (the graded fixture)
+GRADED = Batch(_measured, _part_on, timeout=600)
 
 
 def _lost(result) -> dict[str, str]:
@@ -196,14 +186,15 @@ MEASURED = "of memory while it ran (the grader's measure of the whole process: e
 @pytest.mark.slow
 def test_the_reference_earns_the_whole_part(graded):
     """The reference keeps every point of the part, blockwise_memory included."""
-    assert _lost(graded["reference"]) == {} and graded["reference"]["score"] == 70
+    assert graded["result"].returncode == 0, graded["result"].stderr[-2000:]
+    assert _lost(graded["results"]["reference"]) == {} and graded["results"]["reference"]["score"] == 70
 
 
 @pytest.mark.slow
 def test_building_the_whole_matrix_loses_the_memory_check_alone(graded):
     """The matrix built whole, then sliced: the grader's figure, and the worker's record names the matrix."""
-    lost = _lost(graded["full_matrix"])
-    assert list(lost) == ["blockwise_memory"] and graded["full_matrix"]["score"] == 68
+    lost = _lost(graded["results"]["full_matrix"])
+    assert list(lost) == ["blockwise_memory"] and graded["results"]["full_matrix"]["score"] == 68
     message = lost["blockwise_memory"]
     queries, keys = (
         _shape(text) for text in re.search(r"inputs of shape (\([\d, ]+\)) and (\([\d, ]+\))", message).groups()
@@ -221,7 +212,7 @@ def test_building_the_whole_matrix_loses_the_memory_check_alone(graded):
 @pytest.mark.slow
 def test_taking_the_record_off_torchs_stack_is_flagged_and_measured_all_the_same(graded):
     """Popping the worker's dispatch modes hides nothing from the grader's measure of the process."""
-    lost = _lost(graded["unmeasured"])
+    lost = _lost(graded["results"]["unmeasured"])
     assert set(lost) == {"integrity_sdpa", "integrity_mha", "blockwise_memory"}
     assert MEASURED in lost["blockwise_memory"]
 
@@ -229,5 +220,5 @@ def test_taking_the_record_off_torchs_stack_is_flagged_and_measured_all_the_same
 @pytest.mark.slow
 def test_a_matrix_made_in_numpy_is_measured(graded):
     """A matrix numpy makes is the process's memory: the check fails it."""
-    lost = _lost(graded["numpy"])
+    lost = _lost(graded["results"]["numpy"])
     assert set(lost) == {"blockwise_memory"} and MEASURED in lost["blockwise_memory"]

@@ -1,7 +1,9 @@
-"""The project's own tests: shared fixtures in tests/conftest.py, shared helpers in helper modules, and no test
-module importing another."""
+"""The project's own tests: one folder per feature, shared fixtures in conftest.py files (one ``graded``), shared
+helpers in helper modules, and no test module importing another."""
 
 from __future__ import annotations
+
+import ast
 
 from tests.helpers import ROOT, imports
 
@@ -30,3 +32,27 @@ def test_no_test_file_is_named_by_when_it_was_written():
     """Test files are named by what they test: no wave, round or issue number in a name."""
     dated = [path.name for path in TESTS.glob("*/test_*.py") if any(word in path.stem for word in ("wave", "issue"))]
     assert dated == []
+
+
+def test_every_test_file_is_in_a_feature_folder():
+    """tests/ holds helpers, fixtures and data; each test file is in the folder of the feature it tests."""
+    assert [path.name for path in TESTS.glob("test_*.py")] == []
+
+
+def _fixtures(path) -> set[str]:
+    """The names of the fixtures ``path`` defines (functions decorated with pytest.fixture, called or not)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if isinstance(target, ast.Attribute) and target.attr == "fixture":
+                    found.add(node.name)
+    return found
+
+
+def test_one_graded_fixture():
+    """What a module grades, graded once for it, is the one ``graded`` fixture of tests/conftest.py, told what to grade
+    by the module's ``GRADED`` (tests/graded.py): no module or folder defines another."""
+    paths = [*TESTS.glob("*/test_*.py"), *TESTS.glob("*/conftest.py"), *TESTS.glob("*.py")]
+    assert sorted(str(path.relative_to(TESTS)) for path in paths if "graded" in _fixtures(path)) == ["conftest.py"]

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from autograder.config import load_settings
+from tests.graded import Batch
 from tests.grading_cases import ABSENT, CASES, DEDUCTED
 from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run, total
 
 pytestmark = pytest.mark.slow  # real batches: minutes in all
 
 POINTS = load_settings().points
-GRADED = {name: points for name, points in POINTS.items() if name != "timing_gpu"}
+SCORED = {name: points for name, points in POINTS.items() if name != "timing_gpu"}
 
 
 def build_class(folder):
@@ -32,22 +33,13 @@ def build_class(folder):
     (folder / "template.py").write_text((ROOT / "student_template" / "attention.py").read_text())
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Grade the whole class once, two at a time, as an instructor would."""
-    base = tmp_path_factory.mktemp("class")
-    folder = base / "submissions"
-    folder.mkdir()
-    build_class(folder)
-    config = base / "fast.toml"
-    config.write_text(FAST_LIMITS)
-    out = base / "grades"
-    result = run(
-        [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "2", "--json-dir", str(out),
-         "--csv", str(base / "grades.csv"), "--config", str(config)],
-        timeout=1200,
-    )  # fmt: skip
-    return {"result": result, "out": out, "folder": folder, "base": base}
+def _fast(base):
+    (base / "fast.toml").write_text(FAST_LIMITS)
+    return ["--jobs", "2", "--csv", str(base / "grades.csv"), "--config", str(base / "fast.toml")]
+
+
+# the whole class graded once, two at a time, as an instructor would (the graded fixture)
+GRADED = Batch(build_class, _fast, timeout=1200)
 
 
 def load(graded, name):
@@ -98,13 +90,13 @@ def test_submission_scores_exactly(graded, name):
     result = load(graded, name)
     scores = {test["name"].split(": ")[1]: test for test in result["tests"]}
     assert set(scores) == set(POINTS)
-    expected_zero = set(GRADED) if failing == {"*"} else failing
-    for check, points in GRADED.items():
+    expected_zero = set(SCORED) if failing == {"*"} else failing
+    for check, points in SCORED.items():
         want = 0 if check in expected_zero else points
         assert scores[check]["score"] == want, f"{check}: {scores[check]['output']}"
         assert scores[check]["max_score"] == points
     assert result["score"] == sum(test["score"] for test in result["tests"])
-    assert result["score"] == sum(p for check, p in GRADED.items() if check not in expected_zero)
+    assert result["score"] == sum(p for check, p in SCORED.items() if check not in expected_zero)
     for check, phrase in phrases.items():  # a tuple: any one of these phrases
         assert any(p in scores[check]["output"] for p in ((phrase,) if isinstance(phrase, str) else phrase)), scores[
             check
@@ -151,10 +143,10 @@ def test_deduct_takes_the_points_of_before(graded_deduct, name):
     assert not CASES[name][0] & DEDUCTED[name]
     result = json.loads((graded_deduct / f"{name}.json").read_text())
     scores = {test["name"].split(": ")[1]: test for test in result["tests"]}
-    for check, points in GRADED.items():
+    for check, points in SCORED.items():
         assert scores[check]["score"] == (0 if check in failing else points), f"{check}: {scores[check]['output']}"
         assert "Correct once" not in scores[check]["output"]
-    assert result["score"] == sum(p for check, p in GRADED.items() if check not in failing)
+    assert result["score"] == sum(p for check, p in SCORED.items() if check not in failing)
 
 
 @pytest.mark.parametrize("name", sorted(ABSENT))
@@ -234,14 +226,14 @@ def test_force_grades_again(tmp_path):
     regraded = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out)])
     assert "1 to grade (1 regraded: no provenance 1)" in regraded.stderr, regraded.stderr
     result = json.loads((out / "alice.json").read_text())
-    assert result["score"] == sum(GRADED.values())
+    assert result["score"] == sum(SCORED.values())
     (out / "alice.json").write_text(json.dumps({**result, "score": 1}))  # what it graded still holds: kept
     kept = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out)])
     assert json.loads((out / "alice.json").read_text())["score"] == 1, kept.stderr
     forced = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out), "--force"])
     assert forced.returncode == 0
     assert "(--force: all 1 graded again)" in forced.stderr
-    assert json.loads((out / "alice.json").read_text())["score"] == sum(GRADED.values())
+    assert json.loads((out / "alice.json").read_text())["score"] == sum(SCORED.values())
 
 
 def test_interrupted_batch_resumes_without_losing_a_result(tmp_path):

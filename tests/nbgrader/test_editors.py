@@ -76,7 +76,7 @@ STUDENTS = {
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def both_paths(tmp_path_factory):
     """Each student's notebook graded by sdpa-grade batch on submitted/, then by nbgrader autograde."""
     course, env = nbgrader_course(tmp_path_factory.mktemp("editors"))
     source = nbformat.read(course / "source" / "sdpa" / "sdpa.ipynb", as_version=4)
@@ -101,27 +101,27 @@ def _nbgrader_scores(course) -> dict[str, float]:
 
 
 @pytest.mark.timeout(900)
-def test_every_editors_notebook_gets_full_marks_on_both_paths(graded):
+def test_every_editors_notebook_gets_full_marks_on_both_paths(both_paths):
     """A correct notebook scores full marks on nbgrader and on sdpa-grade, whatever the editor did to it."""
     full = total(notebook=True)
-    on_nbgrader = _nbgrader_scores(graded["course"])
-    on_sdpa_grade = {s: json.loads((graded["out"] / f"{s}.json").read_text())["score"] for s in STUDENTS}
-    assert on_nbgrader == dict.fromkeys(STUDENTS, full), graded["log"][-3000:]
+    on_nbgrader = _nbgrader_scores(both_paths["course"])
+    on_sdpa_grade = {s: json.loads((both_paths["out"] / f"{s}.json").read_text())["score"] for s in STUDENTS}
+    assert on_nbgrader == dict.fromkeys(STUDENTS, full), both_paths["log"][-3000:]
     assert on_sdpa_grade == dict.fromkeys(STUDENTS, full)
 
 
 @pytest.mark.timeout(900)
-def test_how_a_cell_was_chosen_is_said_on_both_paths(graded):
+def test_how_a_cell_was_chosen_is_said_on_both_paths(both_paths):
     """The pasted answer's and the merged answer's feedback names the cell graded, in results.json and in the
     autograded notebook's check cell; a renamed notebook is named in nbgrader's log, with the reason."""
     for student, question, said in (
         ("pasted_answer", "q_formula", "(a pasted copy?): the last, cell"),
         ("merged_answer", "q_variance", "no cell is marked as q_variance's answer cell"),
     ):
-        tests = json.loads((graded["out"] / f"{student}.json").read_text())["tests"]
+        tests = json.loads((both_paths["out"] / f"{student}.json").read_text())["tests"]
         assert said in next(t["output"] for t in tests if t["extra_data"]["check"] == question)
-        notebook = nbformat.read(graded["course"] / "autograded" / student / "sdpa" / "sdpa.ipynb", as_version=4)
+        notebook = nbformat.read(both_paths["course"] / "autograded" / student / "sdpa" / "sdpa.ipynb", as_version=4)
         shown = "".join(o.get("text", "") for o in notebook.cells[_index(notebook, f"check_{question}")].outputs)
         assert said in shown, shown
     for student, name in (("second_download", "sdpa (1).ipynb"), ("lab_copy", "sdpa-Copy1.ipynb")):
-        assert f"{student} handed in no sdpa.ipynb: sdpa/{name} is graded in its place" in graded["log"]
+        assert f"{student} handed in no sdpa.ipynb: sdpa/{name} is graded in its place" in both_paths["log"]

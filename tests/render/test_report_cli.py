@@ -15,6 +15,7 @@ import pytest
 from autograder.course.class_results import class_results
 from autograder.course.roster import page_names
 from autograder.render.terminal import summary
+from tests.graded import Batch
 from tests.helpers import BIN, REFERENCE, a_class, decoded, parsed, run, with_overlay
 
 matplotlib_image = pytest.importorskip(
@@ -32,30 +33,34 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 STUDENTS = {"alice": None, "bob": "mistake_causal_flipped", "carol": "cheat_fused"}
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Three students graded with --report: correct, a flipped causal mask, fused attention."""
-    base = tmp_path_factory.mktemp("report")
-    folder = base / "submitted"
-    folder.mkdir()
+def _students(folder):
     for name, overlay in STUDENTS.items():
         (folder / f"{name}.py").write_text(with_overlay(overlay))
-    report = base / "class.html"
-    result = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "2", "--json-dir", str(base / "grades"),
-                  "--report", str(report)], timeout=600)  # fmt: skip
-    return {"result": result, "report": report, "pages": base / "class-feedback", "grades": base / "grades"}
+
+
+# three students graded with --report: correct, a flipped causal mask, fused attention (the graded fixture: the
+# dashboard is class.html, the pages in class-feedback/, beside it)
+GRADED = Batch(_students, lambda base: ["--jobs", "2", "--report", str(base / "class.html")], timeout=600)
+
+
+def _report(graded) -> Path:
+    return graded["base"] / "class.html"
+
+
+def _pages(graded) -> Path:
+    return graded["base"] / "class-feedback"
 
 
 @pytest.mark.slow
 def test_report_names_every_student_and_check(graded):
     """The dashboard parses, its plots decode, and every student and every check of the results is on it."""
     assert graded["result"].returncode == 0, graded["result"].stderr[-3000:]
-    checker = parsed(graded["report"].read_text())
+    checker = parsed(_report(graded).read_text())
     assert len(checker.images) == 4
     for src in checker.images:
         decoded(src)
     text = "".join(checker.text)
-    checks = {test["name"] for test in json.loads((graded["grades"] / "alice.json").read_text())["tests"]}
+    checks = {test["name"] for test in json.loads((graded["out"] / "alice.json").read_text())["tests"]}
     assert all(name in text for name in checks)
     assert {f"class-feedback/{page}" for page in page_names(STUDENTS).values()} <= set(checker.links)
     assert "causal_flipped" in text and "carol" in text.split("To review")[1]
@@ -65,7 +70,7 @@ def test_report_names_every_student_and_check(graded):
 def test_each_student_page_has_its_pictures(graded):
     """bob's page embeds one attention picture per failing function; alice's none; every page parses."""
     for name in STUDENTS:
-        checker = parsed((graded["pages"] / page_names([name])[name]).read_text())
+        checker = parsed((_pages(graded) / page_names([name])[name]).read_text())
         for src in checker.images:
             decoded(src)
         assert len(checker.images) == {"alice": 0, "bob": 2, "carol": 0}[name]
@@ -136,12 +141,12 @@ def without_images(page: Path, out: Path) -> Path:
 @needs_chromium
 def test_dashboard_renders_in_a_browser_with_its_plots(graded, tmp_path):
     """In chromium the dashboard is not blank and shows its plots' bars (absent when the images are taken out)."""
-    pixels = screenshot(graded["report"], tmp_path / "dashboard.png", 2600)
+    pixels = screenshot(_report(graded), tmp_path / "dashboard.png", 2600)
     rgb = pixels[..., :3]
     assert float(rgb.std()) > 0.05 and float((rgb.mean(axis=2) < 0.9).mean()) > 0.02  # not a blank page
     bars = near(pixels, "#3b6fb6")  # the histograms' and mistakes' bar colour
     assert bars > 3000
-    control = screenshot(without_images(graded["report"], tmp_path / "bare.html"), tmp_path / "bare.png", 2600)
+    control = screenshot(without_images(_report(graded), tmp_path / "bare.html"), tmp_path / "bare.png", 2600)
     assert near(control, "#3b6fb6") < bars / 20
 
 
@@ -149,7 +154,7 @@ def test_dashboard_renders_in_a_browser_with_its_plots(graded, tmp_path):
 @needs_chromium
 def test_feedback_page_renders_in_a_browser_with_its_attention_picture(graded, tmp_path):
     """In chromium bob's page shows the heat map's darkest blue (a weight near 1) and its red outlines."""
-    page = graded["pages"] / page_names(["bob"])["bob"]
+    page = _pages(graded) / page_names(["bob"])["bob"]
     pixels = screenshot(page, tmp_path / "bob.png", 1600)
     assert float(pixels[..., :3].std()) > 0.05
     darkest = near(pixels, "#08306b", 0.08)  # matplotlib's Blues at 1.0
@@ -164,12 +169,12 @@ def test_student_table_sorts_in_a_browser(graded, tmp_path):
     """Clicking the score column (by a script appended here) orders the students by score, highest first."""
     page = tmp_path / "clicked.html"
     click = "<script>document.querySelector('#student-table th:nth-child(2)').click();</script></body>"
-    page.write_text(graded["report"].read_text().replace("</body>", click))
+    page.write_text(_report(graded).read_text().replace("</body>", click))
     with tempfile.TemporaryDirectory() as profile:
         dom = run(
             [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()], timeout=120
         ).stdout
     order = [name for name in re.findall(r'<tr data-student="([^"]+)"', dom)]
-    scores = {name: json.loads((graded["grades"] / f"{name}.json").read_text())["score"] for name in STUDENTS}
+    scores = {name: json.loads((graded["out"] / f"{name}.json").read_text())["score"] for name in STUDENTS}
     assert sorted(order) == sorted(STUDENTS)
     assert [scores[name] for name in order] == sorted(scores.values(), reverse=True), order

