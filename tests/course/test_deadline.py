@@ -1,13 +1,15 @@
-"""The deadline policy: due date, grace, none / zero / per day / per hour with a cap, extensions, and times."""
+"""The deadline policy: due date, grace, none / zero / per day / per hour with a cap, extensions, and times; and one
+submission graded alone (`sdpa-grade grade FILE`) under a [deadline]: where its time comes from, and why not."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from autograder.assignment.deadline import DeadlineError, apply, parse, parse_nbgrader_timestamp, recorded_policy
-from tests.helpers import total
+from tests.helpers import BIN, run, total
 
 DUE = "2026-12-01T23:59:00-05:00"
 TOTAL = total()  # the assignment's most, from the checks' points and the settings
@@ -149,7 +151,6 @@ RESULT = {"score": 40.0, "max_score": TOTAL, "output": "", "tests": []}
 
 
 def _summary(folder, out, *extra):
-    from tests.helpers import BIN, run
 
     return run([str(BIN / "sdpa-grade"), "summary", str(folder), "--json-dir", str(out), *extra])
 
@@ -158,7 +159,6 @@ def _summary(folder, out, *extra):
 def test_a_summary_without_the_deadline_reads_the_late_decision_of_record(graded_class):
     """A result the batch decided under a [deadline] (bob, 2 hours late), summarised by a run with no deadline (no
     --config): the record's late decision stands (no raw score comes back, no second decision), and the CSV says so."""
-    import json
 
     late = apply(_policy(policy="per_day", percent=10), "bob", 40.0, TIMES["hours2"])
     folder, out = graded_class(RESULT)
@@ -175,7 +175,6 @@ def test_a_policy_that_takes_nothing_off_is_noted(graded_class, tmp_path):
     """An extension naming no student, a percent with no policy, times for a student not in the class, and --times
     with no deadline: each accepted by the batch that decides the late penalties, each told (stderr), naming the key
     or the student."""
-    from tests.helpers import BIN, run
 
     folder, out = graded_class(RESULT, names=("alice",))
     times = tmp_path / "times.csv"
@@ -201,7 +200,6 @@ def test_an_unusable_roster_is_refused_before_any_grading(graded_class, tmp_path
     roster = tmp_path / "roster.csv"
     if roster_text is not None:
         roster.write_text(roster_text, encoding="utf-8")
-    from tests.helpers import BIN, run
 
     done = run([str(BIN / "sdpa-grade"), "batch", str(folder), "--json-dir", str(out), "--csv", str(tmp_path / "c"),
                 "--csv-format", "canvas", "--roster", str(roster)])  # fmt: skip
@@ -307,7 +305,6 @@ def test_a_given_submission_time_may_be_written_as_nbgrader_writes_it(text, expe
 
 
 def _metadata(tmp_path, created, own_due=None):
-    import json
 
     user = {"email": "student@example.com", "id": 1234, "name": "Student User"}
     if own_due is not None:
@@ -334,3 +331,61 @@ def test_a_gradescope_extension_applies_under_the_settings_due_date(tmp_path):
     assert apply(moved, student, 50.0, submitted).score == 45.0
     student, submitted, moved = gradescope_time(_metadata(tmp_path, two_days), deadline)
     assert apply(moved, student, 50.0, submitted).score == 40.0
+
+
+# ---- one submission graded alone (sdpa-grade grade FILE) under a [deadline]: where its time comes from ----
+
+COURSE_TOML = '[deadline]\ndue = "2026-03-01T12:00:00Z"\npolicy = "per_day"\npercent = 10\n'
+NOT_A_NOTEBOOK = "not a notebook"  # ungradable (score 0): the time is still taken, and the grading is quick
+
+
+def _grade(path, tmp_path, *extra):
+    (tmp_path / "course.toml").write_text(COURSE_TOML)
+    out = tmp_path / "out.json"
+    done = run([str(BIN / "sdpa-grade"), "grade", str(path), "--config", str(tmp_path / "course.toml"),
+                "--json", str(out), *extra], timeout=250)  # fmt: skip
+    return done, json.loads(out.read_text())["extra_data"]["late"]
+
+
+def _collected(tmp_path, course_file="nbgrader_config.py"):
+    """submitted/alice/sdpa/sdpa.ipynb with nbgrader's timestamp.txt beside it, in a course (``course_file`` beside
+    submitted/; None: a plain folder)."""
+    folder = tmp_path / "course" / "submitted" / "alice" / "sdpa"
+    folder.mkdir(parents=True)
+    if course_file:
+        (tmp_path / "course" / course_file).write_text("c = get_config()\n")
+    (folder / "sdpa.ipynb").write_text(NOT_A_NOTEBOOK)
+    (folder / "timestamp.txt").write_text("2026-03-02 12:00:01.500000 UTC")
+    return folder / "sdpa.ipynb"
+
+
+@pytest.mark.timeout(300)
+def test_a_collected_notebook_graded_alone_takes_nbgraders_time(tmp_path):
+    """submitted/alice/sdpa/sdpa.ipynb in an nbgrader course, graded alone: its time is nbgrader's timestamp.txt
+    beside it (a day and a second late: 2 days begun), and the student is alice, as the batch names her."""
+    done, late = _grade(_collected(tmp_path), tmp_path)
+    assert done.returncode == 2, done.stderr  # ungradable: nothing to grade, its results file written all the same
+    assert late["submitted_at"] == "2026-03-02T12:00:01.500000+00:00" and not late["missing_time"]
+    assert late["hours_late"] == pytest.approx(24 + 1.5 / 3600)
+
+
+@pytest.mark.timeout(300)
+def test_a_notebook_outside_an_nbgrader_course_says_why_no_time_was_taken(tmp_path):
+    """The same folders with no nbgrader_config.py or gradebook.db beside submitted/: its timestamp.txt is not
+    believed, no penalty is taken, and the output says why (stderr, and the result's time_problem)."""
+    done, late = _grade(_collected(tmp_path, course_file=None), tmp_path)
+    assert late["missing_time"] and late["late_penalty"] == 0
+    assert "not in an nbgrader course's submitted/<student>/sdpa/ folder" in late["time_problem"]
+    assert f"sdpa-grade: no late penalty applied: {late['time_problem']}" in done.stderr
+
+
+@pytest.mark.timeout(300)
+def test_submitted_at_takes_nbgraders_format(tmp_path):
+    """--submitted-at "2026-03-01 12:00:00.123456 UTC", as nbgrader's timestamp.txt holds it, is taken; so is an
+    offset (+0100)."""
+    path = tmp_path / "attention.py"
+    done, late = _grade(path, tmp_path, "--submitted-at", "2026-03-01 12:00:13.123456 UTC")
+    assert "Invalid --submitted-at" not in done.stderr, done.stderr
+    assert late["submitted_at"] == "2026-03-01T12:00:13.123456+00:00" and late["late_penalty"] == 0  # scored 0
+    done, late = _grade(path, tmp_path, "--submitted-at", "2026-03-01 13:00:13 +0100")
+    assert late["submitted_at"] == "2026-03-01T13:00:13+01:00", done.stderr
