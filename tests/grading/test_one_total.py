@@ -133,39 +133,72 @@ def _gradescope(course, base) -> dict[str, tuple[float, float]]:
     return scores
 
 
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """(course, environment, the scores each path must give): the course of _course, made once for the four paths;
+    each student's (raw score, final score), the raw score the checks' and the knowledge check's points."""
+    course, env = _course(tmp_path_factory.mktemp("one-total"))
+    full = sum(v for k, v in load_settings(course / "course.toml", environ={}).points.items() if k != "timing_gpu")
+    full += len(QUESTIONS) * POINTS  # (no GPU here: timing_gpu is not run)
+    expected = {}
+    for name, (_, kept, answers) in STUDENTS.items():
+        raw = full - len(answers) * POINTS
+        expected[name] = (raw, pytest.approx(raw * kept))
+    return course, env, expected
+
+
+# Each path gives the same raw score (the checks and the knowledge check) and the same final score for a student 2
+# days late, one 2 days late inside a 3 days' extension, and one on time: one test per path, on one course.
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(2400)
-def test_every_path_gives_each_student_the_same_total(tmp_path):
-    """nbgrader (autograde with the late plugin, export), sdpa-grade batch, sdpa-grade alone on each collected
-    notebook and the Gradescope bundle: the same raw score (the checks and the knowledge check) and the same final
-    score for a student 2 days late, one 2 days late inside a 3 days' extension, and one on time."""
-    course, env = _course(tmp_path)
+@pytest.mark.timeout(300)
+def test_nbgrader_gives_each_student_the_one_total(collected, tmp_path):
+    """nbgrader: autograde with the late plugin and the course's settings, then export."""
+    course, env, expected = collected
     settings = course / "course.toml"
     nbgrader("autograde", "sdpa", "--force", f"--GradeNotebook.settings_file={settings}", cwd=course, env=env)
     nbgrader("export", f"--to={tmp_path / 'nbgrader.csv'}", cwd=course, env=env)
     exported = {
         name: (float(row["raw_score"]), float(row["score"])) for name, row in _csv(tmp_path / "nbgrader.csv").items()
     }
-    batch = run([str(BIN / "sdpa-grade"), "batch", str(course / "submitted"), "--config", str(settings),
+    assert exported == expected
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_batch_gives_each_student_the_one_total(collected, tmp_path):
+    """sdpa-grade batch on nbgrader's submitted/ folder, its CSV."""
+    course, _, expected = collected
+    batch = run([str(BIN / "sdpa-grade"), "batch", str(course / "submitted"), "--config", str(course / "course.toml"),
                  "--json-dir", str(tmp_path / "grades"), "--csv", str(tmp_path / "batch.csv")],
                 timeout=900)  # fmt: skip
     assert batch.returncode == 0, batch.stderr
     batched = {
         name: (float(row["raw_score"]), float(row["score"])) for name, row in _csv(tmp_path / "batch.csv").items()
     }
+    assert batched == expected
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_grading_alone_gives_each_student_the_one_total(collected, tmp_path):
+    """sdpa-grade grade on each collected notebook (its time from nbgrader's timestamp.txt beside it)."""
+    course, _, expected = collected
     alone = {}
     for name in STUDENTS:
         out = tmp_path / "alone" / f"{name}.json"
-        graded = run([str(BIN / "sdpa-grade"), str(course / "submitted" / name / "sdpa" / "sdpa.ipynb"), "--config",
-                      str(settings), "--json", str(out)], timeout=600)  # fmt: skip
+        graded = run([str(BIN / "sdpa-grade"), "grade", str(course / "submitted" / name / "sdpa" / "sdpa.ipynb"),
+                      "--config", str(course / "course.toml"), "--json", str(out)], timeout=600)  # fmt: skip
         assert graded.returncode == 0, graded.stderr
         result = json.loads(out.read_text())
         alone[name] = (result["extra_data"]["late"]["raw_score"], result["score"])
-    full = sum(v for k, v in load_settings(settings, environ={}).points.items() if k != "timing_gpu")  # no GPU here
-    full += len(QUESTIONS) * POINTS
-    expected = {}
-    for name, (_, kept, answers) in STUDENTS.items():
-        raw = full - len(answers) * POINTS
-        expected[name] = (raw, pytest.approx(raw * kept))
-    paths = {"nbgrader": exported, "batch": batched, "alone": alone, "Gradescope": _gradescope(course, tmp_path)}
-    assert paths == dict.fromkeys(paths, expected)
+    assert alone == expected
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_gradescope_bundle_gives_each_student_the_one_total(collected, tmp_path):
+    """The Gradescope bundle built with the course's settings, each notebook uploaded with Gradescope's metadata."""
+    course, _, expected = collected
+    assert _gradescope(course, tmp_path) == expected
