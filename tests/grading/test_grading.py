@@ -1,4 +1,5 @@
-"""Every submission under tests/submissions, graded in one real `sdpa-grade batch` run, scores exactly as stated."""
+"""Every honest or mistaken submission of the grading cases (tests/grading_cases.py), graded in one real `sdpa-grade
+batch` run, scores exactly as stated; the attacks and broken files are tests/grading/test_grading_hostile.py's."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from autograder.config import load_settings
-from tests.graded import Batch
+from tests.graded import Batch, class_of_cases, fast, is_work
 from tests.grading_cases import ABSENT, CASES, DEDUCTED
-from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run, total
+from tests.helpers import BIN, FAST_LIMITS, REFERENCE, SUBMISSIONS, run, total
 
 pytestmark = pytest.mark.slow  # real batches: minutes in all
 
@@ -22,24 +23,9 @@ POINTS = load_settings().points
 SCORED = {name: points for name, points in POINTS.items() if name != "timing_gpu"}
 
 
-def build_class(folder):
-    """One file per case: standalone submissions as they are, overlays appended to the reference."""
-    reference = REFERENCE.read_text()
-    for path in sorted((SUBMISSIONS / "standalone").glob("*.py")):
-        (folder / path.name).write_text(path.read_text())
-    for path in sorted((SUBMISSIONS / "overlays").glob("*.py")):
-        (folder / path.name).write_text(f"{reference}\n\n# --- {path.name} ---\n{path.read_text()}")
-    (folder / "reference.py").write_text(reference)
-    (folder / "template.py").write_text((ROOT / "student_template" / "attention.py").read_text())
-
-
-def _fast(base):
-    (base / "fast.toml").write_text(FAST_LIMITS)
-    return ["--jobs", "2", "--csv", str(base / "grades.csv"), "--config", str(base / "fast.toml")]
-
-
-# the whole class graded once, two at a time, as an instructor would (the graded fixture)
-GRADED = Batch(build_class, _fast, timeout=1200)
+# the honest and mistaken submissions of the grading cases graded once, two at a time, as an instructor would (the
+# graded fixture); tests/grading/test_grading_hostile.py grades the rest
+GRADED = Batch(lambda folder: class_of_cases(folder, is_work), fast, timeout=1200)
 
 
 def load(graded, name):
@@ -63,27 +49,16 @@ def test_named_mistakes_travel_as_fields(graded):
     assert "a Python loop over positions or batches" in summary
 
 
-def test_integrity_flags_travel_as_fields(graded):
-    """An integrity flag is a field of its test (extra_data), and the class summary lists the flagged students."""
-    tests = load(graded, "cheat_fused_record_off")["tests"]
-    assert "dynamic_reach" in {test["extra_data"]["flag"] for test in tests}
+def test_a_hidden_mutation_is_flagged_and_a_wrong_function_accuses_nobody(graded):
+    """The class summary lists a mutation the student hid for review; a wrong function's wrong timed answers accuse
+    nobody."""
     flagged = graded["result"].stdout.split("Flagged for review", 1)[1]
-    for name in (
-        "cheat_fused_record_off",
-        "cheat_fused_in_thread",
-        "cheat_patch_handler",
-        "cheat_fused",
-        "patch_torch_compare",
-        "fake_results",
-        "mistake_mutation_hidden",
-        "write_outside_at_import",
-    ):
-        assert f"  {name}: " in flagged
+    assert "  mistake_mutation_hidden: " in flagged
     for name in ("reference", "correct_einsum", "mistake_loop_over_queries", "mistake_divide_by_dk"):
-        assert f"  {name}: " not in flagged  # a wrong function's wrong timed answers accuse nobody
+        assert f"  {name}: " not in flagged
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(filter(is_work, CASES)))
 def test_submission_scores_exactly(graded, name):
     """The failing checks earn 0, the others full points, and the feedback names the problem."""
     failing, phrases = CASES[name]
@@ -149,7 +124,7 @@ def test_deduct_takes_the_points_of_before(graded_deduct, name):
     assert result["score"] == sum(p for check, p in SCORED.items() if check not in failing)
 
 
-@pytest.mark.parametrize("name", sorted(ABSENT))
+@pytest.mark.parametrize("name", sorted(filter(is_work, ABSENT)))
 def test_no_cause_claimed_without_evidence(graded, name):
     """A hint names a cause only with evidence from the submission: the wrong claims listed in ABSENT never appear."""
     scores = {test["name"].split(": ")[1]: test for test in load(graded, name)["tests"]}
@@ -176,30 +151,6 @@ def test_template_scores_zero_with_a_reason(graded):
     )
 
 
-def test_empty_file_is_ungradable(graded):
-    """An empty attention.py gets a clear reason and 0, with a valid results file."""
-    result = load(graded, "empty")
-    assert result["score"] == 0
-    assert "is empty" in result["ungradable"]
-
-
-def test_hostile_submission_graded_in_about_honest_time(graded):
-    """A submission that hangs is not waited on at full length for every call."""
-    assert load(graded, "hang_in_softmax")["execution_time"] < 30
-
-
-def test_no_process_outlives_grading(graded):
-    """Processes a submission started, daemons included, are gone when grading ends."""
-    found = subprocess.run(["pgrep", "-f", "sleep 98765"], capture_output=True, text=True)
-    forked = subprocess.run(["pgrep", "sleep98765"], capture_output=True, text=True)  # where exec is refused
-    assert found.stdout.strip() == "" and forked.stdout.strip() == ""
-
-
-def test_fake_results_do_not_count(graded):
-    """A submission that writes a results.json does not change the grade the grader writes."""
-    assert load(graded, "fake_results")["score"] < total()
-
-
 def test_grades_csv_and_resume(graded):
     """The CSV lists every student; a second run skips them all unless --force."""
     lines = (graded["base"] / "grades.csv").read_text().splitlines()
@@ -207,7 +158,7 @@ def test_grades_csv_and_resume(graded):
         "student,score,max_score,status,raw_score,late_penalty,submitted_at,hours_late,extension,"
         "graded_file,sha256,checks_sha256,settings_sha256,graded_at"
     )
-    assert len(lines) == 1 + len(CASES) + 2  # the cases, plus empty and template
+    assert len(lines) == 1 + len(list(graded["folder"].iterdir()))  # a row per student
     # the same settings (a rerun with other settings regrades everyone: test_provenance.py)
     again = run([str(BIN / "sdpa-grade"), "batch", str(graded["folder"]), "--json-dir", str(graded["out"]),
                  "--config", str(graded["base"] / "fast.toml")])  # fmt: skip

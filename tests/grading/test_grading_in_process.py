@@ -1,8 +1,8 @@
 """The grading cases of tests/grading_cases.py, graded in this process: the value checks through the checks' proxy
 (tests/one_mistake.py, no sandbox), then scored as the batch scores them (the carried-cause rule, the gates
-withheld). Each case loses exactly the points the batch's test (tests/grading/test_grading.py) asserts, with the same
-hints; the cases this harness cannot judge are named below with the reason, and the slow batch grades every case for
-real.
+withheld). Each case loses exactly the points the batches' tests (tests/grading/test_grading.py and
+test_grading_hostile.py) assert, with the same hints; the cases this harness cannot judge are named below with the
+reason, and the slow batch grades every case for real.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Hostile submissions that attack the grader itself, graded with the worker as root and as an unprivileged user.
 
-Each attack class has a submission under tests/submissions/overlays; tests/grading/test_grading.py grades
-them in the root batch, and this module grades them again with a worker that stays root (the grader's Python
+Each attack class has a submission under tests/submissions/overlays; tests/grading/test_grading_hostile.py
+grades them in the root batch, and this module grades them again with a worker that stays root (the grader's Python
 closed to others: no privilege drop) and with one that runs as an unprivileged user. Either way the grade of
 the attacking file changes only its own points (tests/grading_cases.py), every grading finishes with a result,
 and no process of the sandbox is left.
