@@ -152,7 +152,7 @@ def collected(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_nbgrader_gives_each_student_the_one_total(collected, tmp_path):
     """nbgrader: autograde with the late plugin and the course's settings, then export."""
     course, env, expected = collected
@@ -166,7 +166,7 @@ def test_nbgrader_gives_each_student_the_one_total(collected, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_a_batch_gives_each_student_the_one_total(collected, tmp_path):
     """sdpa-grade batch on nbgrader's submitted/ folder, its CSV."""
     course, _, expected = collected
@@ -181,7 +181,7 @@ def test_a_batch_gives_each_student_the_one_total(collected, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_grading_alone_gives_each_student_the_one_total(collected, tmp_path):
     """sdpa-grade grade on each collected notebook (its time from nbgrader's timestamp.txt beside it)."""
     course, _, expected = collected

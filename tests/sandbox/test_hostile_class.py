@@ -64,7 +64,7 @@ def _rows(path) -> dict[str, dict[str, str]]:
         return {row["student"]: row for row in csv.DictReader(handle)}
 
 
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(120)
 def test_a_class_of_every_attack_is_graded_whole(tmp_path):
     """Honest grades unchanged (as graded alone), each hostile entry graded or flagged with why, every entry named."""
     honest = tmp_path / "honest"
