@@ -39,7 +39,7 @@ def sandboxed(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("overlay", sorted(MISTAKES))
 def test_a_blockwise_mistake_graded_in_the_sandbox_loses_its_checks_and_is_named(sandboxed, overlay):
     """The real grading agrees with the in-process one: the same checks lost, the mistake named in the feedback."""

@@ -170,7 +170,7 @@ def test_a_summary_without_the_deadline_reads_the_late_decision_of_record(graded
     assert "bob,36.0," in (out.parent / "grades.csv").read_text()
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_a_policy_that_takes_nothing_off_is_noted(graded_class, tmp_path):
     """An extension naming no student, a percent with no policy, times for a student not in the class, and --times
     with no deadline: each accepted by the batch that decides the late penalties, each told (stderr), naming the key
@@ -359,7 +359,7 @@ def _collected(tmp_path, course_file="nbgrader_config.py"):
     return folder / "sdpa.ipynb"
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_a_collected_notebook_graded_alone_takes_nbgraders_time(tmp_path):
     """submitted/alice/sdpa/sdpa.ipynb in an nbgrader course, graded alone: its time is nbgrader's timestamp.txt
     beside it (a day and a second late: 2 days begun), and the student is alice, as the batch names her."""
@@ -369,7 +369,7 @@ def test_a_collected_notebook_graded_alone_takes_nbgraders_time(tmp_path):
     assert late["hours_late"] == pytest.approx(24 + 1.5 / 3600)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_a_notebook_outside_an_nbgrader_course_says_why_no_time_was_taken(tmp_path):
     """The same folders with no nbgrader_config.py or gradebook.db beside submitted/: its timestamp.txt is not
     believed, no penalty is taken, and the output says why (stderr, and the result's time_problem)."""
@@ -379,7 +379,7 @@ def test_a_notebook_outside_an_nbgrader_course_says_why_no_time_was_taken(tmp_pa
     assert f"sdpa-grade: no late penalty applied: {late['time_problem']}" in done.stderr
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_submitted_at_takes_nbgraders_format(tmp_path):
     """--submitted-at "2026-03-01 12:00:00.123456 UTC", as nbgrader's timestamp.txt holds it, is taken; so is an
     offset (+0100)."""

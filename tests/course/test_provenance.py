@@ -247,7 +247,7 @@ def test_every_batch_result_names_its_file_checks_and_settings(rerun):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 def test_one_grading_records_its_settings_and_a_merge_refuses_the_mix(rerun):
     """sdpa-grade FILE --json: the same record; a merge of it with the batch's (other settings) is refused, exit 2."""
     assert rerun["alone"].returncode == 0, rerun["alone"].stderr[-3000:]
@@ -257,7 +257,7 @@ def test_one_grading_records_its_settings_and_a_merge_refuses_the_mix(rerun):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 def test_a_rerun_regrades_the_changed_file_and_the_changed_settings_only(rerun):
     """A plain rerun: ada's file changed and chen's settings differ, so both are graded again; bo's result is kept
     byte for byte; the first line says how many and why."""
@@ -310,7 +310,7 @@ def _wait_for_a_worker(process: subprocess.Popen, deadline: float) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("when", ["while starting", "while the checks run"])
 def test_ctrl_c_on_one_grading_exits_130_and_leaves_the_results_file_as_it_was(tmp_path, when):
     """SIGINT to the grading's process group (Ctrl-C): exit 130, one line, the earlier results file byte for byte,
@@ -338,7 +338,7 @@ def test_ctrl_c_on_one_grading_exits_130_and_leaves_the_results_file_as_it_was(t
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(120)
 def test_ctrl_c_on_a_forced_batch_says_which_results_are_new_and_which_old(tmp_path):
     """--force stopped after its first result: the message counts the results of this run apart from the older ones
     it has not reached, and says what each command would grade."""

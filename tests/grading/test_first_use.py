@@ -35,7 +35,6 @@ def test_batch_help_says_top_level_files_are_students_too():
     assert "subfolder" in text and ".py" in text and ".ipynb" in text
 
 
-@pytest.mark.timeout(300)
 def test_a_missing_file_prints_only_its_reason(tmp_path):
     """sdpa-grade on a path that does not exist prints one line that says so, not a table of zeros."""
     out = tmp_path / "results.json"
@@ -48,7 +47,6 @@ def test_a_missing_file_prints_only_its_reason(tmp_path):
     assert json.loads(out.read_text())["ungradable"]  # the results file is still written, for Gradescope
 
 
-@pytest.mark.timeout(300)
 def test_html_page_of_an_nbgrader_submission_is_titled_with_the_student(tmp_path):
     """--html on submitted/alice/sdpa/sdpa.ipynb names alice (the folder under submitted/, as the batch names her),
     not the notebook."""
@@ -78,7 +76,6 @@ def test_dashboard_names_each_students_mistakes_in_sentences():
     assert "divide_by_dk" not in row
 
 
-@pytest.mark.timeout(200)
 def test_public_tests_point_at_the_first_failing_function_not_the_first_stub(tmp_path):
     """With attention_scores right, scale_scores wrong and the rest still stubs, the public tests say to fix
     scale_scores next (the functions' order, the first that fails), not to implement causal_mask."""

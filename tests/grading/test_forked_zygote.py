@@ -76,7 +76,7 @@ def dot_product_variance(d_k, num_samples=10000, generator=None):
 
 
 @pytest.mark.slow  # one cold sdpa-grade: 15 s on idle cores
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_forked_zygote_holds_nothing_of_the_grading(tmp_path):
     """The zygote forked at the start of `sdpa-grade FILE` leaves the student no module of the grader, no environment
     variable, argument or frame of the grading process, and no byte of its settings file (read after the fork)."""

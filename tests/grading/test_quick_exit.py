@@ -51,7 +51,7 @@ def test_exit_now_waits_for_a_running_thread_through_the_normal_exit():
 
 
 @pytest.mark.slow  # one cold sdpa-grade: 5 to 15 s
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_sdpa_grade_ends_whole_with_its_output_flushed_and_its_folders_gone(tmp_path):
     scratch = tmp_path / "tmp"
     scratch.mkdir()

@@ -110,7 +110,7 @@ def test_every_editors_notebook_gets_full_marks_on_both_paths(both_paths):
     assert on_sdpa_grade == dict.fromkeys(STUDENTS, full)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 def test_how_a_cell_was_chosen_is_said_on_both_paths(both_paths):
     """The pasted answer's and the merged answer's feedback names the cell graded, in results.json and in the
     autograded notebook's check cell; a renamed notebook is named in nbgrader's log, with the reason."""

@@ -85,7 +85,7 @@ HOSTILE_NAMES = {
 }
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_a_batchs_terminal_lines_show_hostile_names_inert(tmp_path):
     """Student folders named with ANSI escapes and U+202E: every line the batch prints (progress, notes,
     --show, summary), on stdout and stderr alike, shows each as its escape and holds no control or bidi

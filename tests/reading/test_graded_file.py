@@ -173,7 +173,7 @@ def test_the_search_is_bounded_in_files(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_sdpa_grade_on_too_deep_or_too_full_a_folder_is_ungradable_with_the_bound(tmp_path, nested):
     """As Gradescope's run script grades its upload: a results file, the usual maximum, exit 2 and a reason naming
     the bound, never a grader error (today: RecursionError, 0/0)."""
@@ -229,7 +229,7 @@ def flagged_batch(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 def test_a_batch_grades_the_rules_choice_and_flags_the_student(flagged_batch):
     """Graded right (full marks), flagged naming the candidates in results, summary and dashboard; one row for both."""
     result = flagged_batch["result"]

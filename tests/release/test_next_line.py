@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import BIN, REFERENCE, ROOT, TEMPLATE_DIR, run, student_folder
 
-pytestmark = pytest.mark.timeout(200)
+pytestmark = pytest.mark.timeout(120)
 
 
 def _conftest():

@@ -60,7 +60,7 @@ def in_copy(copy: Path, *args: str, timeout: float = 300):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(120)
 def test_a_check_added_in_one_file_is_graded_after_sdpa_build(tmp_path):
     copy = project_copy(tmp_path / "project")
     (copy / "autograder" / "checks" / "check_6_permutation.py").write_text(PERMUTATION)

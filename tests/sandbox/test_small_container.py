@@ -31,7 +31,7 @@ def small_box():
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(120)
 def test_half_a_cpu_and_768_mb_grade_as_a_full_machine(small_box, tmp_path):
     """Under 0.5 CPU and 768 MiB (no swap), the reference gets full points, the CPU timing check passes and the GPU
     one is not run; a loop over queries (when called without a mask) loses the timing points alone; the whole
