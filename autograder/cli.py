@@ -1,21 +1,19 @@
-"""``sdpa-grade VERB``: grade one submission, batch a class, summary of a class's results, diff of two results
-folders; the older command lines (``sdpa-grade FILE``, ``--batch DIR``, ...) are read as the verb they mean."""
+"""The command lines, and only they: ``sdpa-grade VERB`` (grade one submission, batch a class, summary of a class's
+results, push, the decisions, diff of two results folders) and ``sdpa-build`` (``build``), each typed into its
+module's options; the older command lines (``sdpa-grade FILE``, ``--batch DIR``, ...) are read as the verb they mean."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import io
-import json
 import sys
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from autograder.atomic import write_atomically
-from autograder.config import REQUIRE_SANDBOX, ConfigError, load_settings
+from autograder.config import REQUIRE_SANDBOX, ConfigError, Settings, load_settings
 from autograder.course.shard import parse_shard
 from autograder.interrupts import Interrupts
 from autograder.quick_exit import exit_now
@@ -98,15 +96,25 @@ VERBS = {
     ),
 }
 
+DECISION_VERBS = ("hold", "clear", "override", "extend", "undo")
+
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose usage errors also say what the command or its verb takes (``takes``). An option is
-    taken by its whole name only: batch's --json-dir is never read from a --json meant for grade."""
+    """argparse's parser, whose usage errors also say what the command or its verb takes (``takes``), and which keeps
+    the options it takes (``options``: its own and its parents', as they are added). An option is taken by its whole
+    name only: batch's --json-dir is never read from a --json meant for grade."""
 
     def __init__(self, *args, takes: str = "", **kwargs) -> None:
+        self.options: set[str] = set()  # first: argparse adds -h, --help through add_argument
+        for parent in kwargs.get("parents", ()):
+            self.options |= parent.options
         super().__init__(*args, allow_abbrev=False, **kwargs)
         self.takes = takes
         self.verbs: dict[str, _Parser] = {}  # the command's: each verb's own parser
+
+    def add_argument(self, *names, **kwargs):
+        self.options.update(name for name in names if name.startswith("-"))
+        return super().add_argument(*names, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.refuse(f"{message} ({self.prog} takes {self.takes})" if self.takes else message)
@@ -117,7 +125,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def parser() -> argparse.ArgumentParser:
+def _shard(text: str) -> tuple[int, int]:
+    """--shard's type: K/N, or argparse's usage error naming the value."""
+    try:
+        return parse_shard(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def parser() -> _Parser:
     """``sdpa-grade VERB ...``: one parser, a subparser per verb with the options that verb uses, and nothing else."""
     p = _Parser(
         prog="sdpa-grade",
@@ -175,7 +191,7 @@ def parser() -> argparse.ArgumentParser:
     )
     a_class.add_argument(
         "--shard",
-        type=parse_shard,
+        type=_shard,
         metavar="K/N",
         help="only shard K (0..N-1) of N, by a hash of each student's name (docs/scale.md)",
     )
@@ -194,9 +210,10 @@ def parser() -> argparse.ArgumentParser:
         " (and --report shows the changes)",
     )
 
-    def verb(name: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    def verb(name: str, *parents: _Parser) -> _Parser:
         said = VERBS[name]
-        return verbs.add_parser(name, parents=parents, help=said.line, description=said.line, takes=said.takes)
+        p.verbs[name] = verbs.add_parser(name, parents=parents, help=said.line, description=said.line, takes=said.takes)
+        return p.verbs[name]
 
     grade = verb("grade", settings, grading)
     grade.add_argument(
@@ -295,7 +312,6 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("old", type=Path, metavar="OLD", help="the earlier results folder (as batch's --json-dir writes)")
     diff.add_argument("new", type=Path, metavar="NEW", help="the later results folder")
     diff.add_argument("--csv", type=Path, metavar="FILE", help="also write one row per student and check that moved")
-    p.verbs = verbs.choices
     return p
 
 
@@ -345,7 +361,7 @@ def command(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args, extra = p.parse_known_args(words)
     if extra:
         option = extra[0].split("=", 1)[0]
-        owners = [verb for verb, sub in p.verbs.items() if option in sub._option_string_actions]  # by whole name
+        owners = [verb for verb, sub in p.verbs.items() if option in sub.options]  # by whole name
         if owners:
             said = f"{option} does not apply to {args.verb}: it is an option of {', '.join(owners)}"
         else:
@@ -354,26 +370,6 @@ def command(argv: Sequence[str] | None = None) -> argparse.Namespace:
             said += f" ({VERBS[args.verb].older} is {VERBS[args.verb].form})"
         p.verbs[args.verb].refuse(said)
     return args
-
-
-def _grade_one(args: argparse.Namespace, settings) -> tuple[dict, str]:
-    """Grade ``args.submission``: its result, and the grader's error ("" when it graded)."""
-    from autograder.report import grader_failure
-
-    try:
-        from autograder.grade import (
-            Submitted,
-            grade,  # inside: a broken install is the grader's failure too
-        )
-
-        time = Submitted(args.submission.stem, args.submitted_at, metadata=args.metadata)
-        grading = grade(args.submission, settings, device=args.device, seed=args.seed, zygote=args.zygote, time=time)
-        return grading.result, grading.grader_error
-    except Exception:  # noqa: BLE001 - the grader's own fault: loud, and still a valid results file
-        from autograder.provenance import failed
-
-        result = grader_failure(traceback.format_exc(), failed(settings, args.device))
-        return result, result["grader_error"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -422,144 +418,75 @@ def _early_zygote(argv: list[str] | None):
     once torch is imported, so that torch is imported once; None where it is not (then the grading starts its own)."""
     if not forks_zygote(sys.argv[1:] if argv is None else argv):
         return None
-    from autograder.sandbox.zygote import Zygote
+    from autograder.sandbox.zygote import Zygote  # here, not at the top: it imports torch (about 1.1 s), for grade only
 
     return Zygote(fork=True)
 
 
 def _interrupted(args: argparse.Namespace) -> int:
-    results = getattr(args, "json", None)  # grade's --json: the other verbs write no results file here
-    if getattr(args, "written", False):
-        print(f"sdpa-grade: interrupted: {results} is written, whole; nothing else is", file=sys.stderr)
-    else:
-        kept = f" ({results} is as it was)" if results else ""
-        print(f"sdpa-grade: interrupted: nothing written{kept}", file=sys.stderr)
+    """Ctrl-C before the verb ran (torch imported for the zygote, the settings read): nothing written."""
+    kept = f" ({args.json} is as it was)" if getattr(args, "json", None) else ""  # grade's results file
+    print(f"sdpa-grade {args.verb}: interrupted: nothing written{kept}", file=sys.stderr)
     return 130
 
 
 def _main(args: argparse.Namespace) -> int:
-    """The verb, run: its settings read, its options typed and handed to its module (diff reads no settings)."""
-    if args.verb == "diff":
-        return compare(args.old, args.new, args.csv)
-    said = f"sdpa-grade {args.verb}"
-    try:
-        settings = load_settings(args.config)
-    except ConfigError as error:
-        print(f"{said}: {error}", file=sys.stderr)
-        return 2
-    drawn = getattr(args, "html", None) or getattr(args, "report", None)
-    if drawn:
-        from autograder.render.images import MissingMatplotlib, require
-
+    """The verb, run: its settings read where it takes --config (diff reads results only), its options typed and
+    handed to its module."""
+    settings = None
+    if "config" in args:
         try:
-            require()
-        except MissingMatplotlib as error:
-            option = "--html" if args.verb == "grade" else "--report"
-            print(f"{said}: {option} draws with matplotlib, which is not installed: {error}", file=sys.stderr)
+            settings = load_settings(args.config)
+        except ConfigError as error:
+            print(f"sdpa-grade {args.verb}: {error}", file=sys.stderr)
             return 2
-    if getattr(args, "require_sandbox", False):  # the verbs that grade
-        settings = settings.replace("limits", require_sandbox=True)
+        if getattr(args, "require_sandbox", False):  # the verbs that grade
+            settings = settings.replace("limits", require_sandbox=True)
     return VERB_RUNS[args.verb](args, settings)
 
 
-def _exports(args: argparse.Namespace, said: str):
-    """batch's and summary's files and pages, typed (class_folder.Exports), or the usage error's line."""
+# Each verb's options, typed from argparse's Namespace and handed to the verb's module: argparse stops here. Each
+# verb's module is imported when that verb runs, and only then: all of them at the top made every `sdpa-grade --help`
+# and usage error take 0.185 CPU-s instead of 0.082 (medians of 9), the batch's pool brings torch (about 1.1 s), and
+# the zygote that `grade` forks at the start holds no more of the grader than cli.py and config.py (docs/security.md).
+
+
+def _grade(args: argparse.Namespace, settings: Settings) -> int:
+    from autograder.course.grade_verb import GradeOptions, run_grade
+
+    options = GradeOptions(args.submission, args.json, args.html, args.submitted_at, args.metadata, args.device,
+                           args.seed, args.zygote)  # fmt: skip
+    return run_grade(options, settings)
+
+
+def _exports(args: argparse.Namespace):
+    """batch's and summary's files and pages, typed (class_folder.Exports), checked by the verb."""
     from autograder.course.class_folder import Exports
 
-    if args.csv_format != "plain" and (args.csv is None or args.roster is None):
-        needs = "--csv FILE and --roster FILE (the LMS's own gradebook export)"
-        return f"{said}: --csv-format {args.csv_format} needs {needs}"
-    if args.roster is not None and args.csv_format == "plain":
-        return f"{said}: --roster goes with --csv-format canvas or moodle"
     return Exports(args.csv, args.csv_format, args.roster, args.assignment, args.report, args.diff, args.similarity)
 
 
-def _batch(args: argparse.Namespace, settings) -> int:
+def _batch(args: argparse.Namespace, settings: Settings) -> int:
     from autograder.course.batch import BatchOptions, run_batch
 
-    exports = _exports(args, "sdpa-grade batch")
-    if isinstance(exports, str):
-        print(exports, file=sys.stderr)
-        return 2
     options = BatchOptions(args.batch, args.jobs, args.device, args.json_dir, args.show, args.force, args.shard,
-                           args.times, exports)  # fmt: skip
+                           args.times, _exports(args))  # fmt: skip
     return run_batch(options, settings)
 
 
-def _summary(args: argparse.Namespace, settings) -> int:
+def _summary(args: argparse.Namespace, settings: Settings) -> int:
     from autograder.course.summary import SummaryOptions, run_summary
 
-    exports = _exports(args, "sdpa-grade summary")
-    if isinstance(exports, str):
-        print(exports, file=sys.stderr)
-        return 2
-    return run_summary(SummaryOptions(args.batch, args.json_dir, args.shard, args.partial, exports), settings)
+    return run_summary(SummaryOptions(args.batch, args.json_dir, args.shard, args.partial, _exports(args)), settings)
 
 
-def _push(args: argparse.Namespace, settings) -> int:
+def _push(args: argparse.Namespace, settings: Settings) -> int:
     from autograder.course.push_verb import PushOptions, run_push
 
-    if not args.offline:  # before the class is read: nothing read for a push that can't send
-        from autograder.course.lti_client import missing_extra, not_ready
-
-        problem = missing_extra() or not_ready(settings.lti)
-        if problem:
-            print(f"sdpa-grade push: {problem}; nothing sent", file=sys.stderr)
-            return 2
     return run_push(PushOptions(args.batch, args.json_dir, args.dry_run, args.offline), settings)
 
 
-def _grade(args: argparse.Namespace, settings) -> int:
-    """grade: one submission graded, its late decision made, its results written and printed."""
-    if args.submitted_at is not None:
-        from autograder.assignment.deadline import DeadlineError, parse_given_time
-
-        try:
-            args.submitted_at = parse_given_time(args.submitted_at, "Invalid --submitted-at")
-        except DeadlineError as error:
-            print(f"sdpa-grade grade: {error}", file=sys.stderr)
-            return 2
-    from autograder.record import Result
-    from autograder.render.inert import inert
-    from autograder.render.terminal import table
-
-    with Interrupts() as interrupts:
-        try:
-            result, error = _grade_one(args, settings)
-        except KeyboardInterrupt:
-            interrupts.seen = True
-        if interrupts.seen:  # whatever the grading made of it (pytest stops, the worker dies): nothing is written
-            return _interrupted(args)
-        if args.json:  # first: whatever printing meets, the results file is there, whole or as it was
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(args.json, json.dumps(result, indent=2))
-            args.written = True
-    record = Result.of(result)
-    if record.late and record.late.get("missing_time"):
-        print(f"sdpa-grade: no late penalty applied: {record.late.get('time_problem')}", file=sys.stderr)
-    if not record.ungradable:  # nothing was graded: the one line below says why, not a table of zeros
-        print(table(result))
-    if record.sandbox:
-        print(f"sdpa-grade: {record.sandbox}", file=sys.stderr)
-    if args.html:
-        from autograder.course.roster import student_of
-        from autograder.render.html import write_student_page
-
-        write_student_page(args.html, student_of(args.submission), result)
-    if error:
-        print(f"sdpa-grade: the grader failed:\n{inert(error)}", file=sys.stderr)
-        return 3
-    if record.ungradable:  # missing or unreadable: a results file (score 0) is written all the same, for Gradescope
-        print(f"sdpa-grade: nothing to grade: {inert(record.ungradable, keep_newlines=False)}", file=sys.stderr)
-        return 2
-    return 0
-
-
-DECISION_VERBS = ("hold", "clear", "override", "extend", "undo")
-
-
-def _decision(args: argparse.Namespace, settings) -> int:
-    """hold, clear, override, extend or undo: the decision, typed, handed to its module."""
+def _decision(args: argparse.Namespace, settings: Settings) -> int:
     from autograder.course.decide import DecisionOptions, run_decision
 
     options = DecisionOptions(args.verb, args.batch, args.student, args.reason, args.json_dir,
@@ -567,24 +494,48 @@ def _decision(args: argparse.Namespace, settings) -> int:
     return run_decision(options, settings)
 
 
-VERB_RUNS = {"grade": _grade, "batch": _batch, "summary": _summary, "push": _push,
+def _diff(args: argparse.Namespace, settings: None) -> int:
+    from autograder.course.diff import DiffOptions, run_diff
+
+    return run_diff(DiffOptions(args.old, args.new, args.csv))
+
+
+VERB_RUNS = {"grade": _grade, "batch": _batch, "summary": _summary, "push": _push, "diff": _diff,
              **dict.fromkeys(DECISION_VERBS, _decision)}  # fmt: skip
 
 
-def compare(old: Path, new: Path, csv_path: Path | None) -> int:
-    """--diff OLD NEW: print what changed (and write the CSV); 2 when a folder cannot be compared."""
-    from autograder.course.diff import Unusable, diff
-    from autograder.render.diff import lines, write_csv
+def build_parser() -> argparse.ArgumentParser:
+    """``sdpa-build``'s command line."""
+    p = argparse.ArgumentParser(
+        prog="sdpa-build",
+        description="Regenerate what students receive (student_template/: the stubs, requirements.txt, the handout;"
+        " the nbgrader source notebook) from the single source in reference/ and docs/handout.md.",
+    )
+    p.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
+    p.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
+    p.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings to build with (the lesson's shapes, [lesson]; the optional parts, [parts]) and to ship in the"
+        " Gradescope bundle",
+    )
+    p.add_argument(
+        "--torch",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="the torch build the bundle's setup.sh installs: cpu (default) or gpu (the default index's CUDA build)",
+    )
+    return p
 
-    try:
-        found = diff(old, new)
-    except Unusable as error:
-        print(f"sdpa-grade diff: {error}", file=sys.stderr)
-        return 2
-    print("\n".join(lines(found)))
-    if csv_path is not None:
-        write_csv(csv_path, found)
-    return 0
+
+def build(argv: list[str] | None = None) -> int:
+    """The ``sdpa-build`` command: its command line typed into release/build.py's options, and run there."""
+    from autograder.release.build import BuildOptions, run_build  # the build's modules: only when it runs
+
+    args = build_parser().parse_args(argv)
+    return run_build(BuildOptions(args.check, args.root, args.gradescope, args.config, args.torch))
 
 
 def run() -> None:

@@ -21,6 +21,8 @@ REFERENCE = ROOT / "reference" / "attention.py"
 TEMPLATE_DIR = ROOT / "student_template"
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 BIN = Path(sys.executable).parent
+# sdpa-build as `python -c BUILD` runs it: the tree on sys.path first (a copy's own, from its folder)
+BUILD = "import sys; from autograder.cli import build; sys.exit(build())"
 # a config file's [limits] for gradings that take seconds: short call and load limits, 2 GB of memory
 FAST_LIMITS = "[limits]\ncall_timeout = 5.0\nload_timeout = 5.0\nafter_hang_timeout = 1.0\nmemory_mb = 2048\n"
 

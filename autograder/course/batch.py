@@ -56,73 +56,73 @@ def students(folder: Path, settings: Settings | None = None) -> dict[str, Path |
     return listing(folder, (settings or load_settings(environ={})).limits).students
 
 
-def run_batch(args: BatchOptions, settings: Settings) -> int:
+def run_batch(options: BatchOptions, settings: Settings) -> int:
     """``sdpa-grade batch``: grade who needs it, decide the grades of record, write and print what was asked."""
     try:
-        return _run(args, settings)
+        return _run(options, settings)
     except Refused as error:
         print(f"{VERB}: {error}", file=sys.stderr)
         return 2
 
 
-def _run(args: BatchOptions, settings: Settings) -> int:
-    if args.jobs < 1:
-        raise Refused(f"Invalid --jobs {args.jobs}: expected at least 1")
-    if not args.folder.is_dir():
-        raise Refused(f"{args.folder} is not a folder")
+def _run(options: BatchOptions, settings: Settings) -> int:
+    if options.jobs < 1:
+        raise Refused(f"Invalid --jobs {options.jobs}: expected at least 1")
+    if not options.folder.is_dir():
+        raise Refused(f"{options.folder} is not a folder")
     try:  # before any grading: an export that cannot be made is a bad option, not a failure once the class is graded
-        check_exports(args.exports, results_folder(args.folder, args.json_dir))
+        check_exports(options.exports, results_folder(options.folder, options.json_dir))
     except Refused as error:
         raise Refused(f"{error}; nothing graded") from None
     try:
-        times = read_times(args.times) if args.times is not None else {}
+        times = read_times(options.times) if options.times is not None else {}
     except DeadlineError as error:
         raise Refused(str(error)) from None
-    entries = listing(args.folder, settings.limits)
-    if args.show is not None and args.show not in (shard := select(entries.students, args.shard)):
+    entries = listing(options.folder, settings.limits)
+    if options.show is not None and options.show not in (shard := select(entries.students, options.shard)):
         have = ", ".join(shown(name) for name in shard)
-        raise Refused(f"Invalid --show {shown(args.show)}: no such student in {args.folder} (have: {have})")
-    the_class = open_class(args.folder, args.json_dir, settings, args.shard, entries)
+        raise Refused(f"Invalid --show {shown(options.show)}: no such student in {options.folder} (have: {have})")
+    the_class = open_class(options.folder, options.json_dir, settings, options.shard, entries)
     roster, targets, out = the_class.roster, the_class.targets, the_class.out
-    for note in _deadline_notes(settings, the_class.everyone, times, args):
-        print(f"warning: {note}", file=sys.stderr)
-    handed = _handed_in(args.folder, roster, times, settings)
-    today = provenance.now(settings, args.device)
-    why = {name: FORCED if args.force else why_graded(handed[name], targets[name], today) for name in roster}
+    for note in _deadline_notes(settings, the_class.everyone, times, options):
+        print(f"{VERB}: warning: {note}", file=sys.stderr)
+    handed = _handed_in(options.folder, roster, times, settings)
+    today = provenance.now(settings, options.device)
+    why = {name: FORCED if options.force else why_graded(handed[name], targets[name], today) for name in roster}
     todo = [name for name in roster if why[name]]
-    which = f"shard {args.shard[0]}/{args.shard[1]}: " if args.shard else ""
+    which = f"shard {options.shard[0]}/{options.shard[1]}: " if options.shard else ""
     print(f"{which}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade"
-          f"{why_line(why, args.force)}", file=sys.stderr)  # fmt: skip
+          f"{why_line(why, options.force)}", file=sys.stderr)  # fmt: skip
 
     started = time.time()
     try:
-        failures = grade_all(todo, handed, targets, settings, args)
+        failures = grade_all(todo, handed, targets, settings, options.jobs, options.device)
         again = [name for name in todo if Result.of(load(targets[name])).grader_error]
         if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
             print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
-            failures = grade_all(again, handed, targets, settings, args)
+            failures = grade_all(again, handed, targets, settings, options.jobs, options.device)
     except KeyboardInterrupt:
-        left = left_line(handed, targets, today, out, started, args.force)
+        left = left_line(handed, targets, today, out, started, options.force)
         print(f"\n{VERB}: interrupted: {left}", file=sys.stderr)
         return 130
     of_record.tell(of_record.decide(handed, targets, settings, out, the_class.known), VERB)
     results = {name: load(targets[name]) for name in roster}
     for mode in sorted({Result.of(r).sandbox for r in results.values()} - {""}):
-        print(f"sdpa-grade: {mode}", file=sys.stderr)
+        print(f"{VERB}: {mode}", file=sys.stderr)
     stats = class_results(results)
-    written = write_grades(args.exports, stats)
-    if args.show is not None:
+    written = write_grades(options.exports, stats)
+    if options.show is not None:
         from autograder.render.terminal import table
 
-        print(f"{shown(args.show)}'s feedback:\n{table(results[args.show])}\n")
+        print(f"{shown(options.show)}'s feedback:\n{table(results[options.show])}\n")
     print(inert(summary(stats, the_class.skipped)))
-    found = changes_since(args.exports, targets, stats)
-    similar = similarity_pass(args.exports, handed, results, out, settings)
-    write_dashboard(args.exports, stats, found, similar)
-    unmatched = tell(written)
+    found = changes_since(options.exports, targets, stats)
+    similar = similarity_pass(options.exports, handed, results, out, settings)
+    write_dashboard(options.exports, stats, found, similar)
+    unmatched = tell(written, VERB)
     if failures:
         print(
-            f"sdpa-grade: the grader failed on {failures} submission(s); see 'grader_error' in their results",
+            f"{VERB}: the grader failed on {failures} submission(s); see 'grader_error' in their results",
             file=sys.stderr,
         )
         return 3
@@ -132,7 +132,7 @@ def _run(args: BatchOptions, settings: Settings) -> int:
 VERB = "sdpa-grade batch"
 
 
-def _deadline_notes(settings: Settings, everyone: dict, times: dict, args: BatchOptions) -> list[str]:
+def _deadline_notes(settings: Settings, everyone: dict, times: dict, options: BatchOptions) -> list[str]:
     """What the [deadline] settings and --times accept but do nothing with, each a warning: an extension naming no
     student, a percent with no policy to use it, times with no due date, times for students not in the class."""
     deadline, notes = settings.deadline, []
@@ -144,16 +144,16 @@ def _deadline_notes(settings: Settings, everyone: dict, times: dict, args: Batch
     strays = sorted(set(deadline.extensions) - set(everyone))
     if strays:
         notes.append(
-            f"deadline.extensions names no student in {args.folder}: {', '.join(shown(s) for s in strays)}"
+            f"deadline.extensions names no student in {options.folder}: {', '.join(shown(s) for s in strays)}"
             " (their extension is given to nobody)"
         )
-    if args.times is not None and deadline.due is None:
-        notes.append(f"--times {args.times} is not used: the settings have no deadline.due (pass --config FILE)")
+    if options.times is not None and deadline.due is None:
+        notes.append(f"--times {options.times} is not used: the settings have no deadline.due (pass --config FILE)")
     elsewhere = sorted(set(times) - set(everyone))
-    if args.times is not None and elsewhere:
+    if options.times is not None and elsewhere:
         word = "student" if len(elsewhere) == 1 else "students"
         notes.append(
-            f"--times {args.times} names {len(elsewhere)} {word} not in {args.folder}:"
+            f"--times {options.times} names {len(elsewhere)} {word} not in {options.folder}:"
             f" {', '.join(shown(s) for s in elsewhere)}"
         )
     return notes

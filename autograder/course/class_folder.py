@@ -15,6 +15,7 @@ from autograder.course.resume import mark_output
 from autograder.course.roster import result_names
 from autograder.course.shard import select
 from autograder.read.handed_in import ClassFolder, listing
+from autograder.render.images import MissingMatplotlib, require
 from autograder.render.inert import shown
 
 
@@ -24,7 +25,8 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Exports:
-    """The files and pages a batch or a summary writes once the grades are known, typed (cli.py builds it)."""
+    """The files and pages a batch or a summary writes once the grades are known, typed (cli.py builds it; checked by
+    ``check_exports``)."""
 
     csv: Path | None = None
     csv_format: str = "plain"  # plain, canvas or moodle
@@ -76,8 +78,19 @@ def open_class(folder: Path, json_dir: Path | None, settings: Settings, shard: t
 
 
 def check_exports(exports: Exports, out: Path) -> None:
-    """Refused, before any grading, for a file the exports cannot be made from: a roster that is not the LMS's
+    """Refused, before any grading, for exports that cannot be made: a gradebook format without its --csv and
+    --roster (or a roster without one), a dashboard without matplotlib to draw it, a roster that is not the LMS's
     export, an OLD folder for --diff that cannot be compared or is this run's own."""
+    if exports.csv_format != "plain" and (exports.csv is None or exports.roster is None):
+        raise Refused(f"--csv-format {exports.csv_format} needs --csv FILE and --roster FILE (the LMS's own gradebook"
+                      " export)")  # fmt: skip
+    if exports.roster is not None and exports.csv_format == "plain":
+        raise Refused("--roster goes with --csv-format canvas or moodle")
+    if exports.report is not None:
+        try:
+            require()
+        except MissingMatplotlib as error:
+            raise Refused(f"--report draws with matplotlib, which is not installed: {error}") from None
     if exports.csv_format != "plain" and exports.roster is not None:
         from autograder.course.gradebook import RosterError, check_roster
 

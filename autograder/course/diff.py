@@ -11,11 +11,13 @@ by render/diff.py.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course.class_results import flags_of, status_of
 from autograder.record import Result
+from autograder.render.diff import lines, write_csv
 from autograder.render.text import decided
 from autograder.report import load
 from autograder.status import MISSING
@@ -221,3 +223,26 @@ def diff(old_folder: Path, new_folder: Path) -> Diff:
     changes.sort(key=lambda change: change.student)
     shifts = [float(Result.of(new[n]).score) - float(Result.of(old[n]).score) for n in names if n in old and n in new]
     return Diff(old_folder, new_folder, len(shifts), len(names), shifts, changes, _runs(old, new))
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """What ``sdpa-grade diff`` was asked to do, typed; built once from the command line (cli.py)."""
+
+    old: Path  # the earlier results folder
+    new: Path  # the later one
+    csv: Path | None = None  # also one row per student and check that moved
+
+
+def run_diff(options: DiffOptions) -> int:
+    """``sdpa-grade diff OLD NEW``: print what changed (and write the CSV); 2 when a folder cannot be compared. It
+    reads results only: no settings."""
+    try:
+        found = diff(options.old, options.new)
+    except Unusable as error:
+        print(f"sdpa-grade diff: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(lines(found)))
+    if options.csv is not None:
+        write_csv(options.csv, found)
+    return 0

@@ -180,4 +180,4 @@ def unmatched_line(side: str, names: list[str], path: object) -> str:
     """The line that names the students left unmatched on one ``side``: each name shown (render/inert.shown) in double
     quotes, a quote inside escaped, so that a name holding a comma (Canvas's "Doe, Jane") reads as one student."""
     listed = ", ".join(json.dumps(shown(name), ensure_ascii=False) for name in names)
-    return f"sdpa-grade: {len(names)} {side} (not in {path}): {listed}"
+    return f"{len(names)} {side} (not in {path}): {listed}"

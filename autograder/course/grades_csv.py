@@ -1,6 +1,6 @@
 """The class's grades as files: ``--csv`` in the plain form (one row per student, with how a late penalty was reached
-and what graded it) or an LMS's gradebook (gradebook.py), and the lines that say where they went. ``args`` is
-the batch's options (batch.BatchOptions)."""
+and what graded it) or an LMS's gradebook (gradebook.py), and the lines that say where they went, as a verb's
+``Exports`` ask (class_folder.py)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,21 @@ import sys
 from pathlib import Path
 
 from autograder.atomic import write_atomically
+from autograder.course.class_folder import Exports
 from autograder.course.class_results import ClassResults
 from autograder.record import Result
 from autograder.render.inert import csv_cell, inert, shown
 from autograder.status import HELD, MISSING
 
 
-def write_grades(args, stats: ClassResults) -> list[str]:
-    """--csv in its format; for an LMS, the lines to print last (after the summary, where they are seen): the file
-    and its column, and the students left unmatched on either side (then the batch exits 1)."""
-    if not args.csv:
+def write_grades(exports: Exports, stats: ClassResults) -> list[tuple[bool, str]]:
+    """--csv in its format; for an LMS, the lines to print last (after the summary, where they are seen), each with
+    whether it is a problem (said after the verb's name, ``tell``): the file and its column, and the students left
+    unmatched on either side (then the verb exits 1)."""
+    if not exports.csv:
         return []
-    if args.csv_format == "plain":
-        write_csv(args.csv, stats)
+    if exports.csv_format == "plain":
+        write_csv(exports.csv, stats)
         return []
     from autograder.course.gradebook import RosterError, unmatched_line, write_canvas, write_moodle
 
@@ -30,28 +32,28 @@ def write_grades(args, stats: ClassResults) -> list[str]:
     held = [s.name for s in stats.present if s.held]
     top = max((s.max_score for s in stats.present), default=0.0)
     try:
-        if args.csv_format == "canvas":
-            written = write_canvas(args.csv, args.roster, args.assignment, scores, top, held)
+        if exports.csv_format == "canvas":
+            written = write_canvas(exports.csv, exports.roster, exports.assignment, scores, top, held)
         else:
-            written = write_moodle(args.csv, args.roster, args.assignment, scores, held)
+            written = write_moodle(exports.csv, exports.roster, exports.assignment, scores, held)
     except RosterError as error:
-        return [f"sdpa-grade: {error}; no --csv written"]
+        return [(True, f"{error}; no --csv written")]
     grades = f"{written.matched} student's grade" if written.matched == 1 else f"{written.matched} students' grades"
     if written.column_is_new:
         others = ", ".join(f"'{inert(name, keep_newlines=False)}'" for name in written.assignments) or "none"
         where = (
             f"in a new column '{inert(written.column, keep_newlines=False)}' (the roster has no column for"
-            f" --assignment {inert(args.assignment, keep_newlines=False)}; its assignments: {others})"
+            f" --assignment {inert(exports.assignment, keep_newlines=False)}; its assignments: {others})"
         )
     else:
         where = f"in the roster's column '{inert(written.column, keep_newlines=False)}'"
-    lines = [f"note: {args.csv} holds {grades}, {where}"]
+    lines = [(False, f"note: {exports.csv} holds {grades}, {where}")]
     if held:
-        lines.append(held_line(held, args.csv))
+        lines.append((False, held_line(held, exports.csv)))
     for side, names in (("in the roster but not graded", written.roster_only),
                         ("graded but not in the roster", written.graded_only)):  # fmt: skip
         if names:
-            lines.append(unmatched_line(side, names, args.csv))
+            lines.append((True, unmatched_line(side, names, exports.csv)))
     return lines
 
 
@@ -68,11 +70,12 @@ def held_line(held: list[str], where: object) -> str:
     return f"note: {len(held)} held for review, not in {where} (sdpa-grade clear DIR STUDENT releases one): {names}"
 
 
-def tell(lines: list[str]) -> bool:
-    """Print write_grades' lines (stderr); True when the students were not all matched."""
-    for line in lines:
-        print(line, file=sys.stderr)
-    return any(line.startswith("sdpa-grade: ") for line in lines)
+def tell(lines: list[tuple[bool, str]], verb: str) -> bool:
+    """Print write_grades' lines (stderr), a problem after the verb's name; True when there was one (the students not
+    all matched, or no file written)."""
+    for problem, line in lines:
+        print(f"{verb}: {line}" if problem else line, file=sys.stderr)
+    return any(problem for problem, _ in lines)
 
 
 LATE_COLUMNS = ("raw_score", "late_penalty", "submitted_at", "hours_late", "extension")

@@ -1,7 +1,6 @@
 """The batch's pool: each student graded in a process of its own, forked from this one (torch and the checks are
 already imported, so a start costs milliseconds), ``--jobs`` at a time, all sharing one worker zygote; a result
-written atomically the moment it is known; the gradings under way stopped, unwritten, on Ctrl-C. ``args`` is the
-batch's options (batch.BatchOptions)."""
+written atomically the moment it is known; the gradings under way stopped, unwritten, on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -62,8 +61,9 @@ def grade_in_child(
         os._exit(130 if interrupts.seen else code)
 
 
-def grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, args) -> int:
-    """Grade ``todo``, ``args.jobs`` at a time, sharing one worker zygote; return how many failed the grader."""
+def grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, jobs: int, device: str) -> int:
+    """Grade ``todo``, ``jobs`` at a time (the timing check on ``device``), sharing one worker zygote; return how many
+    failed the grader."""
     if not todo:
         return 0
     from autograder.grade import warm_up
@@ -82,7 +82,7 @@ def grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, 
     try:
         while queue or running:
             interrupted.check()
-            while queue and len(running) < args.jobs:
+            while queue and len(running) < jobs:
                 if zygote.process.poll() is not None:  # it died: the next students get a new one
                     zygote.close()
                     zygote = Zygote()
@@ -90,7 +90,7 @@ def grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, 
                 name = queue.pop(0)
                 pid = os.fork()
                 if pid == 0:
-                    grade_in_child(name, roster[name], targets[name], settings, args.device, zygote, batch)
+                    grade_in_child(name, roster[name], targets[name], settings, device, zygote, batch)
                 running[pid], owners[pid] = name, cgroups.owner(pid)
                 interrupted.check()
             pid, status = os.wait()

@@ -12,6 +12,8 @@ from autograder.config import Settings
 from autograder.course import of_record
 from autograder.course.class_folder import Refused, open_class
 from autograder.course.class_results import class_results
+from autograder.course.lti import push_class
+from autograder.course.lti_client import missing_extra, not_ready
 from autograder.course.summary import read_results
 
 VERB = "sdpa-grade push"
@@ -28,8 +30,13 @@ class PushOptions:
 
 
 def run_push(options: PushOptions, settings: Settings) -> int:
-    from autograder.course.lti import push_class
-
+    """Send the class's grades of record (or say what would be sent); 2 with nothing read for a push that cannot send
+    (the lms extra or [lti] missing) and nothing sent for a class that cannot be read."""
+    if not options.offline:  # before the class is read: nothing read for a push that can't send
+        problem = missing_extra() or not_ready(settings.lti)
+        if problem:
+            print(f"{VERB}: {problem}; nothing sent", file=sys.stderr)
+            return 2
     try:
         the_class = open_class(options.folder, options.json_dir, settings)
     except Refused as error:

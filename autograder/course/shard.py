@@ -10,7 +10,6 @@ giving each task its index K. Indices count from 0, as Slurm's ``--array=0-...``
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from typing import TypeVar
 
@@ -18,14 +17,15 @@ T = TypeVar("T")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``"K/N"`` -> ``(K, N)`` with ``0 <= K < N``; the type of ``--shard`` on the command line."""
+    """``"K/N"`` -> ``(K, N)`` with ``0 <= K < N``; ValueError, naming the text and the form, for anything else (the
+    command line's --shard: cli.py says it as a usage error)."""
     index, slash, count = text.partition("/")
     try:
         k, n = int(index), int(count)
     except ValueError:
         k = n = -1
     if not slash or n < 1 or not 0 <= k < n:
-        raise argparse.ArgumentTypeError(f"Invalid --shard {text}: expected K/N with 0 <= K < N, e.g. 0/4")
+        raise ValueError(f"Invalid --shard {text}: expected K/N with 0 <= K < N, e.g. 0/4")
     return k, n
 
 

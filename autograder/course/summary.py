@@ -64,7 +64,7 @@ def run_summary(options: SummaryOptions, settings: Settings) -> int:
         handed = {name: take(the_class.roster[name], settings.limits) for name in the_class.roster}
         similar = similarity_pass(exports, handed, results, the_class.out, settings)
     write_dashboard(exports, stats, found, similar)
-    unmatched = tell(written)
+    unmatched = tell(written, VERB)
     return 1 if missing or unmatched else 0
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -188,40 +188,31 @@ def write_all(root: Path, settings: Settings | None = None) -> list[Path]:
     return changed
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="sdpa-build",
-        description="Regenerate what students receive (student_template/: the stubs, requirements.txt, the handout;"
-        " the nbgrader source notebook) from the single source in reference/ and docs/handout.md.",
-    )
-    parser.add_argument("--check", action="store_true", help="only report stale generated files (exit 1 if any)")
-    parser.add_argument("--root", type=Path, default=None, help="project folder (default: found from the current one)")
-    parser.add_argument("--gradescope", type=Path, metavar="ZIP", help="also write a Gradescope autograder bundle")
-    parser.add_argument(
-        "--config",
-        type=Path,
-        metavar="FILE",
-        help="settings to build with (the lesson's shapes, [lesson]; the optional parts, [parts]) and to ship in the"
-        " Gradescope bundle",
-    )
-    parser.add_argument(
-        "--torch",
-        choices=("cpu", "gpu"),
-        default="cpu",
-        help="the torch build the bundle's setup.sh installs: cpu (default) or gpu (the default index's CUDA build)",
-    )
-    args = parser.parse_args(argv)
+@dataclass(frozen=True)
+class BuildOptions:
+    """What ``sdpa-build`` was asked to do, typed; built once from the command line (cli.build)."""
+
+    check: bool = False  # only report stale generated files (exit 1 if any)
+    root: Path | None = None  # the project folder (default: found from the current one)
+    gradescope: Path | None = None  # also write a Gradescope autograder bundle here
+    config: Path | None = None  # the settings to build with, and to ship in the bundle
+    torch: str = "cpu"  # the torch build the bundle's setup.sh installs: cpu or gpu
+
+
+def run_build(options: BuildOptions) -> int:
+    """``sdpa-build``: regenerate the generated files (or, with ``check``, name the stale ones), and write the bundle
+    asked for; 2 for a project, settings or docs that cannot be built from."""
     try:
-        root = find_root(args.root)
+        root = find_root(options.root)
     except FileNotFoundError as error:
         print(f"sdpa-build: {error}", file=sys.stderr)
         return 2
     settings = None
-    if args.config is not None:
+    if options.config is not None:
         from autograder.config import ConfigError, load_settings
 
         try:
-            settings = load_settings(args.config, environ={})
+            settings = load_settings(options.config, environ={})
         except ConfigError as error:
             print(f"sdpa-build: {error}", file=sys.stderr)
             return 2
@@ -230,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:  # docs/grading.md without its table's markers, public tests without their lesson line
         print(f"sdpa-build: {error}", file=sys.stderr)
         return 2
-    if args.check:
+    if options.check:
         for path in stale:
             print(f"stale: {path} (run sdpa-build to regenerate it)")
         if not stale:
@@ -241,21 +232,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}")
     if not written:
         print("generated files are up to date")
-    if args.gradescope:
+    if options.gradescope:
         from autograder.release.gradescope import write_bundle
 
-        if args.config is not None:
+        if options.config is not None:
             from autograder.config import ConfigError, load_settings
 
             try:
-                load_settings(args.config)
+                load_settings(options.config)
             except ConfigError as error:
                 print(f"sdpa-build: {error}", file=sys.stderr)
                 return 2
-        write_bundle(root, args.gradescope, args.config, args.torch)
-        print(f"wrote {args.gradescope}")
+        write_bundle(root, options.gradescope, options.config, options.torch)
+        print(f"wrote {options.gradescope}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,6 +21,7 @@ from autograder.assignment.catalogue import catalogue
 from autograder.config import Parts, load_settings
 from tests.helpers import (
     BIN,
+    BUILD,
     REFERENCE,
     ROOT,
     TEMPLATE_DIR,
@@ -96,7 +97,7 @@ def test_bottom_right_is_torchs_causal_lower_right():
 def built(tmp_path_factory):
     """A copy of the project's tracked files, its hand-out built with the part on, as an instructor does."""
     copy = tracked_copy(tmp_path_factory.mktemp("on"))
-    build = [sys.executable, "-m", "autograder.release.build", "--root", str(copy), "--config", str(ON)]
+    build = [sys.executable, "-c", BUILD, "--root", str(copy), "--config", str(ON)]
     result = subprocess.run(
         build, cwd=copy, env={**os.environ, "PYTHONPATH": str(copy)}, capture_output=True, text=True
     )

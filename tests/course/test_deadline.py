@@ -376,7 +376,7 @@ def test_a_notebook_outside_an_nbgrader_course_says_why_no_time_was_taken(tmp_pa
     done, late = _grade(_collected(tmp_path, course_file=None), tmp_path)
     assert late["missing_time"] and late["late_penalty"] == 0
     assert "not in an nbgrader course's submitted/<student>/sdpa/ folder" in late["time_problem"]
-    assert f"sdpa-grade: no late penalty applied: {late['time_problem']}" in done.stderr
+    assert f"sdpa-grade grade: no late penalty applied: {late['time_problem']}" in done.stderr
 
 
 @pytest.mark.timeout(120)

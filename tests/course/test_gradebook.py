@@ -188,10 +188,10 @@ def test_the_unmatched_and_the_column_are_told_last_naming_the_file(tmp_path):
     assert last[0] == f"note: {canvas} holds 1 student's grade, in the roster's column 'SDPA (2024)'"
     # each name quoted: a comma inside a name (Canvas's "Doe, Jane") never reads as two students
     assert last[1] == (
-        f"sdpa-grade: 3 in the roster but not graded (not in {canvas}):"
+        f"sdpa-grade summary: 3 in the roster but not graded (not in {canvas}):"
         ' "O\'Brien \\"Bob\\"", "=cmd|\' /C calc\'!A0", "Nobody Graded"'
     )
-    assert last[2] == f'sdpa-grade: 1 graded but not in the roster (not in {canvas}): "stray"'
+    assert last[2] == f'sdpa-grade summary: 1 graded but not in the roster (not in {canvas}): "stray"'
 
 
 def test_unmatched_names_are_listed_one_quoted_name_each():
@@ -200,9 +200,7 @@ def test_unmatched_names_are_listed_one_quoted_name_each():
     from autograder.course.gradebook import unmatched_line
 
     line = unmatched_line("in the roster but not graded", ["Doe, Jane", "Student, Test", 'say "hi"'], "c.csv")
-    assert line == (
-        'sdpa-grade: 3 in the roster but not graded (not in c.csv): "Doe, Jane", "Student, Test", "say \\"hi\\""'
-    )
+    assert line == ('3 in the roster but not graded (not in c.csv): "Doe, Jane", "Student, Test", "say \\"hi\\""')
 
 
 @pytest.mark.parametrize("twin", ["\u212aate@uni.edu", "Kate@Uni.edu"])

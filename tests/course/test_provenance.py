@@ -332,7 +332,7 @@ def test_ctrl_c_on_one_grading_exits_130_and_leaves_the_results_file_as_it_was(t
     _, stderr = grading.communicate(timeout=120)
     assert grading.returncode == 130, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
-    assert stderr.strip().splitlines()[-1] == f"sdpa-grade: interrupted: nothing written ({results} is as it was)"
+    assert stderr.strip().splitlines()[-1] == f"sdpa-grade grade: interrupted: nothing written ({results} is as it was)"
     assert results.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
 

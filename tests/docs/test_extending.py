@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from autograder.release.template import stub_source
-from tests.helpers import ROOT, tracked_copy
+from tests.helpers import BUILD, ROOT, tracked_copy
 
 GUIDE = ROOT / "docs" / "extending.md"
 # a piece: "**`path`**, appended at the end:" or "**`path`**, a new file:", then its fenced block
@@ -65,7 +65,7 @@ def extended(tmp_path_factory):
             if path.endswith(".py"):  # after two blank lines, as PEP 8 separates top-level definitions
                 before = before.rstrip("\n") + "\n\n\n"
             target.write_text(before + code)
-    build = run([sys.executable, "-m", "autograder.release.build", "--root", str(copy)], copy)
+    build = run([sys.executable, "-c", BUILD, "--root", str(copy)], copy)
     return copy, build
 
 
@@ -93,7 +93,7 @@ def test_the_build_derives_everything_else(extended):
     pieces and the files sdpa-build writes changed."""
     copy, build = extended
     assert build.returncode == 0, build.stderr
-    check = run([sys.executable, "-m", "autograder.release.build", "--root", str(copy), "--check"], copy)
+    check = run([sys.executable, "-c", BUILD, "--root", str(copy), "--check"], copy)
     assert check.returncode == 0, check.stdout + check.stderr
     template = (copy / "student_template" / "attention.py").read_text()
     assert f"def {FUNCTION}(" in template

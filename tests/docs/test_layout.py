@@ -163,20 +163,21 @@ def test_the_folder_table_names_every_flat_module_and_folder():
     assert not missing, f"docs/architecture.md's table of folders does not name {missing}"
 
 
-# The layers, lowest first (docs/architecture.md, "The layers"): a module imports only its own folder (or, flat, itself)
-# and the layers below its own, never one beside it or above it. Imports inside functions and for type checking count.
+# The layers, lowest first, each by its job: new code goes in the layer whose job it does (docs/architecture.md, "The
+# layers"). A module imports only its own folder (or, flat, itself) and the layers below its own, never one beside it
+# or above it. Imports inside functions and for type checking count.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("assignment/", "sandbox/", "status", "atomic", "interrupts", "quick_exit"),
-    ("config",),
-    ("read/",),
-    ("provenance", "checks/"),
-    ("record", "plugin"),
-    ("scoring",),
-    ("render/",),
-    ("report", "release/"),
-    ("grade",),
-    ("course/", "nbgrader_path/"),
-    ("cli",),
+    ("assignment/", "sandbox/", "status", "atomic", "interrupts", "quick_exit"),  # facts, mechanisms: stdlib, torch
+    ("config",),  # a setting
+    ("read/",),  # whatever opens what a student handed in
+    ("provenance", "checks/"),  # what a grading knows: checks, inputs, questions; what made a grade
+    ("record", "plugin"),  # results.json read back; the checks run under pytest
+    ("scoring",),  # points
+    ("render/",),  # words and pages, from fields handed in
+    ("report", "release/"),  # files made for others: results.json; what students and Gradescope receive
+    ("grade",),  # the pipeline's stages, in one list
+    ("course/", "nbgrader_path/"),  # a verb (typed options, run_<verb>) or another front end
+    ("cli",),  # the command line: argparse stops here
 )
 LAYER_OF = {unit: number for number, units in enumerate(LAYERS) for unit in units}
 MOST_FLAT_MODULES = 12

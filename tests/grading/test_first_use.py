@@ -42,7 +42,7 @@ def test_a_missing_file_prints_only_its_reason(tmp_path):
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
-        f"sdpa-grade: nothing to grade: there is no file or folder at {tmp_path / 'nothing.py'}"
+        f"sdpa-grade grade: nothing to grade: there is no file or folder at {tmp_path / 'nothing.py'}"
     ]
     assert json.loads(out.read_text())["ungradable"]  # the results file is still written, for Gradescope
 

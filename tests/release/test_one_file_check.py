@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, run, total
+from tests.helpers import BUILD, ROOT, run, total
 
 # what grading and the build read: the grader, the reference, the nbgrader source, the template's public tests, the
 # docs the build copies or writes, and pyproject.toml (the torch range)
@@ -53,10 +53,10 @@ def project_copy(folder: Path) -> Path:
 
 
 def in_copy(copy: Path, *args: str, timeout: float = 300):
-    """One of the copy's own modules run there: its autograder imported, not this checkout's."""
+    """Python run in the copy (``-m MODULE`` or ``-c CODE``): its autograder imported, not this checkout's."""
     env = {**os.environ, "PYTHONPATH": str(copy)}
     env.pop("SDPA_GRADE_CONFIG", None)
-    return run([sys.executable, "-m", *args], cwd=copy, timeout=timeout, env=env)
+    return run([sys.executable, *args], cwd=copy, timeout=timeout, env=env)
 
 
 @pytest.mark.slow
@@ -66,10 +66,10 @@ def test_a_check_added_in_one_file_is_graded_after_sdpa_build(tmp_path):
     (copy / "autograder" / "checks" / "check_6_permutation.py").write_text(PERMUTATION)
     before = {path: path.read_bytes() for path in copy.rglob("*") if path.is_file()}
 
-    built = in_copy(copy, "autograder.release.build")  # sdpa-build, the copy's
+    built = in_copy(copy, "-c", BUILD)  # sdpa-build, the copy's
     assert built.returncode == 0, built.stderr
     assert "wrote docs/grading.md" in built.stdout and "wrote assignments/source/sdpa/sdpa.ipynb" in built.stdout
-    checked = in_copy(copy, "autograder.release.build", "--check")
+    checked = in_copy(copy, "-c", BUILD, "--check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     changed = {path.relative_to(copy).as_posix() for path in copy.rglob("*") if path.is_file()}
     changed = {name for name in changed if (copy / name).read_bytes() != before.get(copy / name)}
@@ -79,7 +79,7 @@ def test_a_check_added_in_one_file_is_graded_after_sdpa_build(tmp_path):
     assert "# Hidden check sdpa_permutation (2 points)" in (copy / "assignments/source/sdpa/sdpa.ipynb").read_text()
 
     out = tmp_path / "results.json"
-    graded = in_copy(copy, "autograder.cli", "reference/attention.py", "--json", str(out), "--seed", "7")
+    graded = in_copy(copy, "-m", "autograder.cli", "reference/attention.py", "--json", str(out), "--seed", "7")
     assert graded.returncode == 0, graded.stderr
     results = json.loads(out.read_text())
     assert "autograder/checks/check_6_permutation.py" in results["extra_data"]["provenance"]["check_files"]
