@@ -25,7 +25,7 @@ from autograder.status import Category, Status
 
 GATED = {Category.INTEGRITY, Category.TIMING, Category.MEMORY}
 # each gated function's central value check: failing it (for a mistake of its own) is what makes it not yet an
-# implementation (tests/test_scoring.py: every function with a gate has one, and it is a check of that function)
+# implementation (tests/grading/test_scoring.py: every function with a gate has one, and it is a check of that function)
 CENTRAL = {
     "scaled_dot_product_attention": "sdpa_matches_torch",
     "MultiHeadAttention": "mha_matches_torch",

@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python bench/carry_forward.py [--only NAME ...] [--seed N] [--prefix mistake_ ...]
         [--config FILE]
 
-Each overlay (appended to the reference, as tests/test_grading.py builds the class) is graded once per
+Each overlay (appended to the reference, as tests/grading/test_grading.py builds the class) is graded once per
 policy with one shared worker zygote, and a Markdown table is printed: the points under "deduct" (a mistake
 costs every check it breaks), under "carry_forward" (the default), and the checks whose points the default
 keeps. The timing checks are graded too: they are part of what a mistake cost.

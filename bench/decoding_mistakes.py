@@ -2,7 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python bench/decoding_mistakes.py [--seeds N] [--jobs J]
 
-The part's checks run in this process (tests/decoding_cases.py, as tests/test_decoding_mistakes.py runs them on a
+The part's checks run in this process (tests/decoding_cases.py, as tests/checks/test_decoding_mistakes.py runs them on a
 few seeds). Prints a Markdown table (docs/grading.md, "The optional decoding part"): per submission, the checks it
 lost (on how many seeds), the checks whose feedback named its mistake with its sentence (on how many), the points
 lost (median), and the seeds on which anything differed from tests/decoding_cases.py's MISTAKES.

@@ -11,7 +11,7 @@ process any grading started may still run, and no cgroup it made may be left. ``
 every grader as that user (as root: how the unprivileged half runs); several, comma-separated,
 take turns within each round (``--user 0,65534``: graders as root and as nobody at once; the
 grades alone are the first user's). ``--json`` prints the figures as one JSON line too
-(tests/test_side_by_side.py reads it).
+(tests/sandbox/test_side_by_side.py reads it).
 """
 
 from __future__ import annotations

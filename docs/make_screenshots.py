@@ -5,7 +5,8 @@
 - feedback.png: one student's feedback page from the same run (dara's: a failed check and its heat map);
 - similarity.png: the similarity view (`--similarity`) of ten students of the measured corpus, one pair listed;
 - nbgrader-feedback.png: nbgrader's feedback page, with the course's template, after a real autograde of a notebook
-  with mistakes (tests/test_accessibility.py's cycle): a withheld check and checks that keep their points, wrapped.
+  with mistakes (tests/render/test_accessibility.py's cycle): a withheld check and checks that keep their points,
+  wrapped.
 
     .venv/bin/python docs/make_screenshots.py
 
@@ -23,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.test_accessibility import CHROMIUM, CHROMIUM_ARGS, CORPUS, DEADLINE, nbgrader_feedback  # noqa: E402
+from tests.render.test_accessibility import CHROMIUM, CHROMIUM_ARGS, CORPUS, DEADLINE, nbgrader_feedback  # noqa: E402
 
 OVERLAYS = ROOT / "tests" / "submissions" / "overlays"
 # student -> the overlay appended to the reference (None: the reference as it is)

@@ -1,7 +1,7 @@
 """The optional blockwise part's named mistakes, graded in this process: the cases and what each must lose.
 
 The part's checks run here (tests/in_process.py), the memory check's measure included. Used by
-tests/test_blockwise_mistakes.py (a few seeds) and bench/blockwise_mistakes.py (many seeds, the table in
+tests/checks/test_blockwise_mistakes.py (a few seeds) and bench/blockwise_mistakes.py (many seeds, the table in
 docs/grading.md).
 """
 

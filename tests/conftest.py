@@ -1,5 +1,5 @@
-"""Fixtures shared by the project's tests, each defined once here (helpers that are not fixtures live in
-tests/helpers.py)."""
+"""Fixtures shared by the test folders, each defined once here (a folder's own fixtures are in its conftest.py;
+helpers that are not fixtures live in tests/helpers.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,21 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import limits, with_overlay
-from tests.helpers import nbgrader_course as made_course
+
+
+@pytest.fixture(scope="module")
+def graded(request, tmp_path_factory):
+    """What this test module grades, its ``GRADED`` (tests/graded.py: ``Sandboxed`` or ``Batch``), graded once for
+    the module: in each worker mode ``GRADED.modes`` names, one after the other (pytest_generate_tests below)."""
+    mode = getattr(request, "param", None)
+    base = tmp_path_factory.mktemp(f"{request.module.__name__.rsplit('.', 1)[-1]}-{mode or 'batch'}")
+    return request.module.GRADED.grade(base, mode)
+
+
+def pytest_generate_tests(metafunc):
+    """A test that takes ``graded`` runs once per worker mode its module's ``GRADED.modes`` names."""
+    if "graded" in metafunc.fixturenames and getattr(getattr(metafunc.module, "GRADED", None), "modes", ()):
+        metafunc.parametrize("graded", metafunc.module.GRADED.modes, indirect=True, scope="module")
 
 
 @pytest.fixture
@@ -23,13 +37,6 @@ def sandbox(tmp_path: Path):
         return Sandbox(path, limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1))
 
     return make
-
-
-@pytest.fixture
-def nbgrader_course(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """(course folder, environment): a copy of assignments/ in this test's folder, its assignment generated
-    (tests/helpers.nbgrader_course)."""
-    return made_course(tmp_path)
 
 
 @pytest.fixture

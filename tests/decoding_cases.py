@@ -1,5 +1,5 @@
 """The optional decoding part's named mistakes (tests/submissions/overlays/), graded with the part on in this process
-(tests/in_process.py), and what each must lose: read by tests/test_decoding_mistakes.py (a few seeds) and
+(tests/in_process.py), and what each must lose: read by tests/checks/test_decoding_mistakes.py (a few seeds) and
 bench/decoding_mistakes.py (50, the table in docs/grading.md)."""
 
 from __future__ import annotations

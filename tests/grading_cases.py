@@ -44,7 +44,8 @@ ONCE_SCALE_FIXED = "Correct once scale_scores is fixed: this check keeps its poi
 CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "reference": (set(), {}),
     # the optional blockwise part's submissions, under the default settings (the part off): the reference's grades,
-    # their blockwise_attention not graded (tests/test_blockwise_mistakes.py and test_memory_measure.py grade them on)
+    # their blockwise_attention not graded (tests/checks/test_blockwise_mistakes.py and test_memory_measure.py grade
+    # them on)
     **dict.fromkeys(
         (
             "blockwise_full_matrix",
@@ -69,7 +70,7 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         (set(), {}),
     ),
     # the optional decoding part's submissions, under the default settings (the part off): the reference's grades
-    # (tests/test_decoding_mistakes.py grades them with the part on)
+    # (tests/checks/test_decoding_mistakes.py grades them with the part on)
     **dict.fromkeys(
         (
             "mistake_cache_head_axis",

@@ -1,4 +1,4 @@
-"""An LTI 1.3 platform on 127.0.0.1 for tests/test_lti.py: PyPI's lti1p3platform, served by the standard library.
+"""An LTI 1.3 platform on 127.0.0.1 for tests/lms/test_lti.py: PyPI's lti1p3platform, served by the standard library.
 
 lti1p3platform's own: the registration (the tool's public JWK, the platform's keys), the token endpoint's checks
 (``get_access_token``: the client-credentials grant, the tool's RS256 assertion verified with jwcrypto and PyJWT
@@ -393,6 +393,7 @@ class Faults:
     token_answer: dict | None = None  # answered by the token URL in place of an access token
     echo_headers: bool = False  # a score is refused (403) with the request's headers quoted back
     limited_until: float = 0.0
+    answered_429: int = 0  # how many requests were answered 429
 
     def rate_limited(self) -> int:
         """The Retry-After to answer now (0: not limited): ``retry_after`` seconds from the first request."""
@@ -401,4 +402,7 @@ class Faults:
         now = time.monotonic()
         if not self.limited_until:
             self.limited_until = now + self.retry_after
-        return math.ceil(self.limited_until - now) if now < self.limited_until else 0
+        if now >= self.limited_until:
+            return 0
+        self.answered_429 += 1
+        return math.ceil(self.limited_until - now)

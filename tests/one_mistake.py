@@ -2,9 +2,9 @@
 
 The value checks run here through the checks' proxy (tests/in_process.py, no sandbox); integrity and timing are
 taken as passed, so what is measured is the scoring of them (withheld or not), not their measures: the slow batch
-(tests/test_grading.py) grades them for real. Used by tests/test_one_mistake.py (a seed),
-tests/test_grading_in_process.py (every grading case it can judge) and bench/one_mistake.py (many seeds, the table in
-docs/grading.md).
+(tests/grading/test_grading.py) grades them for real. Used by tests/grading/test_one_mistake.py (a seed),
+tests/grading/test_grading_in_process.py (every grading case it can judge) and bench/one_mistake.py (many seeds, the
+table in docs/grading.md).
 """
 
 from __future__ import annotations

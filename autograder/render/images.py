@@ -118,7 +118,7 @@ def weight_label(weight: float) -> str:
     return f"{weight:.2f}".replace("0.", ".") if abs(weight) < 0.995 else f"{weight:.1f}"
 
 
-_label = weight_label  # the name tests/test_render.py reads
+_label = weight_label  # the name tests/render/test_render.py reads
 
 
 def histogram_png(values: Sequence[float], *, bins: Sequence[float], xlabel: str, title: str) -> bytes:

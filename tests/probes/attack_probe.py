@@ -1,5 +1,5 @@
 # A hostile submission's toolbox: each attack_* function returns True when the attack got through.
-# tests/test_confinement.py calls them in the worker sandbox, as root and as an unprivileged user.
+# tests/sandbox/test_confinement.py calls them in the worker sandbox, as root and as an unprivileged user.
 import ctypes
 import os
 import signal

@@ -1,7 +1,7 @@
 """Write the similarity corpus: independent submissions, and planted copies disguised as students disguise them.
 
     .venv/bin/python tests/similarity/make_corpus.py          # writes tests/similarity/class/*.py
-    .venv/bin/sdpa-grade --batch tests/similarity/class --json-dir /tmp/graded --jobs 2
+    .venv/bin/sdpa-grade batch tests/similarity/class --json-dir /tmp/graded --jobs 2
     .venv/bin/python tests/similarity/make_corpus.py --results /tmp/graded   # keeps them in results/, trimmed
 
 Independent students are composed function by function from pools of styles written by different hands (the
@@ -400,7 +400,7 @@ def copy_of(text: str, seed: int) -> str:
     return text
 
 
-# what the similarity pass and --summary-only read of a result; the rest (timings, evidence, digests of every check
+# what the similarity pass and summary read of a result; the rest (timings, evidence, digests of every check
 # file) is left out of the committed copies
 KEPT_TEST = ("name", "score", "max_score", "output")
 KEPT_EXTRA = ("check", "outcome", "mistake", "flag")

@@ -1,7 +1,7 @@
 import sys
 import time
 
-# Every answer comes 1.5 s late, each within the 2 s call limit of tests/test_time_bounds.py (the issue's
+# Every answer comes 1.5 s late, each within the 2 s call limit of tests/sandbox/test_time_bounds.py (the issue's
 # figures: 9 s late under a 10 s limit made one grading take 529 s, about 8 s honest). No call times out, so
 # only a budget for the whole grading bounds the time the grading holds its slot.
 _wire = sys.modules.get("wire")

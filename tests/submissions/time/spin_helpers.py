@@ -9,7 +9,7 @@ import time
 # works and every other grading of the batch runs, 64 processes spin. The functions are the reference's, correct.
 # Without a CPU weight of its own the sandbox takes the machine's CPUs from every grading beside it (15 to 20
 # times slower with --jobs 2); with one, it slows only itself. bench/cpu_share.py measures it;
-# tests/test_time_bounds.py checks the weight its group gets and that every helper is in that group.
+# tests/sandbox/test_time_bounds.py checks the weight its group gets and that every helper is in that group.
 _in_call = mmap.mmap(-1, 1)  # shared with the helpers: 1 while the submission's process is in a call
 _go_read, _go = os.pipe()
 for _ in range(64):

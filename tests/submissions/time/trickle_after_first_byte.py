@@ -3,7 +3,7 @@ import time
 
 # Every reply that attention_output is part of starts late and trickles: its first byte comes at 0.6 s, then
 # the rest in eight pieces 0.2 s apart, complete at about 2.2 s. Sized for the 2 s call limit of
-# tests/test_time_bounds.py (the figures: first byte at 9 s of a 10 s limit, then a byte a second). A
+# tests/sandbox/test_time_bounds.py (the figures: first byte at 9 s of a 10 s limit, then a byte a second). A
 # grader that starts the reply's deadline again when its first byte arrives takes the whole reply, past the limit.
 _wire = sys.modules.get("wire")
 _late = False

@@ -1,0 +1,153 @@
+"""The grading cases of tests/grading_cases.py, graded in this process: the value checks through the checks' proxy
+(tests/one_mistake.py, no sandbox), then scored as the batch scores them (the carried-cause rule, the gates
+withheld). Each case loses exactly the points the batches' tests (tests/grading/test_grading.py and
+test_grading_hostile.py) assert, with the same hints; the cases this harness cannot judge are named below with the
+reason, and the slow batch grades every case for real.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder.assignment.catalogue import catalogue
+from autograder.scoring import GATED
+from tests.grading_cases import ABSENT, CASES
+from tests.helpers import SUBMISSIONS
+from tests.one_mistake import graded
+
+SEED = 3
+GATES = {entry.check for entry in catalogue() if entry.category in GATED}
+
+# never run here: what the case does is done to the process that runs it, or is judged by the worker alone
+SANDBOX_ONLY = {
+    **dict.fromkeys(
+        (
+            "syntax_error",
+            "import_error",
+            "run_program_at_import",
+            "write_outside_at_import",
+            "loop_at_import",
+            "sys_exit_at_import",
+            "os_exit_at_import",
+            "not_graded_at_import",
+        ),
+        "a whole file, not an overlay on the reference: its load is the sandbox's",
+    ),
+    "hang_in_softmax": "loops for ever: only the worker's call limit ends it",
+    "os_exit_in_call": "ends the process that calls it",
+    "segfault": "ends the process that calls it",
+    "memory_blowup": "takes the memory the worker's limit refuses",
+    "kill_zygote": "kills its parent process",
+    "background_process": "leaves processes that only the sandbox ends",
+    "cheat_work_in_helpers": "forks helper processes at import, which only the sandbox ends",
+    "read_stdin": "reads the standard input, which only the worker closes",
+    "flood_output": "writes megabytes to the standard output, which only the worker bounds",
+    "fake_results": "writes results.json files outside its folder",
+    "sys_exit_in_call": "raises SystemExit, which the worker turns into the student's error",
+    "steal_reference": "reads the grader's reference, hidden only from the worker",
+    "cheat_fused": "fused attention is blocked in the worker alone",
+    "cheat_fused_getattr": "fused attention is blocked in the worker alone",
+    "cheat_fused_in_thread": "fused attention is blocked in the worker alone",
+    "cheat_fused_raw_thread": "fused attention is blocked in the worker alone",
+    "cheat_fused_record_off": "fused attention is blocked in the worker alone",
+    "fused_undo_block": "fused attention is blocked in the worker alone",
+    "fused_vmap": "fused attention is blocked in the worker alone",
+    "fused_onnx_smuggled": "fused attention is blocked in the worker alone",
+    "fused_interpreter_mha": "code built at run time is refused by the worker's guard alone",
+    "attack_annotation_fstring": "code built at run time is refused by the worker's guard alone",
+    "fused_onnx_attention": "fused attention is blocked in the worker alone",
+    "attack_python_attention_raw_thread": "fused attention is blocked in the worker alone",
+    "forged_empty_gradients": "forges the worker's replies: the wire's checks judge it",
+    "forged_markers": "forges the worker's replies: the wire's checks judge it",
+    "wire_bomb_reply": "forges the worker's replies: the wire's checks judge it",
+    "wire_unhashable_reply": "forges the worker's replies: the wire's checks judge it",
+    "trickle_reply": "forges the worker's replies: the wire's checks judge it",
+    "tensor_subclass": "a tensor subclass is refused where a reply crosses the wire",
+    "mistake_mutation_hidden": "hides its mutation from this process; the worker's copies show it",
+}
+# run here, their value checks judged: their gates lose points for what integrity's scan or timing's measure finds,
+# which this harness takes as passed (what it judges of them is the withholding alone)
+GATES_MEASURED = {
+    **dict.fromkeys(
+        (
+            "cheat_content_cache",
+            "cheat_memoised_loop",
+            "mistake_loop_only_when_causal",
+            "mistake_loop_only_without_mask",
+            "mistake_loop_output_product",
+            "mistake_loop_over_batches",
+            "mistake_loop_over_heads",
+            "mistake_loop_over_queries",
+            "mistake_causal_ignored",
+            "misattr_causal_blamed_without_mask",
+            "terminal_escapes",
+        ),
+        "timing's measure (a loop, a wrong or raising timed answer)",
+    ),
+    **dict.fromkeys(
+        (
+            "cheat_mutation_after_copies",
+            "patch_torch_compare",
+            "shrink_shared_memory",
+            "attack_blockwise_unmeasured",
+        ),
+        "integrity's scan of the source",
+    ),
+    "cheat_patch_handler": "integrity's scan and timing's measure",
+}
+JUDGED = sorted(set(CASES) - set(SANDBOX_ONLY))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread, as the worker has (and many small calls run faster so)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def torch_as_it_was():
+    """A case runs its module in this process: what it patches in torch (patch_torch_compare's torch.equal, ...) is
+    put back after it, so that no later test of this process compares with the student's functions."""
+    import torch.nn.functional
+    import torch.testing
+
+    namespaces = (torch, torch.Tensor, torch.nn.functional, torch.testing)
+    saved = [dict(vars(namespace)) for namespace in namespaces]
+    yield
+    for namespace, before in zip(namespaces, saved):
+        for key, value in before.items():
+            if vars(namespace).get(key) is not value:
+                setattr(namespace, key, value)
+
+
+def test_every_case_is_judged_here_or_named_with_its_reason():
+    """Each case of CASES is graded here, or listed as the sandbox's alone; each overlay judged here exists."""
+    assert set(SANDBOX_ONLY) <= set(CASES) and set(GATES_MEASURED) <= set(JUDGED)
+    assert all((SUBMISSIONS / "overlays" / f"{name}.py").is_file() for name in JUDGED if name != "reference")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore:a warning at import must cost nothing")  # warnings_printed's, at its import
+@pytest.mark.parametrize("name", JUDGED)
+def test_a_case_loses_in_process_what_it_loses_in_the_batch(name):
+    """The checks that earn nothing are CASES' (its gates too, unless they lose for a measure taken only in the
+    sandbox), each hint says what CASES names, and ABSENT's claims are not made."""
+    failing, phrases = CASES[name]
+    checks = graded(None if name == "reference" else name, SEED)
+    lost = {check for check, (score, max_score, _) in checks.items() if score < max_score}
+    expected = {check for check in checks if check != "timing_gpu"} if failing == {"*"} else failing
+    if name in GATES_MEASURED:  # the gates the harness passes may lose for their measure in the sandbox alone
+        assert lost - GATES == expected - GATES and lost & GATES <= expected & GATES, sorted(lost ^ expected)
+    else:
+        assert lost == expected, f"lost also {sorted(lost - expected)}, kept {sorted(expected - lost)}"
+    for check, phrase in phrases.items():  # a tuple: any one of these phrases
+        if name in GATES_MEASURED and check in GATES:
+            continue
+        output = checks[check][2]
+        assert any(p in output for p in ((phrase,) if isinstance(phrase, str) else phrase)), f"{check}: {output}"
+    for check, phrase in ABSENT.get(name, {}).items():
+        assert phrase not in checks[check][2], f"{check}: {checks[check][2]}"
