@@ -76,6 +76,9 @@ class Reply:
     # calls: the bytes the sandbox's processes' resident sets rose at their peaks while the call ran, summed, read by
     # the runner from the kernel (sandbox/memory.py), never from the worker's answer; None where not measured (and why)
     grown_bytes: int | None = None
+    # calls made with pages=True: the bytes of the sandbox's pages the call read or wrote, wherever they were taken
+    # (memory.py); None otherwise, or where grown_bytes is
+    touched_bytes: int | None = None
     unmeasured: str = "not measured by this runner"
     ran_processes: bool = False  # a process ran during the call and ended before the runner could read its memory
 
@@ -112,9 +115,10 @@ class Runner(Protocol):
         """Load the submission; the reply says whether it imported."""
         ...
 
-    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, pages: bool = False, **options) -> Reply:
         """Call ``target`` with plain tensors (``options``: ``grad``, ``grad_outputs``, ``init`` and ``state`` for
-        MultiHeadAttention); the reply holds its value, gradients, mutation flags and fused ops seen."""
+        MultiHeadAttention); the reply holds its value, gradients, mutation flags and fused ops seen (``pages``: and
+        the pages the call touched, ``Reply.touched_bytes``, counted by the runner and never sent to the worker)."""
         ...
 
     def timed(
