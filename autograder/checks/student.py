@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from torch import Tensor
 
-from autograder.sandbox.protocol import Reply
+from autograder.sandbox.protocol import GraderFault, Reply
 from reference import attention as ref
 
 
@@ -191,4 +191,4 @@ class Reference(Student):
 
     def _raise_for(self, target: str, reply: Reply) -> None:
         if not reply.ok:
-            raise RuntimeError(f"the reference's worker failed in {target}: {reply.describe()}")
+            raise GraderFault(f"the reference's worker failed in {target}: {reply.describe()}")

@@ -26,7 +26,7 @@ from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.memory import Peak
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans
-from autograder.sandbox.protocol import Failure, Reply, Runner, reply_from
+from autograder.sandbox.protocol import Failure, GraderFault, Reply, Runner, reply_from
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 from autograder.sandbox.student_side import wire
 from autograder.sandbox.zygote import START_TIMEOUT, Zygote
@@ -56,7 +56,7 @@ class _OutOfBudget(Exception):
 _READ_GRACE = 0.1
 
 
-class GraderBusy(RuntimeError):
+class GraderBusy(GraderFault):
     """A call outlasted its limit by the wall clock while the student's process had not had that much time (the
     machine kept it waiting for a CPU): the grader's failure, never the student's lost points."""
 

@@ -31,6 +31,14 @@ class Failure(Enum):
     UNREADABLE = "not graded"  # the submission could not be read: nothing ran
 
 
+class GraderFault(BaseException):
+    """The grader's own failure while a check ran (the machine kept the student's process from a CPU, the
+    reference's worker failed): the check is the grader's error, and a batch grades the submission again. A
+    BaseException, as KeyboardInterrupt is, so that no handler that judges the student's code takes it for the
+    student's: a check's ``except Exception`` (a step that fails: no evidence of a carried mistake) would otherwise
+    drop the evidence on a busy machine, and the same file would get other words (checks/builds_on.py)."""
+
+
 @dataclass(frozen=True)
 class Memory:
     """The largest new floating-point storage a call's ops made, as the worker's op record saw it (student_side/
