@@ -253,9 +253,9 @@ def _settle() -> None:
     out of reach of later collections (``gc.freeze``). The grader counts the pages a call reads or writes
     (sandbox/memory.py); without this, a full collection that falls inside a call walks every object the process holds
     (torch's modules, tens of MiB: 16.8 MiB touched by an honest call instead of 10.4) and that call seems to have
-    touched them all. Every request alike: nothing tells a measured
-    call from another. An object frozen here that later becomes cyclic garbage is not collected: the submission's own
-    memory, under its cap."""
+    touched them all. Every load and call alike: nothing tells a measured call from another (a timed run, whose
+    memory nothing measures, answers without it: its clock stops at the answer). An object frozen here that later
+    becomes cyclic garbage is not collected: the submission's own memory, under its cap."""
     import gc
 
     gc.collect()
