@@ -31,13 +31,13 @@ class InProcess(Runner):
         self.confinement = {}  # nothing confines it: tests only
         # the memory a call takes, measured as the sandbox measures its worker, here on this process alone
         recording._map_in_libraries()
-        self._peak = Peak(descendants=False)
+        self._peak = Peak(descendants=False, accessed=False)  # its pages are the test's too: not counted
         self._peak.probe(os.getpid())
 
     def load(self) -> Reply:
         return self.load_reply
 
-    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, pages: bool = False, **options) -> Reply:
         copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
         request = {"target": target, "args": copies, "kwargs": kwargs or {}, **options}
         started = time.perf_counter()
@@ -47,8 +47,9 @@ class InProcess(Runner):
         except BaseException as exc:  # noqa: BLE001 - a student's error becomes a failed check
             answer = serving._error(exc)
         reply = reply_from(answer, time.perf_counter() - started)
-        taken = self._peak.taken()
+        taken = self._peak.taken(pages)
         reply.grown_bytes = None if taken is None else taken.grown
+        reply.touched_bytes = None if taken is None else taken.touched
         reply.unmeasured = self._peak.why
         if reply.ok:  # what the call did to its arguments: our copies, compared with what was sent
             reply.mutated = mutated(args, copies)

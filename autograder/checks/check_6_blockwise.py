@@ -223,9 +223,11 @@ def _mib(count: int) -> str:
 @pytest.mark.check(function="blockwise_attention", category="memory", points=2, exercises=(), picture=None)
 def test_blockwise_memory(loaded, draw, settings):
     """Takes far less memory than the (T_q, T_k) matrix of scores: the grader measures the whole worker process from
-    outside it (its peak resident set while the call runs: every thread, every library, numpy included, every dtype),
-    on inputs drawn afresh with T_k in the thousands, without a mask, with is_causal=True and with a (T_q, T_k) mask.
-    A call may take its inputs and half that matrix besides; its outputs must be right too.
+    outside it (how far its resident set rose while the call ran, and how much of its memory the call read or wrote,
+    wherever that memory was taken: every thread, every library, numpy included, every dtype), on inputs drawn afresh
+    with T_k in the thousands, without a mask, with is_causal=True and with a (T_q, T_k) mask. A call may take its
+    inputs and half that matrix besides (a call over it is measured again on inputs drawn afresh, and fails only if
+    over it again); its outputs must be right too.
     """
     held = Cases()
     # first a call of the value checks' sizes, measured as every call is (nothing tells it from theirs): what the
@@ -240,27 +242,31 @@ def test_blockwise_memory(loaded, draw, settings):
         ("with is_causal=True", False, True),
         ("with a (T_q, T_k) mask", True, False),
     ):
-        lead = MEMORY_LEADS[draw.integer(0, len(MEMORY_LEADS) - 1)]
-        per = math.prod(lead)  # batches and heads
-        T_q, T_k = draw.integer(*MEMORY_QUERIES) // per, draw.integer(*MEMORY_KEYS)
-        d_k, d_v = draw.sizes(2, low=8, high=16)
-        block_size = draw.integer(*MEMORY_BLOCKS)
-        Q, K, V = (draw.normal(*lead, T, d, dtype=torch.float32) for T, d in ((T_q, d_k), (T_k, d_k), (T_k, d_v)))
-        mask = draw.mask(T_q, T_k) if masked else None
-        where = f"{label}, on inputs of shape {tuple(Q.shape)} and {tuple(K.shape)}, block_size={block_size}"
         with held:
-            _measure(loaded, draw, settings, where, Q, K, V, mask, is_causal, block_size)
+            # over its allowance once, measured again on inputs drawn afresh, and failed only if over it again: a
+            # full-matrix call is over it on every draw, and an honest call's rare excess (the allocator's) is not
+            # repeated (docs/performance.md, "The memory check's margins")
+            if _measure(loaded, draw, settings, label, masked, is_causal):
+                _measure(loaded, draw, settings, label, masked, is_causal, again=True)
     held.done()
 
 
-def _measure(loaded, draw, settings, where: str, Q, K, V, mask, is_causal: bool, block_size: int) -> None:
-    """One call: the outputs of some queries, drawn, compared with torch's, and the memory the call's process took
-    while it ran, as the grader measured it from outside the worker (``reply.grown_bytes``), against its inputs and a
-    share of the matrix."""
-    reply = loaded.run(FUNCTION, Q, K, V, mask, is_causal, block_size)
+def _measure(loaded, draw, settings, label: str, masked: bool, is_causal: bool, again: bool = False) -> bool:
+    """One call on inputs drawn here: the outputs of some queries, drawn, compared with torch's, and the memory the
+    call's process took or touched while it ran, as the grader measured it from outside the worker
+    (``reply.grown_bytes``, ``reply.touched_bytes``), against its inputs and a share of the matrix. True where it was
+    over that allowance (the first time; ``again``: fails instead)."""
+    lead = MEMORY_LEADS[draw.integer(0, len(MEMORY_LEADS) - 1)]
+    per = math.prod(lead)  # batches and heads
+    T_q, T_k = draw.integer(*MEMORY_QUERIES) // per, draw.integer(*MEMORY_KEYS)
+    d_k, d_v = draw.sizes(2, low=8, high=16)
+    block_size = draw.integer(*MEMORY_BLOCKS)
+    Q, K, V = (draw.normal(*lead, T, d, dtype=torch.float32) for T, d in ((T_q, d_k), (T_k, d_k), (T_k, d_v)))
+    mask = draw.mask(T_q, T_k) if masked else None
+    where = f"{label}, on inputs of shape {tuple(Q.shape)} and {tuple(K.shape)}, block_size={block_size}"
+    reply = loaded.run(FUNCTION, Q, K, V, mask, is_causal, block_size, pages=True)
     if not reply.ok:
         fail(f"blockwise_attention {where} failed: {reply.describe()}")
-    T_q, T_k = Q.size(-2), K.size(-2)
     rows = torch.randperm(T_q, generator=draw.generator)[:MEMORY_ROWS].sort().values
     allowed = torch.arange(T_k) <= rows[:, None] if is_causal else torch.ones(len(rows), T_k, dtype=torch.bool)
     if mask is not None:
@@ -289,20 +295,27 @@ def _measure(loaded, draw, settings, where: str, Q, K, V, mask, is_causal: bool,
     matrix = math.prod(Q.shape[:-1]) * T_k * Q.element_size()
     inputs = sum(x.numel() * x.element_size() for x in (Q, K, V, mask) if x is not None)
     budget = inputs + matrix // MATRIX_SHARE
-    if reply.grown_bytes > budget:
-        record = reply.memory
-        largest = (
-            f"; the largest tensor its torch ops made: shape {tuple(record.shape)}, by {record.op}"
-            if record is not None and record.largest
-            else ""
-        )
-        fail(
-            f"blockwise_attention {where} took {_mib(reply.grown_bytes)} of memory while it ran (the grader's measure"
-            f" of the whole process: every thread and library); allowed: {_mib(budget)}, its inputs and half the"
-            f" (T_q, T_k) matrix of scores, which is {_mib(matrix)}{largest}",
-            hint="compute the scores of one block of keys at a time, (T_q, block_size), keep only the running maximum,"
-            " sum and output between blocks, and let each block go before the next",
-        )
+    touched = reply.touched_bytes or 0  # None: a runner that counts no pages (a test's, tests/in_process.py)
+    used = max(reply.grown_bytes, touched)
+    if used <= budget:
+        return False
+    if not again:
+        return True
+    record = reply.memory
+    largest = (
+        f"; the largest tensor its torch ops made: shape {tuple(record.shape)}, by {record.op}"
+        if record is not None and record.largest
+        else ""
+    )
+    fail(
+        f"blockwise_attention {where} took {_mib(used)} of memory while it ran (the grader's measure of the whole"
+        f" process: every thread and library): its memory rose {_mib(reply.grown_bytes)} and it read or wrote"
+        f" {_mib(touched)}, wherever that memory was taken; allowed: {_mib(budget)}, its inputs and half"
+        f" the (T_q, T_k) matrix of scores, which is {_mib(matrix)}{largest}; the same on inputs drawn before these",
+        hint="compute the scores of one block of keys at a time, (T_q, block_size), keep only the running maximum,"
+        " sum and output between blocks, and let each block go before the next",
+    )
+    return True
 
 
 @pytest.mark.check(function="blockwise_attention", category="integrity", points=1, exercises=(), picture=None)

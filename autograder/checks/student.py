@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from torch import Tensor
 
-from autograder.sandbox.protocol import Reply
+from autograder.sandbox.protocol import GraderFault, Reply
 from reference import attention as ref
 
 
@@ -94,12 +94,15 @@ class Student:
         self._timeout = timeout
         self.ops: dict[str, set[str]] = defaultdict(set)
 
-    def run(self, target: str, *args, grad=(), grad_outputs=None, substitute=None, **kwargs) -> Reply:
+    def run(self, target: str, *args, grad=(), grad_outputs=None, substitute=None, pages=False, **kwargs) -> Reply:
         """The whole reply; ``substitute`` ({function: {"args": [...], "value": result}}) has those of the student's
         functions stand in with the grader's results for this call (checks/builds_on.py, ``raised_in``). Every call's
         reply holds the memory its process took (``reply.grown_bytes``, measured by the runner from outside it) and
-        the largest tensor it made (``reply.memory``, the worker's record: words only)."""
+        the largest tensor it made (``reply.memory``, the worker's record: words only); ``pages``: and the pages it
+        touched (``reply.touched_bytes``, counted by the runner, never sent to the worker)."""
         options = {"substitute": substitute} if substitute else {}
+        if pages:
+            options["pages"] = True
         return self._call(target, args, kwargs, grad=list(grad), grad_outputs=grad_outputs, **options)
 
     def mha(self, init: tuple, state: dict, *args, grad=(), grad_outputs=None, substitute=None, **kwargs) -> Reply:
@@ -188,4 +191,4 @@ class Reference(Student):
 
     def _raise_for(self, target: str, reply: Reply) -> None:
         if not reply.ok:
-            raise RuntimeError(f"the reference's worker failed in {target}: {reply.describe()}")
+            raise GraderFault(f"the reference's worker failed in {target}: {reply.describe()}")

@@ -26,7 +26,7 @@ from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.memory import Peak
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans
-from autograder.sandbox.protocol import Failure, Reply, Runner, reply_from
+from autograder.sandbox.protocol import Failure, GraderFault, Reply, Runner, reply_from
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 from autograder.sandbox.student_side import wire
 from autograder.sandbox.zygote import START_TIMEOUT, Zygote
@@ -56,7 +56,7 @@ class _OutOfBudget(Exception):
 _READ_GRACE = 0.1
 
 
-class GraderBusy(RuntimeError):
+class GraderBusy(GraderFault):
     """A call outlasted its limit by the wall clock while the student's process had not had that much time (the
     machine kept it waiting for a CPU): the grader's failure, never the student's lost points."""
 
@@ -192,8 +192,9 @@ class Sandbox(Runner):
         message = f"the grading's time budget of {self.budget:g} s ran out (its calls together took too long)"
         return Reply.hang(message)
 
-    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
-        """Call ``target`` of the student's module with plain tensors; never raises for the student's faults."""
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, pages: bool = False, **options) -> Reply:
+        """Call ``target`` of the student's module with plain tensors; never raises for the student's faults.
+        ``pages``: count the pages the call touched too (``Reply.touched_bytes``), on this side only."""
         refused = self._refusal(target)
         if refused is not None:
             return refused
@@ -207,7 +208,7 @@ class Sandbox(Runner):
         try:
             for spec, tensor in placed:
                 arena.view(spec).copy_(tensor)
-            reply = self._request(request, target, timeout, arena)
+            reply = self._request(request, target, timeout, arena, pages=pages)
             if reply.ok:
                 changed = {id(spec): not _same_bits(arena.view(spec), tensor) for spec, tensor in placed}
                 reply.mutated = [changed.get(id(arg), False) for arg in args]
@@ -258,19 +259,23 @@ class Sandbox(Runner):
             arena.close()
         return reply
 
-    def _request(self, request: dict, target: str, timeout: float, arena: Arena | None = None, inputs=None) -> Reply:
+    def _request(
+        self, request: dict, target: str, timeout: float, arena: Arena | None = None, inputs=None, pages: bool = False
+    ) -> Reply:
         if self._child is None:
             self._spawn()
             if request["op"] != "load" and self.load_reply is not None:
                 reloaded = self._exchange({"op": "load", "path": "attention.py"}, self.load_timeout)
                 if not reloaded.ok:
                     return reloaded
-        reply = self._exchange(request, timeout, arena, inputs)
+        reply = self._exchange(request, timeout, arena, inputs, pages)
         if reply.hung:
             self.hung.add(target)
         return reply
 
-    def _exchange(self, request: dict, timeout: float, arena: Arena | None = None, inputs=None) -> Reply:
+    def _exchange(
+        self, request: dict, timeout: float, arena: Arena | None = None, inputs=None, pages: bool = False
+    ) -> Reply:
         """One request and its answer, all of it within ``timeout`` (a timed request: each of its two answers)."""
         pid, conn = self._child
         measured = request["op"] == "call"  # every call alike: none is measured differently from another
@@ -321,8 +326,9 @@ class Sandbox(Runner):
         reply = reply_from(answer, time.perf_counter() - started)
         reply.cpu_seconds = cpu
         if measured:
-            taken = self._peak.taken()
+            taken = self._peak.taken(pages)
             reply.grown_bytes = None if taken is None else taken.grown
+            reply.touched_bytes = None if taken is None else taken.touched
             reply.ran_processes = taken is not None and taken.ended
             reply.unmeasured = self._peak.why or ("" if taken is not None else "the student's process was gone")
         return reply

@@ -14,6 +14,22 @@ Where the kernel refuses the reset (a grader that may not write the process's ``
 before any student code runs (``Peak.probe``), and a call is not measured at all (``None``); a reset that worked then
 and fails later (the process made itself non-dumpable) reads the mark since that process started, which is never less
 than the call's own peak: that can only cost the student, never hide memory.
+
+A peak is what a call *adds*: memory taken before the call (at import, or by an earlier call) and written again during
+it adds nothing, and a submission that reserves the room for the (T_q, T_k) matrix at import and fills it in place would
+keep its peak flat. So before every request the grader also clears the kernel's accessed bits of the anonymous pages of
+those processes (``clear_refs`` "2": the heap and every anonymous mapping, where any allocator keeps its memory), and,
+for a call whose checker asks (``taken(pages=True)``, the memory check's calls: the reading changes nothing the worker
+could see), counts the pages accessed since (``/proc/PID/smaps``, ``Referenced``): ``Taken.touched``, the memory the
+call read or wrote, wherever and whenever it was taken. A mapping of a file is not cleared: a shared one (the call's
+inputs in the grader's memory, made for each request; a file the student maps) counts every page it accessed since it
+was mapped, and a private one (the libraries' code and data) only the copies written into it since the child was probed
+(the smaller of ``Referenced`` and ``Anonymous``, less the copies it held then: the libraries' relocated data, 5 MiB of
+pages whose bits are never cleared), which no honest call makes. Reading every page table costs tens of milliseconds in
+a process that holds torch, so it is done only where it is asked; clearing the anonymous pages, on every call alike,
+about a third of that. The kernel offers no cheaper count of written pages here (``CONFIG_MEM_SOFT_DIRTY`` is off in the
+kernels this was measured on, and ``PAGEMAP_SCAN``'s written bit needs the process's own userfaultfd); the accessed bits
+need no more permission than the reset of the peak, which is probed with it.
 """
 
 from __future__ import annotations
@@ -49,6 +65,61 @@ def _reset(pid: int) -> bool:
         return False
 
 
+def _clear_accessed(pid: int) -> bool:
+    """The kernel's accessed bits of ``pid``'s anonymous pages cleared (True where it took)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as handle:
+            handle.write("2")
+        return True
+    except OSError:
+        return False
+
+
+def _mappings(pid: int) -> list[tuple[bytes, bool, int, int]] | None:
+    """Each mapping of ``pid`` as /proc/PID/smaps lists it: its start address, whether it maps a file privately, and
+    its ``Referenced`` and ``Anonymous`` KiB; None where the file cannot be read."""
+    try:
+        with open(f"/proc/{pid}/smaps", "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    found: list[list] = []
+    try:
+        for line in text.splitlines():
+            if line.startswith(b"Referenced:"):
+                found[-1][2] = int(line.split()[1])
+            elif line.startswith(b"Anonymous:"):
+                found[-1][3] = int(line.split()[1])
+            elif line[:1] in b"0123456789abcdef" and b"-" in line.split(maxsplit=1)[0]:  # a mapping's header
+                parts = line.split(maxsplit=5)
+                path = parts[5].strip() if len(parts) > 5 else b""
+                private_file = parts[1][3:4] == b"p" and path.startswith(b"/") and not path.startswith(b"/memfd:")
+                found.append([parts[0].split(b"-")[0], private_file, 0, 0])
+    except (ValueError, IndexError):
+        return None
+    return [tuple(mapping) for mapping in found]
+
+
+def _copied(pid: int) -> dict[bytes, int]:
+    """The KiB of each privately mapped file of ``pid`` already copied into the process (its ``Anonymous``), by start
+    address: the libraries' relocated data, written once when they were loaded, before any student code ran."""
+    return {start: anonymous for start, private_file, _, anonymous in _mappings(pid) or () if private_file}
+
+
+def _touched_kib(pid: int, copied: dict[bytes, int]) -> int | None:
+    """The KiB of ``pid``'s pages accessed since its anonymous pages' bits were cleared: a privately mapped file's
+    mapping counts only its copies made since ``copied`` was read (the smaller of ``Referenced`` and ``Anonymous``,
+    less what it held then; its bits are never cleared), any other mapping its ``Referenced`` whole; None where
+    /proc/PID/smaps cannot be read."""
+    mappings = _mappings(pid)
+    if mappings is None:
+        return None
+    total = 0
+    for start, private_file, referenced, anonymous in mappings:
+        total += max(min(referenced, anonymous) - copied.get(start, 0), 0) if private_file else referenced
+    return total
+
+
 def _reaped(pid: int) -> str | None:
     fields = stat_fields(pid)
     return fields[_REAPED_FAULTS] if fields is not None and len(fields) > _REAPED_FAULTS else None
@@ -75,10 +146,12 @@ def _processes(pid: int, limit: int = 4096) -> list[int]:
 @dataclass(frozen=True)
 class Taken:
     """What one call took: ``grown``, the bytes the sandbox's processes rose above their start at their peaks, summed;
-    ``ended``, whether a process ran during the call and ended before the grader could read it."""
+    ``ended``, whether a process ran during the call and ended before the grader could read it; ``touched``, the bytes
+    of their pages the call read or wrote, summed, wherever and whenever those pages were taken (None: not read)."""
 
     grown: int
     ended: bool
+    touched: int | None = None
 
 
 @dataclass
@@ -87,15 +160,21 @@ class Peak:
 
     pid: int | None = None
     descendants: bool = True  # the processes below ``pid`` too (False: ``pid`` alone, a test's own process)
+    accessed: bool = True  # clear and count the pages calls touch (False: a test's own process)
     usable: bool = False  # the reset worked on this child before any student code ran
     why: str = "not measured yet"
     _before: dict[int, tuple[int, str | None]] | None = field(default=None, repr=False)
+    _copied: dict[bytes, int] = field(default_factory=dict, repr=False)  # the libraries' copied pages, at the probe
 
     def probe(self, pid: int) -> None:
         """Whether the grader can reset and read ``pid``'s mark: tried once, on a fresh child, before it loads."""
         self.pid = pid
-        self.usable = _reset(pid) and _status_kib(pid, "VmHWM") is not None
-        self.why = "" if self.usable else f"the kernel did not let the grader reset /proc/{pid}/clear_refs"
+        peak = _reset(pid) and _status_kib(pid, "VmHWM") is not None
+        if self.accessed:
+            self._copied = _copied(pid)
+            peak = peak and _clear_accessed(pid) and _touched_kib(pid, self._copied) is not None
+        self.usable = peak
+        self.why = "" if self.usable else f"the kernel did not let the grader use /proc/{pid}/clear_refs and smaps"
 
     def _processes(self) -> list[int]:
         return _processes(self.pid) if self.descendants else [self.pid]
@@ -108,16 +187,20 @@ class Peak:
         before = {}
         for pid in self._processes():
             _reset(pid)  # where it fails now, the mark since the process started: never less
+            if self.accessed:
+                _clear_accessed(pid)  # where it fails now, every page accessed since it started: never less
             rss = _status_kib(pid, "VmRSS")
             if rss is not None:
                 before[pid] = (rss, _reaped(pid))
         self._before = before if self.pid in before else None
 
-    def taken(self) -> Taken | None:
-        """What the request took; None: not measured."""
+    def taken(self, pages: bool = False) -> Taken | None:
+        """What the request took (``pages``: and the pages it touched, where this measure counts them); None: not
+        measured."""
+        pages = pages and self.accessed
         if self._before is None or self.pid is None:
             return None
-        grown, ended, now = 0, False, set()
+        grown, touched, ended, now = 0, 0, False, set()
         for pid in self._processes():
             high = _status_kib(pid, "VmHWM")
             if high is None:
@@ -125,8 +208,11 @@ class Peak:
             now.add(pid)
             start = self._before.get(pid)
             grown += max(high - start[0], 0) if start is not None else high
+            if pages:
+                accessed = _touched_kib(pid, self._copied)
+                touched += accessed if accessed is not None else high  # unreadable now: all it holds, never less
         for pid, (_, reaped) in self._before.items():
             ended = ended or pid not in now or (self.descendants and _reaped(pid) != reaped)
         if self.pid not in now:
             return None  # the student's process itself is gone: the call failed, nothing to measure
-        return Taken(grown << 10, ended)
+        return Taken(grown << 10, ended, touched << 10 if pages else None)

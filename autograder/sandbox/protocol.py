@@ -31,6 +31,14 @@ class Failure(Enum):
     UNREADABLE = "not graded"  # the submission could not be read: nothing ran
 
 
+class GraderFault(BaseException):
+    """The grader's own failure while a check ran (the machine kept the student's process from a CPU, the
+    reference's worker failed): the check is the grader's error, and a batch grades the submission again. A
+    BaseException, as KeyboardInterrupt is, so that no handler that judges the student's code takes it for the
+    student's: a check's ``except Exception`` (a step that fails: no evidence of a carried mistake) would otherwise
+    drop the evidence on a busy machine, and the same file would get other words (checks/builds_on.py)."""
+
+
 @dataclass(frozen=True)
 class Memory:
     """The largest new floating-point storage a call's ops made, as the worker's op record saw it (student_side/
@@ -76,6 +84,9 @@ class Reply:
     # calls: the bytes the sandbox's processes' resident sets rose at their peaks while the call ran, summed, read by
     # the runner from the kernel (sandbox/memory.py), never from the worker's answer; None where not measured (and why)
     grown_bytes: int | None = None
+    # calls made with pages=True: the bytes of the sandbox's pages the call read or wrote, wherever they were taken
+    # (memory.py); None otherwise, or where grown_bytes is
+    touched_bytes: int | None = None
     unmeasured: str = "not measured by this runner"
     ran_processes: bool = False  # a process ran during the call and ended before the runner could read its memory
 
@@ -112,9 +123,10 @@ class Runner(Protocol):
         """Load the submission; the reply says whether it imported."""
         ...
 
-    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options) -> Reply:
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, pages: bool = False, **options) -> Reply:
         """Call ``target`` with plain tensors (``options``: ``grad``, ``grad_outputs``, ``init`` and ``state`` for
-        MultiHeadAttention); the reply holds its value, gradients, mutation flags and fused ops seen."""
+        MultiHeadAttention); the reply holds its value, gradients, mutation flags and fused ops seen (``pages``: and
+        the pages the call touched, ``Reply.touched_bytes``, counted by the runner and never sent to the worker)."""
         ...
 
     def timed(

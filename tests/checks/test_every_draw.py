@@ -75,3 +75,36 @@ def test_every_drawn_mask_has_a_single_allowed_key_and_no_empty_row(seed):
         assert bool(rows.any(dim=-1).all())
         assert int(rows[-1].sum()) == 1
     assert torch.equal(Draw(seed).mask(5, 7), Draw(seed).mask(5, 7))  # the same seed, the same mask
+
+
+class _Recording(InProcess):
+    """The reference in this process, noting each call of the attention: its mask's kind and whether it had more
+    queries than keys."""
+
+    def __init__(self, namespace: dict) -> None:
+        super().__init__(namespace)
+        self.met: set[tuple[str, bool]] = set()
+
+    def call(self, target: str, args=(), kwargs=None, *, timeout: float, **options):
+        if target == "scaled_dot_product_attention":
+            Q, K = args[0], args[1]
+            mask = (kwargs or {}).get("mask", args[3] if len(args) > 3 else None)
+            if mask is None:
+                kind = "none"
+            elif mask.dim() == 2:
+                kind = "(T_q, T_k)"
+            else:
+                kind = "(B, 1, 1, T_k)" if mask.size(-2) == 1 and mask.size(-3) == 1 else "(B, H, T_q, T_k)"
+            if min(Q.size(-2), K.size(-2)) > 1:  # the edge shapes (one query, one key) are cases of their own
+                self.met.add((kind, Q.size(-2) > K.size(-2)))
+        return super().call(target, args, kwargs, timeout=timeout, **options)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_mask_meets_more_queries_than_keys_and_fewer(check, seed):
+    """sdpa_matches_torch calls the attention under each broadcast mask with T_q > T_k and with T_q < T_k on every
+    draw, not with the one order a seed happens to draw."""
+    runner = _Recording(vars(importlib.import_module("reference.attention")))
+    check("sdpa_matches_torch")(Student(runner, timeout=30), Draw(seed), SETTINGS)
+    for kind in ("(T_q, T_k)", "(B, 1, 1, T_k)", "(B, H, T_q, T_k)"):
+        assert {(kind, True), (kind, False)} <= runner.met, (kind, sorted(runner.met))

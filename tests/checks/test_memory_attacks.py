@@ -2,7 +2,9 @@
 inside the worker (issue 53): on a thread, in numpy, as int32 bits, in blocks kept alive by their storages, only
 when no measure is detected, only off the check's published shape; and a seventh, in a forked process that ends
 before the call returns. Each loses blockwise_memory alone, with the grader's own figure or the reason it could not
-measure; the reference and a real chunked port keep it. Graded with the worker root and unprivileged."""
+measure; the reference and a real chunked port keep it. An eighth writes the matrix in place into memory it took at
+import, which adds nothing to the process's peak: the grader's count of the pages the call touched shows it. Graded
+with the worker root and unprivileged."""
 
 from __future__ import annotations
 
@@ -26,11 +28,10 @@ ATTACKS = [
     "attack_memory_blocks_kept",
     "attack_memory_detected",
     "attack_memory_shape_detected",
+    "attack_memory_reserved",  # the matrix written in place into memory taken at import: no rise, every page touched
 ]
 # a seventh: the matrix built in a forked child process that ends before the call returns
 FORKED = "attack_memory_forked"
-# an eighth, which the check does not catch: the matrix written in place into memory taken at import
-RESERVED = "attack_memory_reserved"
 HONEST = ["reference", "sub_quadratic_chunks"]
 # the port's checkpoint imports torch._dynamo on its first call, and with it standard modules no grading needed before
 # (cProfile): an unprivileged worker reads them only where Python's standard library is open to other users
@@ -55,14 +56,16 @@ def _lost(result: dict) -> dict[str, str]:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ATTACKS)
 def test_a_full_matrix_built_out_of_the_workers_sight_loses_the_memory_check_alone(tmp_path, mode, name):
-    """The whole process's peak, measured by the grader, shows the matrix whatever thread, library, dtype or lifetime
-    made it, and whatever the code could observe; only blockwise_memory's points go."""
+    """The whole process's peak and the pages the call touched, measured by the grader, show the matrix whatever
+    thread, library, dtype, lifetime or memory taken beforehand made it, and whatever the code could observe; only
+    blockwise_memory's points go."""
     result = _graded(mode, tmp_path, name)
     lost = _lost(result)
     assert list(lost) == ["blockwise_memory"], lost
     assert result["score"] == TOTAL - POINTS["blockwise_memory"]
     message = lost["blockwise_memory"]
     assert "of memory while it ran (the grader's measure of the whole process: every thread and library)" in message
+    assert "the same on inputs drawn before these" in message
     assert "its inputs and half the (T_q, T_k) matrix of scores" in message
     assert "compute the scores of one block of keys at a time" in message
 
@@ -75,17 +78,6 @@ def test_a_matrix_built_in_a_process_that_ends_during_the_call_loses_the_memory_
     assert list(lost) == ["blockwise_memory"], lost
     assert result["score"] == TOTAL - POINTS["blockwise_memory"]
     assert "ran another process that ended during the call (os.fork, multiprocessing)" in lost["blockwise_memory"]
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="a known gap (docs/grading.md): memory taken before the call and written in place during it is not what"
-    " the call adds to the process, and no measure of the process's peak sees it",
-)
-def test_a_matrix_written_into_memory_taken_at_import_loses_the_memory_check(tmp_path):
-    """256 MiB taken at import; the call writes the whole matrix there (out=, in place): the check should fail it."""
-    lost = _lost(_graded("root", tmp_path, RESERVED))
-    assert list(lost) == ["blockwise_memory"], lost
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -248,6 +248,20 @@ def _map_in_libraries() -> None:
         libc.madvise(start, end - start, populate_read)  # where the kernel lacks it: nothing done, said nowhere
 
 
+def _settle() -> None:
+    """After a request, before its answer: the cyclic garbage of what ran collected, and every object alive now moved
+    out of reach of later collections (``gc.freeze``). The grader counts the pages a call reads or writes
+    (sandbox/memory.py); without this, a full collection that falls inside a call walks every object the process holds
+    (torch's modules, tens of MiB: 16.8 MiB touched by an honest call instead of 10.4) and that call seems to have
+    touched them all. Every load and call alike: nothing tells a measured call from another (a timed run, whose
+    memory nothing measures, answers without it: its clock stops at the answer). An object frozen here that later
+    becomes cyclic garbage is not collected: the submission's own memory, under its cap."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _give_back() -> None:
     """Memory the call freed handed back to the kernel (``malloc_trim``): glibc keeps freed memory for reuse, and the
     grader's measure of the next call (the rise of the process's resident set) must start from what the process

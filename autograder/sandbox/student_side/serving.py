@@ -306,6 +306,8 @@ def _serve(conn: socket.socket, spec: dict) -> None:
                 reply = _call(module, request, conn)
         except BaseException as exc:  # noqa: BLE001 - the student's SystemExit and KeyboardInterrupt too
             reply = _error(exc)
+        if not (isinstance(request, dict) and request.get("op") == "time"):  # a timed run's answer waits for nothing
+            recording._settle()  # a later call's collection walks only what it made (recording._settle)
         try:
             wire.send(conn, reply)
         except wire.WireError as error:

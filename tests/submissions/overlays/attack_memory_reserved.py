@@ -1,6 +1,7 @@
-# An attack on the memory check that it does not catch (its measure is of what a call adds to the process): 256 MiB
-# taken and touched at import and held between calls; a call writes the whole (T_q, T_k) matrix of scores into that
-# room (out=, in place) and computes the softmax there. Nothing new is taken while the call runs.
+# An attack on the memory check's measure of what a call adds to the process's peak: 256 MiB taken and touched at
+# import and held between calls; a call writes the whole (T_q, T_k) matrix of scores into that room (out=, in place)
+# and computes the softmax there. Nothing new is taken while the call runs, but every page of the matrix is touched:
+# the grader's count of the pages a call reads or writes (sandbox/memory.py) fails it.
 import math as _math
 
 _reference_blockwise = blockwise_attention  # noqa: F821 - the reference's, defined above this overlay
