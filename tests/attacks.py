@@ -13,6 +13,7 @@ import pytest
 
 from autograder.config import load_settings
 from autograder.sandbox.processes import readable_by_others
+from tests import helpers
 from tests.grading_cases import CASES
 from tests.helpers import FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run
 
@@ -76,8 +77,8 @@ def grade_all(mode: str, base: Path, files: list[Path], limits: str = FAST_LIMIT
 
 
 def checks_of(result: dict) -> dict[str, dict]:
-    """A results file's checks by name."""
-    return {test["name"].split(": ")[1]: test for test in result["tests"]}
+    """A results file's hidden checks by name (its knowledge check's questions left out: helpers.checks_of)."""
+    return {test["name"].split(": ")[1]: test for test in helpers.checks_of(result)}
 
 
 def assert_costs_only_its_points(result: dict, name: str) -> None:
