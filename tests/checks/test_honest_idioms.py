@@ -25,7 +25,7 @@ import pytest
 from autograder.sandbox.processes import readable_by_others
 from tests.attacks import POINTS, checks_of, overlaid
 from tests.graded import Sandboxed
-from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, run, total
+from tests.helpers import BIN, FAST_LIMITS, REFERENCE, ROOT, SUBMISSIONS, checks_part, quiz_points, run, total
 
 HONEST = SUBMISSIONS / "honest"
 IDIOMS = sorted(path.stem for path in HONEST.glob("*.py"))
@@ -68,7 +68,8 @@ def test_each_idiom_keeps_full_marks_with_no_flag(request, graded, name):
     assert "grader_error" not in result, result.get("grader_error")
     lost = {check: test["output"] for check, test in checks_of(result).items() if test["score"] < test["max_score"]}
     assert lost == {}, lost
-    assert result["score"] == result["max_score"] == sum(POINTS.values()) + total_of_part()
+    full = sum(POINTS.values()) + total_of_part()
+    assert checks_part(result) == (full, full) and result["max_score"] == full + quiz_points()  # no answers: a .py
     assert _flags(result) == ({REVIEWED[name]} if name in REVIEWED else set())
 
 
