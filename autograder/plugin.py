@@ -143,7 +143,7 @@ class GradingPlugin:
         """The functions the failed check ``item`` builds on, shown by its substituted run, or ()."""
         facts = item.get_closest_marker("check").kwargs
         category = Category(facts["category"])
-        if category in (Category.INTEGRITY, Category.MEMORY, Category.LOAD) or self._student is None:
+        if category in (Category.INTEGRITY, Category.LOAD) or self._student is None:
             return ()
         if category == Category.TIMING and getattr(error, "flag", "") != "timed_answer_wrong":
             return ()
@@ -156,7 +156,7 @@ class GradingPlugin:
         standing_in = candidates(function, failing, self._student.entered.get(function, set()))
         if not standing_in:
             return ()
-        substituted = Substituted(self._student, standing_in)
+        substituted = Substituted(self._student, standing_in, measured=category == Category.MEMORY)
         arguments = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
         arguments.update(
             {name: substituted for name in ("loaded", "student") if name in arguments},

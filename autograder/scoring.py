@@ -69,7 +69,7 @@ def carried_forward(outcomes: list[Outcome], settings: Settings) -> dict[str, tu
         o.check: o.builds_on
         for o in outcomes
         if o.status == Status.FAILED
-        and (o.category not in GATED or o.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY)
+        and o.category != Category.INTEGRITY  # never run again: what the source and the ops show is its own
         and o.builds_on
         and o.function not in o.builds_on
         and set(o.builds_on) <= failing

@@ -157,7 +157,6 @@ class Student:
     def _read(self, target: str, args: tuple, reply: Reply, options: dict) -> Reply:
         """The reply as the checks take it: of the kind its function returns, gradients of its inputs' shapes, or the
         student's failure (``StudentFault``)."""
-        self.entered[target].update(reply.entered)
         kind = RETURNS.get(target) if "steps" not in options else ""  # a session's steps are read by ``session``
         if reply.ok and kind and not _returns_kind(reply.value, kind):
             found = "None" if reply.value is None else type(reply.value).__name__
@@ -171,6 +170,7 @@ class Student:
 
     def _raise_for(self, target: str, reply: Reply) -> None:
         self.ops[target].update(reply.ops)
+        self.entered[target].update(reply.entered)
         if reply.ok:
             return
         if reply.error == "NotImplementedError":

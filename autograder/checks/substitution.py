@@ -128,12 +128,21 @@ class Substituted(Student):
     ``asked`` gathers the functions that stood in for at least one question: what the check, if it now passes, builds
     on."""
 
-    def __init__(self, student: Student, standing_in: tuple[str, ...]) -> None:
+    def __init__(self, student: Student, standing_in: tuple[str, ...], measured: bool = False) -> None:
         super().__init__(student._sandbox, student._timeout)
         self.standing_in = standing_in
+        self.measured = measured  # a memory check: each call's memory measured on the student's code as it is
         self.asked: set[str] = set()
 
     def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
+        reply = self._substituted(target, args, kwargs, options)
+        if self.measured:  # the memory the student's own code takes, on the same inputs; the answer is the above's
+            plain = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
+            reply.grown_bytes, reply.unmeasured = plain.grown_bytes, plain.unmeasured
+            reply.ran_processes, reply.memory = plain.ran_processes, plain.memory
+        return reply
+
+    def _substituted(self, target: str, args: tuple, kwargs: dict, options: dict) -> Reply:
         table: dict = {name: {"calls": [], "vjps": []} for name in self.standing_in}
         for _ in range(ROUNDS):
             reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, substitute=_flat(table), **options)

@@ -144,14 +144,6 @@ def reply_from(answer, elapsed: float) -> Reply:
     """A Reply from the worker's answer, trusting nothing in it but plain values of the expected kinds."""
     if not isinstance(answer, dict):
         return Reply.failed(Failure.WIRE, "the answer was not a message")
-    if not answer.get("ok"):
-        error, message = str(answer.get("error", "Error"))[:100], str(answer.get("message", ""))[:2000]
-        return Reply(False, error=error, message=message)
-    ops, grads = answer.get("ops", []), answer.get("grads")
-    if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
-        return Reply.failed(Failure.WIRE, "the answer's list of ops was not a list of names")
-    if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
-        return Reply.failed(Failure.WIRE, "the answer's gradients were not a list of tensors")
     entered = answer.get("entered", [])
     if not (
         isinstance(entered, list)
@@ -160,6 +152,14 @@ def reply_from(answer, elapsed: float) -> Reply:
     ):
         message = "the answer's list of functions entered was not a short list of names"
         return Reply.failed(Failure.WIRE, message)
+    if not answer.get("ok"):
+        error, message = str(answer.get("error", "Error"))[:100], str(answer.get("message", ""))[:2000]
+        return Reply(False, error=error, message=message, entered=entered)
+    ops, grads = answer.get("ops", []), answer.get("grads")
+    if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
+        return Reply.failed(Failure.WIRE, "the answer's list of ops was not a list of names")
+    if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
+        return Reply.failed(Failure.WIRE, "the answer's gradients were not a list of tensors")
     asked = answer.get("asked", [])
     if not (
         isinstance(asked, list)

@@ -129,6 +129,8 @@ def _same_arguments(given: list, expected: list) -> bool:
         if isinstance(want, torch.Tensor):
             if not (isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype == want.dtype):
                 return False
+            if torch.equal(got.detach(), want):  # the same bits: a run repeats the one that asked the question
+                continue
             loose = want.dtype in (torch.float16, torch.bfloat16)
             tolerance = 2e-2 if loose else 1e-4
             if not torch.allclose(got.detach(), want, rtol=tolerance, atol=tolerance, equal_nan=True):
@@ -179,30 +181,41 @@ class _Table:
     def __init__(self, cases: dict) -> None:
         self.cases = cases
         self.asked: list[dict] = []
+        self.next: dict = {}  # per function and kind, the case after the last found: where a call is looked for first
+
+    def _find(self, name: str, kind: str, match) -> dict | None:
+        """The first case of ``name``'s ``kind`` that ``match`` takes, starting after the last one found (a run calls a
+        function in the order the grader's answers were asked for: one comparison per call, not one per case)."""
+        cases = self.cases[name].get(kind, [])
+        start = self.next.get((name, kind), 0)
+        for offset in range(len(cases)):
+            index = (start + offset) % len(cases)
+            if match(cases[index]):
+                self.next[(name, kind)] = index + 1
+                return cases[index]
+        return None
 
     def value(self, name: str, given: list):
-        for case in self.cases[name].get("calls", []):
-            if _same_arguments(given, case["args"]):
-                return True, case["value"]
+        case = self._find(name, "calls", lambda case: _same_arguments(given, case["args"]))
+        if case is not None:
+            return True, case["value"]
         self._ask({"name": name, "args": _detached(given)})
         return False, None
 
     def vjp(self, name: str, given: list, upstream: list) -> list | None:
-        for case in self.cases[name].get("vjps", []):
-            if _same_arguments(given, case["args"]) and _same_arguments(upstream, case["upstream"]):
-                return case["grads"]
+        case = self._find(
+            name,
+            "vjps",
+            lambda case: _same_arguments(given, case["args"]) and _same_arguments(upstream, case["upstream"]),
+        )
+        if case is not None:
+            return case["grads"]
         self._ask({"name": name, "args": _detached(given), "upstream": _detached(upstream)})
         return None
 
     def _ask(self, question: dict) -> None:
-        for asked in self.asked:
-            if (
-                asked["name"] == question["name"]
-                and ("upstream" in asked) == ("upstream" in question)
-                and _same_arguments(question["args"], asked["args"])
-                and _same_arguments(question.get("upstream", []), asked.get("upstream", []))
-            ):
-                return
+        """A question noted (asked twice in one run, it is answered twice: comparing each with every other would cost
+        more than the answer)."""
         self.asked.append(question)
 
 
