@@ -167,7 +167,7 @@ class GradingPlugin:
             item.obj(**arguments)
         except Exception:  # noqa: BLE001 - still failing (or failing otherwise) with the reference's answers
             return ()
-        built_on = tuple(name for name in standing_in if name in substituted.asked)
+        built_on = tuple(name for name in standing_in if name in substituted.answered)
         own_cause = getattr(error, "mistake", "") or (
             getattr(error, "cause", "") and not getattr(error, "guessed", False)
         )

@@ -67,9 +67,20 @@ def _differentiable(args: list) -> list[int]:
     return [i for i, arg in enumerate(args) if isinstance(arg, torch.Tensor) and arg.is_floating_point()]
 
 
+def _called(name: str, args: list):
+    """The reference's ``name`` on ``args``, the arguments as the student's signature bound them, in its order: each
+    given to the reference's parameter in the same place, by name where that one is keyword-only (``device``)."""
+    parameters = list(inspect.signature(getattr(ref, name)).parameters.values())
+    if len(args) > len(parameters):
+        raise TypeError(f"{name} takes {len(parameters)} arguments, was asked about {len(args)}")
+    positional = [arg for arg, p in zip(args, parameters) if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keywords = {p.name: arg for arg, p in zip(args, parameters) if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return getattr(ref, name)(*positional, **keywords)
+
+
 def _value(name: str, args: list):
     with torch.no_grad():
-        value = getattr(ref, name)(*args)
+        value = _called(name, args)
     return list(value) if isinstance(value, tuple) else value
 
 
@@ -83,7 +94,7 @@ def _vjp(name: str, args: list, upstream: list) -> list:
         full[index] = args[index].detach().clone().requires_grad_(True)
         inputs.append(full[index])
     with torch.enable_grad():
-        value = getattr(ref, name)(*full)
+        value = _called(name, full)
         outputs = list(value) if isinstance(value, (tuple, list)) else [value]
         pairs = [(o, g) for o, g in zip(outputs, upstream) if isinstance(o, torch.Tensor) and o.requires_grad]
         grads = torch.autograd.grad([o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True)
@@ -125,14 +136,14 @@ def _flat(table: dict) -> dict:
 
 class Substituted(Student):
     """The student's module with ``standing_in`` answered by the reference in every call (see the module's text).
-    ``asked`` gathers the functions that stood in for at least one question: what the check, if it now passes, builds
-    on."""
+    ``answered`` gathers the functions that stood in, and were called, in a complete run (one that asked nothing
+    more): what the check, if it now passes, builds on (the attention answered, its own steps are not called)."""
 
     def __init__(self, student: Student, standing_in: tuple[str, ...], measured: bool = False) -> None:
         super().__init__(student._sandbox, student._timeout)
         self.standing_in = standing_in
         self.measured = measured  # a memory check: each call's memory measured on the student's code as it is
-        self.asked: set[str] = set()
+        self.answered: set[str] = set()
 
     def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
         reply = self._substituted(target, args, kwargs, options)
@@ -146,9 +157,9 @@ class Substituted(Student):
         table: dict = {name: {"calls": [], "vjps": []} for name in self.standing_in}
         for _ in range(ROUNDS):
             reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, substitute=_flat(table), **options)
-            if not reply.ok or not reply.asked:
+            if not reply.ok or not reply.asked:  # complete: the functions answered in it are what it built on
+                self.answered |= set(reply.entered) & set(table)
                 return self._read(target, args, reply, options)
-            self.asked |= {question["name"] for question in reply.asked if question["name"] in table}
             if not answer(reply.asked, table):
                 break
         raise StudentFault(f"{target}: its calls of {', '.join(self.standing_in)} could not all be answered")
