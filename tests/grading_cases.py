@@ -564,7 +564,8 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
 }
 
 # name -> the checks it loses besides under `[scoring] borrowed = "deduct"`: those that fail only because a function
-# they build on is wrong (recomputed with the student's own functions), and the gates withheld with them (read off
+# they build on is wrong (they pass when run again with it answered by the reference), and the gates withheld with
+# them (read off
 # a graded class, then checked by hand against the rule: integrity when the central check fails, timing too when a
 # timed answer is wrong)
 DEDUCTED: dict[str, set[str]] = {
