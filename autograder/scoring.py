@@ -102,6 +102,8 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
     for outcome in outcomes:
         worth = float(settings.points[outcome.check])
         if outcome.check in carried:
+            if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY:  # its wrong timed answers are the carried mistake's
+                outcome = replace(outcome, flag="")
             scored.append(Scored(outcome, worth, worth, outcome.message, carried=carried[outcome.check]))
         elif outcome.function in own_failures | explained and (
             _untimed(outcome) or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY

@@ -210,6 +210,7 @@ def test_a_failure_carried_forward_keeps_its_points_and_opens_its_gates(tmp_path
     assert "Correct once scale_scores is fixed: this check keeps its points" in output_text(kept)
     assert "Correct once scaled_dot_product_attention is fixed" in output_text(scored["mha_matches_torch"])
     assert scored["timing_cpu"].carried == ("scale_scores",)  # its answers were right once scale_scores was
+    assert scored["timing_cpu"].outcome.flag == ""  # its wrong answers are the carried mistake's: no one is accused
 
 
 @pytest.mark.timeout(10)

@@ -10,12 +10,14 @@ arguments, on its own side, and runs the call again, until a call asks nothing n
 reference's results cross, never its code; whatever f does with them comes back to the grader alone, and the student
 receives nothing of the run but the verdict (the check's points, kept or not).
 
-If the check passes so, its loss is carried to the functions that stood in and were asked (``Outcome.builds_on``):
+If the check passes so, its loss is carried to the functions that stood in and were called in the complete runs
+(``Outcome.builds_on``; the attention answered, its own steps are not called):
 scoring keeps its points where each of them loses points of its own (autograder/scoring.py). Which functions may stand
 in is decided once, here, for every function (``candidates``): those that f calls in the reference (read from its
 source, assignment/composition.py) or that the student's f entered, each defined before f, and each failing a check of
 its own earlier in this grading. A timed call is timed on the student's code as it is; its answers, where the check
-reads them, are the substituted call's on the same inputs (``Substituted.timed``).
+reads them, are the substituted call's on the same inputs (``Substituted.timed``); a memory check's memory is measured
+on the student's code as it is, its answer the substituted call's (``Substituted(measured=True)``).
 """
 
 from __future__ import annotations
