@@ -125,8 +125,9 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
     "sys_exit_in_call": ({"scale_values", "timing_cpu"}, {"scale_values": "SystemExit: grading over"}),
     "os_exit_in_call": ({"output_values"} | EVERYTHING_ABOVE_SDPA, {"output_values": "worker process died"}),
     "segfault": ({"padding_lengths"}, {"padding_lengths": "worker process died"}),
+    # the blow-up is causal_mask's: the attention's causal check passes with it answered by the reference
     "memory_blowup": (
-        {"causal_square", "causal_rectangular", "sdpa_causal", "timing_cpu"},
+        {"causal_square", "causal_rectangular", "timing_cpu"},
         {"causal_square": "MemoryError"},
     ),
     "flood_output": (set(), {}),
@@ -230,6 +231,18 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         SOFTMAX_ALL - {"softmax_no_mutation"},
         {"softmax_values": "over the query axis", "sdpa_matches_torch": "over the query axis"},
     ),
+    # two independent mistakes: the attention's own float16 overflow is not carried (it fails with the reference's
+    # masked_softmax too)
+    "mistake_query_axis_and_overflow": (
+        SOFTMAX_ALL - {"softmax_no_mutation"} | {"sdpa_dtypes"},
+        {"softmax_values": "over the query axis", "sdpa_matches_torch": "Correct once masked_softmax is fixed"},
+    ),
+    # the blockwise part is off here: scale_scores' own check only (with the part on, tests/test_blockwise_mistakes.py)
+    "mistake_blockwise_reuses_wrong_scale": (
+        {"scale_values"},
+        {"sdpa_matches_torch": "Correct once scale_scores is fixed"},
+    ),
+    "mistake_blockwise_dtype_slip": ({"scale_values"}, {"sdpa_dtypes": "fix scale_scores first"}),
     "mistake_mask_inverted": (
         {"softmax_masked", "softmax_fully_masked", "softmax_stability"},
         {"softmax_masked": "polarity is inverted", "sdpa_matches_torch": "Correct once masked_softmax is fixed"},

@@ -143,6 +143,7 @@ class Substituted(Student):
 
     def __init__(self, student: Student, standing_in: tuple[str, ...], measured: bool = False) -> None:
         super().__init__(student._sandbox, student._timeout)
+        self.ops = student.ops  # what the student's code ran in these calls is the integrity checks' evidence too
         self.standing_in = standing_in
         self.measured = measured  # a memory check: each call's memory measured on the student's code as it is
         self.answered: set[str] = set()
@@ -159,6 +160,7 @@ class Substituted(Student):
         table: dict = {name: {"calls": [], "vjps": []} for name in self.standing_in}
         for _ in range(ROUNDS):
             reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, substitute=_flat(table), **options)
+            self.ops[target].update(reply.ops)  # every round's: the integrity checks read what the student's code ran
             if not reply.ok or not reply.asked:  # complete: the functions answered in it are what it built on
                 self.answered |= set(reply.entered) & set(table)
                 return self._read(target, args, reply, options)
