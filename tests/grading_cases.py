@@ -393,7 +393,9 @@ CASES: dict[str, tuple[set[str], dict[str, str | tuple[str, ...]]]] = {
         {
             "sdpa_matches_torch": NOT_AVAILABLE,
             "integrity_sdpa": "its attention written in Python (line ",
-            "integrity_mha": "import of torch.onnx.ops",
+            # the module's op record shows the call where its substituted run (the attention answered after a round
+            # that ran the student's own) reached it first; the source scan where nothing ran it
+            "integrity_mha": ("import of torch.onnx.ops", "ran PyTorch's fused attention or its attention written in"),
         },
     ),
     "fused_onnx_smuggled": (
