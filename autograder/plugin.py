@@ -26,6 +26,7 @@ from autograder.checks.loading import explain
 from autograder.checks.mistakes import INPUTS
 from autograder.checks.pictures import picture
 from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
+from autograder.checks.substitution import Substituted, candidates
 from autograder.config import Settings
 from autograder.sandbox.protocol import Failure, Runner
 from autograder.status import Category, Status
@@ -124,6 +125,59 @@ class GradingPlugin:
                 f"not run: the grading's time budget of {budget:g} s ran out before this check "
                 "(the submission's calls together took too long)"
             )
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
+        """A check that failed for the student's result is run again with the functions it may build on answered by
+        the reference (checks/substitution.py): passed so, its failure builds on them (``builds_on``, and "fix X
+        first" as its cause where it has none of its own); else it builds on nothing, whatever the check said."""
+        result = yield
+        try:
+            result.get_result()
+        except (CheckFailure, StudentFault) as error:
+            error.builds_on = self._substituted(pyfuncitem, error)
+        except BaseException:  # noqa: BLE001 - the grader's own error, or pytest's: reported as it is
+            pass
+
+    def _substituted(self, item: pytest.Function, error: Exception) -> tuple[str, ...]:
+        """The functions the failed check ``item`` builds on, shown by its substituted run, or ()."""
+        facts = item.get_closest_marker("check").kwargs
+        category = Category(facts["category"])
+        if category in (Category.INTEGRITY, Category.LOAD) or self._student is None:
+            return ()
+        if category == Category.TIMING and getattr(error, "flag", "") != "timed_answer_wrong":
+            return ()
+        function = facts["function"]
+        failing = {
+            o.function
+            for o in self.outcomes.values()
+            if o.status == Status.FAILED and o.category not in (Category.INTEGRITY, Category.TIMING, Category.MEMORY)
+        }
+        standing_in = candidates(function, failing, self._student.entered.get(function, set()))
+        if not standing_in:
+            return ()
+        substituted = Substituted(self._student, standing_in, measured=category == Category.MEMORY)
+        arguments = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
+        arguments.update(
+            {name: substituted for name in ("loaded", "student") if name in arguments},
+        )
+        if "draw" in arguments:
+            arguments["draw"] = Draw(self._seed ^ zlib.crc32(item.name.encode()))
+        try:
+            item.obj(**arguments)
+        except Exception:  # noqa: BLE001 - still failing (or failing otherwise) with the reference's answers
+            return ()
+        built_on = tuple(name for name in standing_in if name in substituted.answered)
+        own_cause = getattr(error, "mistake", "") or (
+            getattr(error, "cause", "") and not getattr(error, "guessed", False)
+        )
+        if built_on and not own_cause:
+            named = " and ".join(built_on)
+            error.cause = (
+                f"it builds on {named}: your {function} passes this check once {named} gives the reference's results"
+                f" (it was run again with {named} answered by the reference): fix {named} first"
+            )
+        return built_on
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

@@ -6,8 +6,8 @@ cannot collect them, while an edge case that the function's own checks charge co
 check is ``withheld`` (a field, worded at the edge as not awarded yet), passed or failed alike: it is no verdict
 on the student.
 
-A failure that builds on another function's mistake (``Outcome.builds_on``: the recomputation with the
-student's own functions reproduces it, and it is right once they are: checks/builds_on.py) is, under
+A failure that builds on another function's mistake (``Outcome.builds_on``: the check, run again with those of the
+student's functions answered by the reference, passes: checks/substitution.py) is, under
 ``[scoring] borrowed = "carry_forward"``, carried forward: the check keeps its points when each function it
 builds on fails a check of its own here, so the mistake costs its points once, where it is made. Such a
 failure does not count against its function's gates either. Under "deduct" it costs its points as any failure.
@@ -56,7 +56,8 @@ class Scored:
 def carried_forward(outcomes: list[Outcome], settings: Settings) -> dict[str, tuple[str, ...]]:
     """check -> the functions it builds on, for each failed check that keeps its points (none under "deduct").
 
-    A failure is carried forward only with its evidence (``builds_on``) and only when every function it
+    A failure is carried forward only with its evidence (``builds_on``: the check passed once those functions were
+    answered by the reference; a timing check's timed answers compared on that run) and only when every function it
     builds on fails a correctness check of its own in this grading: a mistake its own checks miss is never free.
     The functions built on come before (the pieces before the attention, the attention before the module), so
     every chain of carried failures ends at a check that loses its points.
@@ -68,7 +69,7 @@ def carried_forward(outcomes: list[Outcome], settings: Settings) -> dict[str, tu
         o.check: o.builds_on
         for o in outcomes
         if o.status == Status.FAILED
-        and o.category not in GATED
+        and o.category != Category.INTEGRITY  # never run again: what the source and the ops show is its own
         and o.builds_on
         and o.function not in o.builds_on
         and set(o.builds_on) <= failing
@@ -100,12 +101,9 @@ def score(outcomes: list[Outcome], settings: Settings) -> list[Scored]:
     scored = []
     for outcome in outcomes:
         worth = float(settings.points[outcome.check])
-        if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY and outcome.function in explained:
-            # its timed answers are wrong for the carried reason only, and the flag is raised only within the
-            # budget (checks/check_5_integrity_timing.py): timed on the code as it is, the check is passed
-            scored.append(Scored(replace(outcome, flag="", message=""), worth, worth, Status.PASSED))
-            continue
         if outcome.check in carried:
+            if outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY:  # its wrong timed answers are the carried mistake's
+                outcome = replace(outcome, flag="")
             scored.append(Scored(outcome, worth, worth, outcome.message, carried=carried[outcome.check]))
         elif outcome.function in own_failures | explained and (
             _untimed(outcome) or outcome.flag in FLAGS_ON_CORRECT_FUNCTIONS_ONLY

@@ -41,13 +41,14 @@ MISTAKES = {
 SENTENCE = {name: SENTENCES[name.removeprefix("mistake_")] for name in MISTAKES}
 
 
-def graded(overlay: str | None, seed: int) -> dict:
-    """check -> (points lost, the outcome's named mistake, the feedback), for the part's checks only."""
+def graded(overlay: str | None, seed: int, selected: str = "blockwise") -> dict:
+    """check -> (points lost, the outcome's named mistake, the feedback), for the part's checks only (``selected``:
+    the checks run, as pytest's -k)."""
     namespace: dict = {}
     exec(compile(with_overlay(overlay), "attention.py", "exec"), namespace)  # noqa: S102 - the suite's own files
     runner = InProcess(namespace)
     plugin = GradingPlugin(lambda: runner, SETTINGS, seed, "cpu")
-    _pytest(plugin, "-k", "blockwise", "--timeout", "120")
+    _pytest(plugin, "-k", selected, "--timeout", "120")
     return {
         item.outcome.check: (item.max_score - item.score, item.outcome.mistake, output_text(item))
         for item in score(list(plugin.outcomes.values()), SETTINGS)

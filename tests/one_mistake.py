@@ -67,6 +67,19 @@ def outcomes(overlay: str | None, seed: int) -> list[Outcome]:
     return list(plugin.outcomes.values()) + gates
 
 
+def timed(overlay: str | None, seed: int) -> list[Outcome]:
+    """The outcomes of ``overlay``'s scale check and its attention's CPU timing check, the reference timed beside it in
+    this process (tests/in_process.py): a carried timing check's substituted run, as a grading runs it."""
+    namespace: dict = {}
+    exec(compile(with_overlay(overlay), "attention.py", "exec"), namespace)  # noqa: S102 - the suite's own submissions
+    reference: dict = {}
+    exec(compile(with_overlay(None), "attention.py", "exec"), reference)  # noqa: S102 - the reference itself
+    runner = InProcess(namespace)
+    plugin = GradingPlugin(lambda: runner, SETTINGS, seed, "cpu", connect_reference=lambda: InProcess(reference))
+    _pytest(plugin, "-k", "scale_values or timing_cpu", "--timeout", "120")
+    return list(plugin.outcomes.values())
+
+
 def graded(overlay: str | None, seed: int) -> dict[str, tuple[float, float, str]]:
     """check -> (score, max_score, results.json's output), for the reference with ``overlay``, at ``seed``."""
     return {

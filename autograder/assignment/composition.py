@@ -1,6 +1,6 @@
 """How the reference composes the assignment's functions, read from its source without running it: the functions
 in their order, and which of them each one calls. The student's conftest ("work on this next, it builds on
-these"), the released notebook and the grader's carried causes (checks/builds_on.py) all read it here, so that a
+these"), the released notebook and the grader's carried causes (checks/substitution.py) all read it here, so that a
 function added to the reference is followed everywhere without a list kept by hand."""
 
 from __future__ import annotations

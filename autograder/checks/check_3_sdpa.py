@@ -4,49 +4,29 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.builds_on import builds_on, evidence_tolerance, raised_in
-from autograder.checks.expect import Cases, CheckFailure, attention_size, dtype_name, edge_case, expect_tensor, fail
+from autograder.checks.expect import Cases, attention_size, dtype_name, edge_case, expect_tensor, fail
 from autograder.checks.mistakes import sdpa_variants
-from autograder.checks.student import StudentFault
 from reference import attention as ref
 
 
-def _run(loaded, tolerance, Q, K, V, mask=None, is_causal=False, grad_outputs=None, positional=False, **options):
+def _run(loaded, Q, K, V, mask=None, is_causal=False, grad_outputs=None, positional=False, **options):
     """The student's attention on these inputs (``positional``: the mask passed as the fourth argument, as the
-    mutation check sends it; without a mask or is_causal, Q, K and V alone). Where it raises in a step of the
-    student's own that alone is wrong (checks/builds_on.py, ``raised_in``: right once that step is), the failure
-    builds on that step. ``tolerance`` is the check's; a check that judges no values gives its settings instead,
-    and the evidence is held to their tolerance for these inputs (``builds_on.evidence_tolerance``)."""
+    mutation check sends it; without a mask or is_causal, Q, K and V alone). Whether a failure builds on the student's
+    own steps is decided outside the check, by running it again with them answered by the reference
+    (checks/substitution.py)."""
     target = "scaled_dot_product_attention"
-    try:
-        if positional:
-            return loaded.run(target, Q, K, V, mask, grad_outputs=grad_outputs, **options)
-        if mask is None and not is_causal and grad_outputs is None:
-            return loaded.run(target, Q, K, V, **options)
-        return loaded.run(target, Q, K, V, mask=mask, is_causal=is_causal, grad_outputs=grad_outputs, **options)
-    except StudentFault as fault:
-        if not fault.raised:
-            raise
-        expected = ref.scaled_dot_product_attention(Q.double(), K.double(), V.double(), mask, is_causal)
-        if not isinstance(tolerance, tuple):
-            tolerance = evidence_tolerance(tolerance, Q, K, V)
-        step = raised_in(loaded, tolerance, Q, K, V, mask, is_causal, expected, grad_outputs)
-        if not step:
-            raise
-        raise CheckFailure(
-            str(fault),
-            cause=f"it builds on {step}, which raises on this input: your scaled_dot_product_attention gives the"
-            f" right result once {step} does (it was run again with {step} giving the reference's result): fix"
-            f" {step} first",
-            builds_on=(step,),
-        ) from None
+    if positional:
+        return loaded.run(target, Q, K, V, mask, grad_outputs=grad_outputs, **options)
+    if mask is None and not is_causal and grad_outputs is None:
+        return loaded.run(target, Q, K, V, **options)
+    return loaded.run(target, Q, K, V, mask=mask, is_causal=is_causal, grad_outputs=grad_outputs, **options)
 
 
 def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracle=None):
     """Output against ``oracle`` (default: the reference) and weights against the reference, in float64."""
     size = attention_size(Q, K, V)
     tolerance = settings.tolerance(dtype_name(Q.dtype), scale=size)
-    reply = _run(loaded, tolerance, Q, K, V, mask=mask, is_causal=is_causal)
+    reply = _run(loaded, Q, K, V, mask=mask, is_causal=is_causal)
     output, weights = _pair(reply.value, label)
     expected_output, expected_weights = ref.scaled_dot_product_attention(Q, K, V, mask, is_causal)
     if oracle is not None:
@@ -57,45 +37,22 @@ def _compare(loaded, settings, label, Q, K, V, mask=None, is_causal=False, oracl
         # right answer, or with unrelated bugs (one key: any zeroed row looks like an inverted mask);
         # matching one is no evidence, so none is named
         variants = {}
-    try:
-        expect_tensor(
-            output,
-            expected_output,
-            what=f"the output {label}",
-            tolerance=tolerance,
-            variants={name: out for name, (out, _) in variants.items()},
-            scale=size,
-        )
-        expect_tensor(
-            weights,
-            expected_weights,
-            what=f"the weights {label}",
-            tolerance=tolerance,
-            variants={name: w for name, (_, w) in variants.items()},
-            scale=size,
-        )
-    except CheckFailure as failure:
-        _explain(failure, loaded, tolerance, reply.entered, Q, K, V, mask, is_causal, (output, weights))
-
-
-def _explain(
-    failure, loaded, tolerance, entered, Q, K, V, mask, is_causal, result, grad_outputs=None, grads=None, steps=None
-):
-    """Raise ``failure`` again, with the student's functions it builds on (checks/builds_on.py) when the
-    recomputation shows them; a failure without a cause, or with one guessed from the error's size alone (precision
-    loss: a wrong function can err by a narrower dtype's rounding by chance), then gets "it builds on X" as its hint."""
-    pieces = builds_on(loaded, tolerance, entered, Q, K, V, mask, is_causal, result, grad_outputs, grads, steps)
-    if not pieces:
-        raise failure
-    cause = failure.cause
-    if not failure.mistake and (not cause or failure.guessed):  # the rerun's evidence outranks a guess from sizes
-        piece = pieces[0]
-        cause = (
-            f"it builds on {piece}, and on this input your own {piece} gives"
-            f" a different result from the reference's (your scaled_dot_product_attention called it, and recomputed"
-            f" from the results of the functions it called, it reproduces the difference): fix {piece} first"
-        )
-    raise CheckFailure(failure.what, failure.mistake, failure.evidence, cause, pieces) from None
+    expect_tensor(
+        output,
+        expected_output,
+        what=f"the output {label}",
+        tolerance=tolerance,
+        variants={name: out for name, (out, _) in variants.items()},
+        scale=size,
+    )
+    expect_tensor(
+        weights,
+        expected_weights,
+        what=f"the weights {label}",
+        tolerance=tolerance,
+        variants={name: w for name, (_, w) in variants.items()},
+        scale=size,
+    )
 
 
 def _pair(result, label):
@@ -113,7 +70,7 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
         draw.normal(B, T, d_k, dtype=torch.float32),
         draw.normal(B, T, d_v, dtype=torch.float32),
     )
-    output, weights = _pair(_run(loaded, settings, Q, K, V).value, "on the lesson's shapes")
+    output, weights = _pair(_run(loaded, Q, K, V).value, "on the lesson's shapes")
     for tensor, shape, what in ((output, (B, T, d_v), "output"), (weights, (B, T, T), "weights")):
         if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
             found = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
@@ -235,39 +192,14 @@ def test_sdpa_fully_masked(loaded, draw, settings):
             oracle=oracle,
         )
     grad_outputs = [draw.normal(B, T_q, d_v), draw.normal(B, T_q, T_k)]
-    tolerance = settings.tolerance("float64", gradient=True)
-    try:
-        reply = _run(loaded, tolerance, Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
-    except CheckFailure as failure:  # raised in a step that alone is wrong: held with the others, nothing to check
-        with held:
-            raise failure from None
-        held.done()
+    reply = _run(loaded, Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
     for name, grad in zip("QKV", reply.grads):
         if not bool(grad.isfinite().all()):
-            with held:
-                try:
-                    fail(
-                        f"the gradient for {name} with fully masked rows contains NaN or inf",
-                        hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max,"
-                        " and divide them by 1, not by 0",
-                    )
-                except CheckFailure as failure:
-                    result = _pair(reply.value, "with fully masked rows")
-                    _explain(
-                        failure,
-                        loaded,
-                        tolerance,
-                        reply.entered,
-                        Q,
-                        K,
-                        V,
-                        mask,
-                        False,
-                        result,
-                        grad_outputs,
-                        reply.grads,
-                    )
-            break
+            fail(
+                f"the gradient for {name} with fully masked rows contains NaN or inf",
+                hint="exp(-inf - (-inf)) is NaN: shift fully masked rows by 0 instead of their max,"
+                " and divide them by 1, not by 0",
+            )
     held.done()
 
 
@@ -289,17 +221,13 @@ def test_sdpa_dtypes(loaded, draw, settings):
 def _dtype_case(loaded, settings, low, mask, dtype):
     size = attention_size(*low)
     tolerance = settings.tolerance(dtype_name(dtype), scale=size)
-    reply = _run(loaded, tolerance, *low, mask=mask)
+    reply = _run(loaded, *low, mask=mask)
     output, weights = _pair(reply.value, f"in {dtype_name(dtype)}")
     expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
-    try:
-        for got, want, what in ((output, expected_output, "output"), (weights, expected_weights, "weights")):
-            expect_tensor(
-                got, want, what=f"the {what} in {dtype_name(dtype)}", tolerance=tolerance, dtype=dtype, scale=size
-            )
-    except CheckFailure as failure:
-        steps = settings.tolerance("float32", scale=size)  # what a step must keep, whatever the dtype
-        _explain(failure, loaded, tolerance, reply.entered, *low, mask, False, (output, weights), steps=steps)
+    for got, want, what in ((output, expected_output, "output"), (weights, expected_weights, "weights")):
+        expect_tensor(
+            got, want, what=f"the {what} in {dtype_name(dtype)}", tolerance=tolerance, dtype=dtype, scale=size
+        )
 
 
 @pytest.mark.check(
@@ -315,15 +243,11 @@ def test_sdpa_gradients(loaded, draw, settings):
     # the inputs are of size 1: gradient_factor times the plain tolerance holds honest gradients 30x below
     # it and a float16 softmax inside 16x above (a scaled allowance would let float16 come within 4x)
     tolerance = settings.tolerance("float64", gradient=True)
-    reply = _run(loaded, tolerance, Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
+    reply = _run(loaded, Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
     inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
     expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask), inputs, grad_outputs)
-    try:
-        for name, got, want in zip("QKV", reply.grads, expected):
-            expect_tensor(got, want, what=f"the gradient for {name}", tolerance=tolerance)
-    except CheckFailure as failure:
-        result = _pair(reply.value, "with gradients")
-        _explain(failure, loaded, tolerance, reply.entered, Q, K, V, mask, False, result, grad_outputs, reply.grads)
+    for name, got, want in zip("QKV", reply.grads, expected):
+        expect_tensor(got, want, what=f"the gradient for {name}", tolerance=tolerance)
 
 
 @pytest.mark.check(
@@ -333,7 +257,7 @@ def test_sdpa_no_mutation(loaded, draw, settings):
     """Q, K, V and the mask are left as they were."""
     B, T_q, T_k, d_k, d_v = draw.sizes(5)
     args = (draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v), draw.mask(B, T_q, T_k))
-    reply = _run(loaded, settings, *args, positional=True)
+    reply = _run(loaded, *args, positional=True)
     names = [name for name, changed in zip(("Q", "K", "V", "mask"), reply.mutated) if changed]
     if names:
         fail(f"scaled_dot_product_attention modified {', '.join(names)} in place; use out-of-place operations")

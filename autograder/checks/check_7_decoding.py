@@ -2,9 +2,10 @@
 model decodes, one token or chunk at a time against a cache of past keys and values, with key/value heads shared by
 groups of query heads. Graded against F.scaled_dot_product_attention(..., enable_gqa=True) and the full causal pass.
 
-The part builds on the student's own attention: a failure that the student's own scaled_dot_product_attention (for
-grouped_query_attention) or grouped_query_attention (for attend_with_cache) explains, recomputed with it, is held as
-built on it (``builds_on``), as MultiHeadAttention's checks hold theirs (check_4_mha_variance.py)."""
+The part builds on the student's own attention: whether a failure builds on the student's own
+scaled_dot_product_attention (for grouped_query_attention) or grouped_query_attention (for attend_with_cache) is
+decided outside these checks, as for every function, by running the check again with it answered by the reference
+(checks/substitution.py)."""
 
 import math
 
@@ -14,13 +15,11 @@ import torch.nn.functional as F
 
 from autograder.checks.expect import (
     Cases,
-    CheckFailure,
     attention_size,
     dtype_name,
     edge_case,
     expect_tensor,
     fail,
-    matches,
 )
 from autograder.checks.flags import flag
 from autograder.checks.mistakes import decoding_variants, gqa_variants
@@ -72,84 +71,12 @@ def _size(Q, K, V) -> float:
 # --- grouped_query_attention: built on the student's scaled_dot_product_attention ---
 
 
-def _own_attention(loaded, Q, K, V, mask, is_causal, grad_outputs=None):
-    """The student's own scaled_dot_product_attention on the heads shared out as the reference shares them."""
-    H = Q.size(-3)
-    if grad_outputs is None:
-        return loaded.scaled_dot_product_attention(Q, _shared(K, H), _shared(V, H), mask=mask, is_causal=is_causal)
-    reply = loaded.run(
-        SDPA, Q, _shared(K, H), _shared(V, H), mask, is_causal, grad=[0, 1, 2], grad_outputs=grad_outputs
-    )
-    return _folded(reply.grads, K.size(-3))
-
-
-def _folded(grads, H_kv: int):
-    """Gradients of (Q, K shared out, V shared out) as gradients of (Q, K, V): each group's summed."""
-    gQ, gK, gV = grads
-    return [gQ, *(g.unflatten(-3, (H_kv, g.size(-3) // H_kv)).sum(-3) for g in (gK, gV))]
-
-
-def _attention_explains(loaded, tolerance, Q, K, V, mask, is_causal, result) -> bool:
-    """The student's own attention on the shared-out heads reproduces ``result`` and is wrong there."""
-    try:
-        own = _own_attention(loaded, Q, K, V, mask, is_causal)
-    except Exception:  # it does not run on these heads: no evidence either way
-        return False
-    if not (matches(own[0], result[0], tolerance) and matches(own[1], result[1], tolerance)):
-        return False
-    right = ref.scaled_dot_product_attention(Q, _shared(K, Q.size(-3)), _shared(V, Q.size(-3)), mask, is_causal)
-    return not (matches(own[0], right[0], tolerance) and matches(own[1], right[1], tolerance))
-
-
-def _raised_in_attention(loaded, tolerance, Q, K, V, mask, is_causal, expected) -> bool:
-    """grouped_query_attention raised: True when the student's own attention raises or errs on the shared-out heads,
-    and grouped_query_attention, run again with the attention standing in with the reference's result on exactly
-    those heads (checks/builds_on.py ``raised_in``), gives ``expected``."""
-    H = Q.size(-3)
-    heads = [Q, _shared(K, H), _shared(V, H), mask, is_causal]
-    right = ref.scaled_dot_product_attention(*heads)
-    try:
-        own = loaded.scaled_dot_product_attention(*heads[:3], mask=mask, is_causal=is_causal)
-        if matches(own[0], right[0], tolerance) and matches(own[1], right[1], tolerance):
-            return False
-    except Exception:
-        pass  # it raises on the heads themselves
-    standing_in = {SDPA: {"args": heads, "value": right}}
-    try:
-        output, weights = loaded.run(GQA, Q, K, V, mask=mask, is_causal=is_causal, substitute=standing_in).value
-    except Exception:  # the stand-in was not called as the reference calls it: no evidence
-        return False
-    return matches(output, expected[0], tolerance) and matches(weights, expected[1], tolerance)
-
-
 def _gqa_run(loaded, settings, Q, K, V, mask, is_causal, **options):
-    """The student's grouped_query_attention's reply; a raise that the student's own attention explains
-    (``_raised_in_attention``) fails the check as built on it."""
-    try:
-        reply = loaded.run(GQA, Q, K, V, mask, is_causal, **options)
-        if len(reply.value) != 2:
-            fail(f"grouped_query_attention returned {len(reply.value)} values; expected (output, weights)")
-        return reply
-    except StudentFault as fault:
-        tolerance = settings.tolerance(dtype_name(Q.dtype), scale=_size(Q, K, V))
-        full = _both(mask, _causal(Q.size(-2), K.size(-2))) if is_causal else mask
-        expected = tuple(x.to(Q.dtype) for x in _oracle(Q, K, V, full))
-        if not (fault.raised and _raised_in_attention(loaded, tolerance, Q, K, V, mask, is_causal, expected)):
-            raise
-        fail(
-            str(fault).removesuffix("."),
-            hint="it builds on scaled_dot_product_attention, which raises on these heads: yours gives the right"
-            " result once it does (it was run again with scaled_dot_product_attention giving the reference's"
-            " result): fix that first",
-            builds_on=(SDPA,),
-        )
-
-
-HINT_SDPA = (
-    "it builds on scaled_dot_product_attention, and on these heads (each key/value head shared by its group) your own"
-    " scaled_dot_product_attention gives a different result from the reference's (recomputed with it, the heads"
-    " reproduce your result): fix that first"
-)
+    """The student's grouped_query_attention's reply."""
+    reply = loaded.run(GQA, Q, K, V, mask, is_causal, **options)
+    if len(reply.value) != 2:
+        fail(f"grouped_query_attention returned {len(reply.value)} values; expected (output, weights)")
+    return reply
 
 
 def _compare_gqa(loaded, settings, label, Q, K, V, mask=None, is_causal=False):
@@ -160,25 +87,15 @@ def _compare_gqa(loaded, settings, label, Q, K, V, mask=None, is_causal=False):
     expected = tuple(x.to(Q.dtype) for x in _oracle(Q, K, V, full))
     reply = _gqa_run(loaded, settings, Q, K, V, mask, is_causal)
     variants = gqa_variants(Q, K, V, mask, is_causal)
-    try:
-        for index, name in enumerate(("output", "weights")):
-            expect_tensor(
-                reply.value[index],
-                expected[index],
-                what=f"grouped_query_attention's {name} {label}",
-                tolerance=tolerance,
-                variants={mistake: wrong[index] for mistake, wrong in variants.items()},
-                scale=size,
-            )
-    except CheckFailure as failure:
-        if (
-            failure.mistake
-            or failure.cause
-            or SDPA not in reply.entered
-            or not _attention_explains(loaded, tolerance, Q, K, V, mask, is_causal, reply.value)
-        ):
-            raise
-        fail(failure.what, hint=HINT_SDPA, evidence=failure.evidence, builds_on=(SDPA,))
+    for index, name in enumerate(("output", "weights")):
+        expect_tensor(
+            reply.value[index],
+            expected[index],
+            what=f"grouped_query_attention's {name} {label}",
+            tolerance=tolerance,
+            variants={mistake: wrong[index] for mistake, wrong in variants.items()},
+            scale=size,
+        )
 
 
 def _heads(draw, kind: str) -> tuple[int, int]:
@@ -264,21 +181,8 @@ def test_gqa_gradients(loaded, draw, settings):
     expected = torch.autograd.grad(_oracle(*inputs, mask)[0], inputs, grad_output)
     zero = torch.zeros(B, H, T_q, T_k, dtype=Q.dtype)  # the weights' gradient: the output's alone is checked
     reply = _gqa_run(loaded, settings, Q, K, V, mask, False, grad=[0, 1, 2], grad_outputs=[grad_output, zero])
-    try:
-        for name, got, want in zip("QKV", reply.grads, expected):
-            expect_tensor(got, want, what=f"the gradient for {name} (H={H}, H_kv={H_kv})", tolerance=tolerance)
-    except CheckFailure as failure:
-        shared = [x.clone().requires_grad_(True) for x in (Q, _shared(K, H), _shared(V, H))]
-        right = torch.autograd.grad(ref.scaled_dot_product_attention(*shared, mask)[0], shared, grad_output)
-        try:
-            own = _own_attention(loaded, Q, K, V, mask, False, grad_outputs=[grad_output, zero])
-        except Exception:  # the student's attention does not run on these heads: no evidence
-            raise failure from None
-        explained = all(matches(g, o, tolerance) for g, o in zip(reply.grads, own))
-        wrong = not all(matches(o, r, tolerance) for o, r in zip(own, _folded(right, H_kv)))
-        if SDPA not in reply.entered or not (explained and wrong):
-            raise
-        fail(failure.what, hint=HINT_SDPA, evidence=failure.evidence, builds_on=(SDPA,))
+    for name, got, want in zip("QKV", reply.grads, expected):
+        expect_tensor(got, want, what=f"the gradient for {name} (H={H}, H_kv={H_kv})", tolerance=tolerance)
 
 
 @pytest.mark.check(
@@ -363,7 +267,7 @@ def test_kvcache_cap(loaded, draw, settings):
 # --- attend_with_cache: built on the student's grouped_query_attention ---
 
 
-def _decode(loaded, Q, K, V, chunks, prefix=0, mask=None, grad_outputs=None, substitute=None):
+def _decode(loaded, Q, K, V, chunks, prefix=0, mask=None, grad_outputs=None):
     """The student's attend_with_cache over the queries Q fed in ``chunks``, after ``prefix`` positions of K and V
     appended to a fresh KVCache that holds exactly what comes (``mask``: for a single chunk). Returns each step's
     (output, weights) and the reply; with ``grad_outputs`` (per step, the output's and the weights' gradients), the
@@ -384,81 +288,13 @@ def _decode(loaded, Q, K, V, chunks, prefix=0, mask=None, grad_outputs=None, sub
     options = {}
     if grad_outputs is not None:
         options = {"grad": list(range(len(args))), "grad_outputs": [g for pair in grad_outputs for g in pair]}
-    results, reply = loaded.session(DECODE, (CACHE, start), steps, *args, substitute=substitute, **options)
+    results, reply = loaded.session(DECODE, (CACHE, start), steps, *args, **options)
     return [value for value, _ in results[1 if prefix else 0 :]], reply
 
 
-def _step_masks(chunks, prefix, mask):
-    """Each step's mask as the reference builds it: bottom-right causal over the keys so far, and ``mask``."""
-    masks, stop = [], prefix
-    for size in chunks:
-        stop += size
-        masks.append(_both(mask, _causal(size, stop, bottom_right=True)))
-    return masks
-
-
-def _gqa_explains(loaded, tolerance, Q, K, V, chunks, prefix, mask, steps) -> bool:
-    """The student's own grouped_query_attention, given each step's queries, every key and value cached by then and
-    the step's mask as the reference builds them, reproduces every step's (output, weights), and is wrong on one."""
-    wrong, start = False, 0
-    for size, step_mask, result in zip(chunks, _step_masks(chunks, prefix, mask), steps):
-        stop = prefix + start + size
-        inputs = (Q[..., start : start + size, :], K[..., :stop, :], V[..., :stop, :])
-        try:
-            own = loaded.grouped_query_attention(*inputs, mask=step_mask)
-        except Exception:  # it does not run there: no evidence either way
-            return False
-        if not (matches(own[0], result[0], tolerance) and matches(own[1], result[1], tolerance)):
-            return False
-        right = ref.grouped_query_attention(*inputs, step_mask)
-        wrong = wrong or not (matches(own[0], right[0], tolerance) and matches(own[1], right[1], tolerance))
-        start += size
-    return wrong
-
-
-def _raised_in_gqa(loaded, tolerance, Q, K, V, prefix, mask, expected) -> bool:
-    """attend_with_cache raised: True when the student's own grouped_query_attention raises or errs on the whole
-    chunk's inputs (every query at once), and attend_with_cache, run again on that one chunk with
-    grouped_query_attention standing in with the reference's result there, gives ``expected``."""
-    size = Q.size(-2)
-    (step_mask,) = _step_masks([size], prefix, mask)
-    inputs = [Q, K, V, step_mask, False]
-    right = ref.grouped_query_attention(*inputs)
-    try:
-        own = loaded.grouped_query_attention(Q, K, V, mask=step_mask)
-        if matches(own[0], right[0], tolerance) and matches(own[1], right[1], tolerance):
-            return False
-    except Exception:
-        pass  # it raises there itself
-    try:
-        [(output, weights)], _ = _decode(
-            loaded, Q, K, V, [size], prefix, mask, substitute={GQA: {"args": inputs, "value": right}}
-        )
-    except Exception:  # the stand-in was not called as the reference calls it: no evidence
-        return False
-    return matches(output, expected[0], tolerance) and matches(weights, expected[1], tolerance)
-
-
 def _decode_run(loaded, settings, Q, K, V, chunks, prefix=0, mask=None, grad_outputs=None):
-    """``_decode``'s steps and reply; a raise that the student's own grouped_query_attention explains
-    (``_raised_in_gqa``) fails the check as built on it."""
-    try:
-        return _decode(loaded, Q, K, V, chunks, prefix, mask, grad_outputs)
-    except StudentFault as fault:
-        tolerance = settings.tolerance(dtype_name(Q.dtype), scale=_size(Q, K, V))
-        expected = _oracle(Q, K, V, _both(mask, _causal(Q.size(-2), prefix + sum(chunks), bottom_right=True)))
-        if not (fault.raised and _raised_in_gqa(loaded, tolerance, Q, K, V, prefix, mask, expected)):
-            raise
-        fail(
-            str(fault).removesuffix("."),
-            hint="it builds on grouped_query_attention, which raises on these inputs: yours gives the right result"
-            " once it does (it was run again with grouped_query_attention giving the reference's result): fix that"
-            " first",
-            builds_on=(GQA,),
-        )
-
-
-OWN_MISTAKES = ("decoding_top_left", "decoding_cache_unused")  # attend_with_cache's own, never carried
+    """``_decode``'s steps and reply."""
+    return _decode(loaded, Q, K, V, chunks, prefix, mask, grad_outputs)
 
 
 def _compare_decoding(loaded, settings, label, Q, K, V, chunks, prefix=0, mask=None):
@@ -469,44 +305,26 @@ def _compare_decoding(loaded, settings, label, Q, K, V, chunks, prefix=0, mask=N
     output, weights = _oracle(Q, K, V, _both(mask, _causal(Q.size(-2), prefix + sum(chunks), bottom_right=True)))
     steps, reply = _decode_run(loaded, settings, Q, K, V, chunks, prefix, mask)
     variants = decoding_variants(Q, K, V, chunks, prefix, mask)
-    try:
+    expect_tensor(
+        torch.cat([out for out, _ in steps], dim=-2),
+        output.to(Q.dtype),
+        what=f"attend_with_cache's outputs {label}, joined",
+        tolerance=tolerance,
+        variants={name: wrong for name, (wrong, _) in variants.items()},
+        scale=size,
+    )
+    start = 0
+    for index, (chunk, (_, got)) in enumerate(zip(chunks, steps)):
+        stop = start + chunk
         expect_tensor(
-            torch.cat([out for out, _ in steps], dim=-2),
-            output.to(Q.dtype),
-            what=f"attend_with_cache's outputs {label}, joined",
+            got,
+            weights[..., start:stop, : prefix + stop].to(Q.dtype),
+            what=f"attend_with_cache's weights {label}, step {index + 1}",
             tolerance=tolerance,
-            variants={name: wrong for name, (wrong, _) in variants.items()},
+            variants={name: each[index] for name, (_, each) in variants.items()},
             scale=size,
         )
-        start = 0
-        for index, (chunk, (_, got)) in enumerate(zip(chunks, steps)):
-            stop = start + chunk
-            expect_tensor(
-                got,
-                weights[..., start:stop, : prefix + stop].to(Q.dtype),
-                what=f"attend_with_cache's weights {label}, step {index + 1}",
-                tolerance=tolerance,
-                variants={name: each[index] for name, (_, each) in variants.items()},
-                scale=size,
-            )
-            start = stop
-    except CheckFailure as failure:
-        if (
-            failure.mistake in OWN_MISTAKES
-            or (failure.cause and not failure.mistake)
-            or GQA not in reply.entered
-            or not _gqa_explains(loaded, tolerance, Q, K, V, chunks, prefix, mask, steps)
-        ):
-            raise
-        fail(
-            failure.what,
-            failure.mistake,
-            hint="it builds on grouped_query_attention, and on each step's queries and cached keys your own"
-            " grouped_query_attention gives a different result from the reference's (recomputed with it, the steps"
-            " reproduce yours): fix that first",
-            evidence=failure.evidence,
-            builds_on=(GQA,),
-        )
+        start = stop
 
 
 @pytest.mark.check(function="attend_with_cache", category="causal", points=3, exercises=("causal",), picture=None)
@@ -568,42 +386,8 @@ def test_decoding_gradients(loaded, draw, settings):
     expected = torch.autograd.grad(_oracle(*inputs, _causal(T, T))[0], inputs, grad_output)
     _, reply = _decode_run(loaded, settings, Q, K, V, chunks, grad_outputs=pairs)
     got = [torch.cat(reply.grads[index::3], dim=-2) for index in range(3)]  # each step's (Q, K, V), joined
-    try:
-        for name, mine, want in zip("QKV", got, expected):
-            expect_tensor(mine, want, what=f"the gradient for {name}, decoding in chunks of 2", tolerance=tolerance)
-    except CheckFailure as failure:
-        try:
-            own = _own_step_gradients(loaded, Q, K, V, chunks, pairs)
-        except Exception:  # the student's grouped_query_attention does not run on the steps: no evidence
-            raise failure from None
-        explained = all(matches(mine, theirs, tolerance) for mine, theirs in zip(got, own))
-        wrong = not all(matches(theirs, want, tolerance) for theirs, want in zip(own, expected))
-        if GQA not in reply.entered or not (explained and wrong):
-            raise
-        fail(
-            failure.what,
-            hint="it builds on grouped_query_attention, whose own gradients on each step's queries and cached keys"
-            " are not the reference's (recomposed from them, the steps reproduce yours): fix that first",
-            evidence=failure.evidence,
-            builds_on=(GQA,),
-        )
-
-
-def _own_step_gradients(loaded, Q, K, V, chunks, pairs) -> list:
-    """The gradients of Q, K and V through the steps recomposed from the student's own grouped_query_attention: each
-    step's queries, the keys and values cached by then and its bottom-right mask, as the reference calls it; a cached
-    key gathers the gradients of every step that attends to it."""
-    grads = [torch.zeros_like(x) for x in (Q, K, V)]
-    start = 0
-    for size, step_mask, upstream in zip(chunks, _step_masks(chunks, 0, None), pairs):
-        stop = start + size
-        inputs = (Q[..., start:stop, :], K[..., :stop, :], V[..., :stop, :])
-        gq, gk, gv = loaded.run(GQA, *inputs, step_mask, False, grad=[0, 1, 2], grad_outputs=list(upstream)).grads
-        grads[0][..., start:stop, :] += gq
-        grads[1][..., :stop, :] += gk
-        grads[2][..., :stop, :] += gv
-        start = stop
-    return grads
+    for name, mine, want in zip("QKV", got, expected):
+        expect_tensor(mine, want, what=f"the gradient for {name}, decoding in chunks of 2", tolerance=tolerance)
 
 
 @pytest.mark.check(function="attend_with_cache", category="no-mutation", points=1, exercises=("mask",), picture=None)

@@ -22,7 +22,7 @@ class CheckFailure(AssertionError):
     """The student's result is wrong: ``what`` was found (the message is that sentence), ``mistake`` the named
     mistake's key, if any, ``cause`` the likely cause in words (the mistake's sentence, or a hint), if any,
     ``evidence`` where the result first differs (index, expected, got, error, allowed, shape), if known,
-    ``builds_on`` the student's functions this failure is explained by, with evidence (checks/builds_on.py):
+    ``builds_on`` the student's functions this failure is explained by, with evidence (checks/substitution.py):
     with them fixed, the result is right. ``guessed``: the cause is a guess from the error's size (precision loss),
     which a cause shown by evidence (a function it builds on, recomputed) replaces."""
 
@@ -59,7 +59,7 @@ def fail(
 ) -> None:
     """Fail the check. ``mistake`` is a key of ``mistakes.SENTENCES`` (a named mistake, kept as a field
     for the class summary); ``hint`` is a cause in free words, shown but not counted; ``builds_on`` the
-    student's functions whose fix makes this result right (found with evidence: checks/builds_on.py).
+    student's functions whose fix makes this result right (found with evidence: checks/substitution.py).
 
     >>> try:
     ...     fail("sliding_window_mask(4, 2): a query sees a later key", hint="keep j <= i, as causal_mask does")

@@ -93,37 +93,32 @@ class Student:
         self._sandbox = sandbox
         self._timeout = timeout
         self.ops: dict[str, set[str]] = defaultdict(set)
+        self.entered: dict[str, set[str]] = defaultdict(
+            set
+        )  # per function called, the submission's functions it entered
 
-    def run(self, target: str, *args, grad=(), grad_outputs=None, substitute=None, pages=False, **kwargs) -> Reply:
-        """The whole reply; ``substitute`` ({function: {"args": [...], "value": result}}) has those of the student's
-        functions stand in with the grader's results for this call (checks/builds_on.py, ``raised_in``). Every call's
-        reply holds the memory its process took (``reply.grown_bytes``, measured by the runner from outside it) and
-        the largest tensor it made (``reply.memory``, the worker's record: words only); ``pages``: and the pages it
-        touched (``reply.touched_bytes``, counted by the runner, never sent to the worker)."""
-        options = {"substitute": substitute} if substitute else {}
-        if pages:
-            options["pages"] = True
+    def run(self, target: str, *args, grad=(), grad_outputs=None, pages=False, **kwargs) -> Reply:
+        """The whole reply. Every call's reply holds the memory its process took (``reply.grown_bytes``, measured by
+        the runner from outside it) and the largest tensor it made (``reply.memory``, the worker's record: words
+        only); ``pages``: and the pages it touched (``reply.touched_bytes``, counted by the runner, never sent to the
+        worker)."""
+        options = {"pages": True} if pages else {}
         return self._call(target, args, kwargs, grad=list(grad), grad_outputs=grad_outputs, **options)
 
-    def mha(self, init: tuple, state: dict, *args, grad=(), grad_outputs=None, substitute=None, **kwargs) -> Reply:
-        """Build MultiHeadAttention(*init) in the worker, load ``state`` into it, call it (``substitute``: as in
-        ``run``)."""
+    def mha(self, init: tuple, state: dict, *args, grad=(), grad_outputs=None, **kwargs) -> Reply:
+        """Build MultiHeadAttention(*init) in the worker, load ``state`` into it, call it."""
         options = {"init": list(init), "state": state, "grad": list(grad), "grad_outputs": grad_outputs}
-        if substitute:
-            options["substitute"] = substitute
         return self._call("MultiHeadAttention", args, kwargs, **options)
 
     def session(
-        self, target: str, make: tuple, steps: list[dict], *args, grad=(), grad_outputs=None, substitute=None
+        self, target: str, make: tuple, steps: list[dict], *args, grad=(), grad_outputs=None
     ) -> tuple[list, Reply]:
         """Make ``make[0](*make[1:])`` in the worker and run ``steps`` on it in one call (serving's ``_stepping``: each
         step a method of the object or a function of the module, its arguments indices into ``args``, None or
-        "object"); ``target`` names what is graded (its ops, a hang); ``substitute`` as in ``run``. Returns per
+        "object"); ``target`` names what is graded (its ops, a hang). Returns per
         step [its value, len(object)], each value of the kind its function or method returns (``RETURNS``), each
         length an int, and the whole reply (gradients, mutation flags)."""
         options = {"make": list(make), "steps": steps, "grad": list(grad), "grad_outputs": grad_outputs}
-        if substitute:
-            options["substitute"] = substitute
         reply = self._call(target, args, {}, **options)
         results = reply.value
         if not (isinstance(results, (list, tuple)) and len(results) == len(steps)):
@@ -159,6 +154,11 @@ class Student:
 
     def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
         reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
+        return self._read(target, args, reply, options)
+
+    def _read(self, target: str, args: tuple, reply: Reply, options: dict) -> Reply:
+        """The reply as the checks take it: of the kind its function returns, gradients of its inputs' shapes, or the
+        student's failure (``StudentFault``)."""
         kind = RETURNS.get(target) if "steps" not in options else ""  # a session's steps are read by ``session``
         if reply.ok and kind and not _returns_kind(reply.value, kind):
             found = "None" if reply.value is None else type(reply.value).__name__
@@ -172,6 +172,7 @@ class Student:
 
     def _raise_for(self, target: str, reply: Reply) -> None:
         self.ops[target].update(reply.ops)
+        self.entered[target].update(reply.entered)
         if reply.ok:
             return
         if reply.error == "NotImplementedError":

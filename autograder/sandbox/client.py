@@ -202,7 +202,11 @@ class Sandbox(Runner):
             timeout = min(timeout, self.after_hang_timeout)
         # tensor arguments live in memory we own: what the call did to them is read here, afterwards
         arena = Arena()
-        (args, kwargs), placed = place(arena, (list(args), kwargs or {}))
+        # a substituted call's table of answers (checks/substitution.py) lives there too
+        substitute = options.pop("substitute", None)
+        (args, kwargs, substitute), placed = place(arena, (list(args), kwargs or {}, substitute))
+        if substitute is not None:
+            options["substitute"] = substitute
         request = {"op": "call", "target": target, "args": args, "kwargs": kwargs, "arena": arena.size, **options}
         arena.open()
         try:

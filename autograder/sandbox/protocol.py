@@ -17,6 +17,7 @@ from typing import Protocol
 import torch
 
 MAX_ENTERED = 1000  # names of functions one call entered (a submission's module-level functions)
+MAX_ASKED = 1000  # questions one substituted call asks of the functions standing in (checks/substitution.py)
 
 
 class Failure(Enum):
@@ -72,6 +73,9 @@ class Reply:
     grads: list | None = None
     ops: list[str] = field(default_factory=list)
     entered: list[str] = field(default_factory=list)  # the submission's functions the call entered (a hint's evidence)
+    # a substituted call (option ``substitute``): the calls and backward passes of the functions standing in that the
+    # grader has not answered yet, each {"name", "args"[, "upstream"]}; the call is complete when there are none
+    asked: list[dict] = field(default_factory=list)
     memory: Memory | None = None  # the largest tensor the call made, as the worker's record saw it (words only)
     mutated: list[bool] = field(default_factory=list)
     error: str = ""
@@ -152,14 +156,6 @@ def reply_from(answer, elapsed: float) -> Reply:
     """A Reply from the worker's answer, trusting nothing in it but plain values of the expected kinds."""
     if not isinstance(answer, dict):
         return Reply.failed(Failure.WIRE, "the answer was not a message")
-    if not answer.get("ok"):
-        error, message = str(answer.get("error", "Error"))[:100], str(answer.get("message", ""))[:2000]
-        return Reply(False, error=error, message=message)
-    ops, grads = answer.get("ops", []), answer.get("grads")
-    if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
-        return Reply.failed(Failure.WIRE, "the answer's list of ops was not a list of names")
-    if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
-        return Reply.failed(Failure.WIRE, "the answer's gradients were not a list of tensors")
     entered = answer.get("entered", [])
     if not (
         isinstance(entered, list)
@@ -168,6 +164,28 @@ def reply_from(answer, elapsed: float) -> Reply:
     ):
         message = "the answer's list of functions entered was not a short list of names"
         return Reply.failed(Failure.WIRE, message)
+    if not answer.get("ok"):
+        error, message = str(answer.get("error", "Error"))[:100], str(answer.get("message", ""))[:2000]
+        return Reply(False, error=error, message=message, entered=entered)
+    ops, grads = answer.get("ops", []), answer.get("grads")
+    if not (isinstance(ops, list) and all(isinstance(op, str) for op in ops)):
+        return Reply.failed(Failure.WIRE, "the answer's list of ops was not a list of names")
+    if grads is not None and not (isinstance(grads, list) and all(isinstance(g, torch.Tensor) for g in grads)):
+        return Reply.failed(Failure.WIRE, "the answer's gradients were not a list of tensors")
+    asked = answer.get("asked", [])
+    if not (
+        isinstance(asked, list)
+        and len(asked) <= MAX_ASKED
+        and all(
+            isinstance(q, dict)
+            and isinstance(q.get("name"), str)
+            and isinstance(q.get("args"), list)
+            and isinstance(q.get("upstream", []), list)
+            and set(q) <= {"name", "args", "upstream"}
+            for q in asked
+        )
+    ):
+        return Reply.failed(Failure.WIRE, "the answer's questions for the functions standing in were not plain calls")
     memory = None
     if "memory" in answer:
         memory = Memory.read(answer["memory"])
@@ -180,6 +198,7 @@ def reply_from(answer, elapsed: float) -> Reply:
         grads=grads,
         ops=ops,
         entered=entered,
+        asked=asked,
         # timed by our own clock: the worker cannot claim to be faster than it was
         seconds=elapsed,
     )

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.blockwise_mistakes import GATES, MISTAKES, ON, SENTENCE, graded, holds
+from tests.blockwise_mistakes import GATES, MISTAKES, ON, SENTENCE, SETTINGS, VALUES, graded, holds
 from tests.helpers import BIN, checks_of, run, with_overlay
 
 
@@ -63,3 +63,18 @@ def test_a_crash_on_one_mask_and_block_size_is_caught_on_every_seed():
         lost = {check for check, (points, _, _) in found.items() if points}
         assert lost == {"blockwise_matches_torch"} | GATES, (seed, lost)
         assert "RuntimeError" in found["blockwise_matches_torch"][2], seed
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("overlay", ["mistake_blockwise_reuses_wrong_scale", "mistake_blockwise_dtype_slip"])
+def test_a_blockwise_attention_built_on_a_wrong_piece_loses_only_that_pieces_checks(overlay):
+    """blockwise_attention calls the student's own attention_scores and scale_scores, and scale_scores is wrong
+    (divides by d_k; or computes in float32, a dtype slip): the part's checks, run again with scale_scores answered by
+    the reference, pass, so they keep their points and their gates (the memory check's measure is the student's code
+    as it is) and say "fix scale_scores first"; only scale_scores' check is lost. Seen failing before the
+    substitution: 16 and 32 points lost, every check of the part."""
+    found = graded(overlay, 0, "blockwise or scale_values")
+    lost = {check: points for check, (points, _, _) in found.items() if points}
+    assert lost == {"scale_values": float(SETTINGS.points["scale_values"])}
+    for check in VALUES:
+        assert "fix scale_scores first" in found[check][2], check

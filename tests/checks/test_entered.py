@@ -94,3 +94,31 @@ def attention_scores(Q, K):
     module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_fused_attention)
     reply = serving._call(module, {"target": "attention_scores", "args": [torch.ones(1), torch.ones(1)]})
     assert reply["ok"] and reply["value"] == ["masked_softmax", "attention_output", "Weights times values."], reply
+
+
+def test_a_function_standing_in_answers_what_the_table_holds_and_asks_the_rest(tmp_path):
+    """With masked_softmax standing in (``substitute``), a call of it on arguments the grader's table holds gets the
+    table's answer, through autograd with the table's vector-Jacobian product, and the student's own is not run; one
+    on other arguments is asked about (once per call) and done by the student's own; a call with nothing left to ask
+    is complete."""
+    path = tmp_path / "attention.py"
+    path.write_text(SOURCE)
+    module = serving._load(str(path), guard=False)
+    x = torch.randn(2, 3, 4, dtype=torch.float64)
+    scores = x @ x.transpose(-2, -1)
+    request = {"target": "scaled_dot_product_attention", "args": [x, x, x], "grad": [0, 1, 2]}
+    request["grad_outputs"] = [torch.ones(2, 3, 4, dtype=torch.float64), torch.zeros(2, 3, 3, dtype=torch.float64)]
+    first = serving._call(module, {**request, "substitute": {"names": ["masked_softmax"], "calls": [], "vjps": []}})
+    assert [q["name"] for q in first["asked"]] == ["masked_softmax"]
+    assert torch.equal(first["asked"][0]["args"][0], scores) and first["asked"][0]["args"][1] is None
+    uniform = torch.full((2, 3, 3), 1 / 3, dtype=torch.float64)  # the grader's answer, not a softmax of the scores
+    table = {"names": ["masked_softmax"], "calls": [["masked_softmax", [scores, None], uniform]], "vjps": []}
+    second = serving._call(module, {**request, "substitute": table})
+    assert [("upstream" in q) for q in second["asked"]] == [True]  # its backward is asked about next
+    upstream = second["asked"][0]["upstream"]
+    table["vjps"] = [["masked_softmax", [scores, None], upstream, [torch.zeros_like(scores)]]]
+    third = serving._call(module, {**request, "substitute": table})
+    assert third["asked"] == []
+    assert torch.equal(third["value"][1], uniform)
+    assert torch.equal(third["value"][0], uniform @ x)
+    assert torch.equal(third["grads"][0], torch.zeros_like(x))  # only through the answered weights: zero

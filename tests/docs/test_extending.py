@@ -27,6 +27,8 @@ PIECE = re.compile(
 )
 FUNCTION = "sliding_window_mask"
 CHECK = "window_values"
+BUILT = "windowed_attention"  # the guide's function built on the attention (and on FUNCTION)
+BUILT_CHECK = "windowed_values"
 # the wrong body the guide names: it ignores the window (a plain causal mask)
 RIGHT_LINE = "    return torch.tril(allowed) & ~torch.tril(allowed, diagonal=-window)\n"
 WRONG_LINE = "    return torch.tril(allowed)\n"
@@ -106,7 +108,7 @@ def test_the_build_derives_everything_else(extended):
     assert sources[stub - 2].startswith("## Sliding windows")  # the handout section, then the cell's heading
     assert any(text.startswith(f"# Hidden check {CHECK} (2 points)") for text in sources[stub:])
     conftest = (copy / "student_template" / "conftest.py").read_text()
-    assert f'    "{FUNCTION}",\n]' in conftest  # last in the order "Next:" follows
+    assert f'    "{FUNCTION}",\n    "{BUILT}",\n]' in conftest  # last in the order "Next:" follows
     changed = set(git(copy, "status", "--porcelain", "--untracked-files=all").split("\n")) - {""}
     changed = {line[3:] for line in changed}
     pieces_ = {path for path, _, _ in pieces()}
@@ -132,7 +134,7 @@ def test_a_student_is_sent_to_the_new_function(extended, tmp_path):
     (tmp_path / "attention.py").write_text(reference[:start] + stub_source(reference[start:]))
     result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], tmp_path)
     assert result.returncode == 0, result.stdout
-    assert f"Next: implement {FUNCTION} in attention.py (1 function(s) still to write)" in result.stdout
+    assert f"Next: implement {FUNCTION} in attention.py (2 function(s) still to write)" in result.stdout
 
 
 def grade(root, source: str, name: str, folder=None) -> dict:
@@ -159,13 +161,38 @@ def test_the_reference_scores_the_old_total_plus_the_new_points_and_a_wrong_body
     right = grade(copy, reference, "right")
     checks = {test["name"].split(": ")[-1]: test for test in right["tests"]}  # "function: check"
     assert before["score"] == before["max_score"] - quiz_points()  # an attention.py: no knowledge check
-    assert right["score"] == right["max_score"] - quiz_points() == before["score"] + 2
-    assert checks[CHECK]["score"] == checks[CHECK]["max_score"] == 2
+    added = new_points()
+    assert right["score"] == right["max_score"] - quiz_points() == before["score"] + sum(added.values())
+    assert checks[CHECK]["score"] == checks[CHECK]["max_score"] == added[CHECK]
     assert FUNCTION in checks[CHECK]["tags"]
     wrong = grade(copy, reference.replace(RIGHT_LINE, WRONG_LINE), "wrong")
     lost = {test["name"].split(": ")[-1] for test in checks_of(wrong) if test["score"] < test["max_score"]}
-    assert lost == {CHECK}
-    assert wrong["score"] == right["score"] - 2
+    assert lost == {CHECK}  # windowed_attention, built on the mask, keeps its points: carried forward
+    assert wrong["score"] == right["score"] - added[CHECK]
+
+
+def new_points() -> dict[str, int]:
+    """check -> points, as the guide's check file declares them."""
+    code = next(code for path, how, code in pieces() if how == "a new file")
+    return {name: int(points) for points, name in re.findall(r"points=(\d+).*?\ndef test_(\w+)\(", code, re.S)}
+
+
+@pytest.mark.slow
+def test_a_function_built_on_the_attention_is_charged_an_attention_mistake_once(extended):
+    """The guide's windowed_attention calls the student's scaled_dot_product_attention; its check file holds no
+    evidence code. A scale bug (divide by d_k) costs scale_scores' check once: windowed_values, run again with the
+    attention answered by the reference, passes and keeps its points. Seen failing with the substituted run turned
+    off (windowed_values lost its points too)."""
+    copy, build = extended
+    assert build.returncode == 0, build.stderr
+    reference = (copy / "reference" / "attention.py").read_text()
+    wrong = reference.replace("return scores / math.sqrt(d_k)", "return scores / d_k")
+    assert wrong != reference
+    tests = {test["name"].split(": ")[-1]: test for test in checks_of(grade(copy, wrong, "scale"))}
+    lost = {check for check, test in tests.items() if test["score"] < test["max_score"]}
+    assert lost == {"scale_values"}
+    assert tests[BUILT_CHECK]["extra_data"]["carried"] == ["scaled_dot_product_attention"]
+    assert "fix scaled_dot_product_attention first" in tests[BUILT_CHECK]["output"]
 
 
 def test_the_helpers_a_check_uses_show_themselves_in_their_docstrings():

@@ -283,8 +283,8 @@ def _worker_pids(temporary: Path) -> list[str]:
 def test_a_cause_shown_by_a_rerun_outranks_one_guessed_from_the_errors_size(tmp_path, seed):
     """misattr_builds_on_wrong_function's masked_softmax divides by (sum + 0.1): on these draws its attention errs by
     up to 8% of the output's size, within bfloat16's rounding, and its feedback once said "precision loss" (a case
-    of test_submission_scores_exactly failed about 1 batch in 12). The rerun with the student's own masked_softmax
-    reproduces the difference: that evidence is the cause given, not the guess from the error's size."""
+    of test_submission_scores_exactly failed about 1 batch in 12). Run again with masked_softmax answered by the
+    reference, the attention passes: that evidence is the cause given, not the guess from the error's size."""
     from tests.attacks import overlaid
 
     path = overlaid(tmp_path, "misattr_builds_on_wrong_function")
@@ -293,5 +293,5 @@ def test_a_cause_shown_by_a_rerun_outranks_one_guessed_from_the_errors_size(tmp_
     assert done.returncode == 0, done.stderr[-2000:]
     test = next(t for t in json.loads(out.read_text())["tests"] if t["name"].endswith(": sdpa_matches_torch"))
     assert test["score"] == test["max_score"]  # carried forward, as before
-    assert "it builds on masked_softmax, and on this input your own masked_softmax" in test["output"]
+    assert "it builds on masked_softmax: your scaled_dot_product_attention passes this check once" in test["output"]
     assert "precision loss" not in test["output"]

@@ -8,8 +8,9 @@ import re
 
 import pytest
 
+from autograder.scoring import score
 from autograder.status import Status
-from tests.one_mistake import ONE_FUNCTION, beyond, graded, lost, outcomes, own_checks
+from tests.one_mistake import ONE_FUNCTION, SETTINGS, beyond, graded, lost, outcomes, own_checks, timed
 
 SEED = 3
 # the ones that cost more once (an exception in a helper, a gate withheld for an edge case) run with the fast tests
@@ -65,3 +66,29 @@ def test_the_same_file_gets_the_same_words_on_every_seed():
         if any(f[check] != words[0][check] for f in words)
     ]
     assert "Likely cause: " in words[0]["scale_values"]
+
+
+@pytest.mark.timeout(120)
+def test_two_independent_mistakes_cost_both():
+    """A softmax over the wrong axis, and an attention that overflows in float16 on its own (it pre-multiplies Q and K
+    by 256): each check is decided on its own substituted run, so the attention's float16 check, which fails with the
+    reference's masked_softmax too, costs its points beside the softmax's own checks (seen failing with the
+    substituted run's verdict ignored: sdpa_dtypes kept its points)."""
+    alone = lost("mistake_query_axis", SEED)
+    both = lost("mistake_query_axis_and_overflow", SEED)
+    assert both == alone | {"sdpa_dtypes": float(SETTINGS.points["sdpa_dtypes"])}
+    assert set(alone) == own_checks("masked_softmax") & set(alone)
+
+
+@pytest.mark.timeout(120)
+def test_a_carried_timing_check_is_timed_on_answers_compared_with_the_references():
+    """Divide by d_k: timing_cpu's timed answers are wrong for scale_scores' mistake. Run again with scale_scores
+    answered by the reference, the answers it is judged on are right: the check keeps its points, carried to
+    scale_scores, and its feedback names it ("fix scale_scores first"); the time is the student's code as it is."""
+    found = {o.check: o for o in timed("mistake_divide_by_dk", SEED)}
+    timing = found["timing_cpu"]
+    assert (timing.flag, timing.builds_on) == ("timed_answer_wrong", ("scale_scores",))
+    assert "fix scale_scores first" in timing.cause
+    scored = {item.outcome.check: item for item in score(list(found.values()), SETTINGS)}
+    assert scored["timing_cpu"].score == scored["timing_cpu"].max_score == float(SETTINGS.points["timing_cpu"])
+    assert scored["timing_cpu"].carried == ("scale_scores",)

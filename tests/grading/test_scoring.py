@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from autograder.checks.mistakes import SENTENCES
@@ -175,7 +177,14 @@ def built_on_scale(**fields) -> list[Outcome]:
             **fields,
         ),
         outcome("integrity_sdpa", category="integrity"),
-        outcome("timing_cpu", Status.FAILED, category="timing", message="a wrong answer.", flag="timed_answer_wrong"),
+        outcome(
+            "timing_cpu",
+            Status.FAILED,
+            category="timing",
+            message="a wrong answer.",
+            flag="timed_answer_wrong",
+            builds_on=("scale_scores",),  # its timed answers, with scale_scores answered by the reference, were right
+        ),
         outcome(
             "mha_matches_torch",
             Status.FAILED,
@@ -200,7 +209,23 @@ def test_a_failure_carried_forward_keeps_its_points_and_opens_its_gates(tmp_path
     assert kept.carried == ("scale_scores",)
     assert "Correct once scale_scores is fixed: this check keeps its points" in output_text(kept)
     assert "Correct once scaled_dot_product_attention is fixed" in output_text(scored["mha_matches_torch"])
-    assert scored["timing_cpu"].outcome.flag == ""  # its wrong answers are the carried mistake's, no trick
+    assert scored["timing_cpu"].carried == ("scale_scores",)  # its answers were right once scale_scores was
+    assert scored["timing_cpu"].outcome.flag == ""  # its wrong answers are the carried mistake's: no one is accused
+
+
+@pytest.mark.timeout(10)
+def test_a_timing_check_whose_answers_were_not_compared_is_not_carried(tmp_path):
+    """A timing check with wrong timed answers keeps its points only where its substituted run's answers were right
+    (``builds_on``); without that evidence it is withheld, with no accusation, whatever its function's other checks
+    carry. Seen failing (kept 2 of 2 points) while scoring passed any such check of a function whose failures were all
+    carried."""
+    outcomes = [o if o.check != "timing_cpu" else replace(o, builds_on=()) for o in built_on_scale()]
+    scored = by_check(score(outcomes, policy(tmp_path, "carry_forward")))
+    assert (scored["timing_cpu"].score, scored["timing_cpu"].withheld, scored["timing_cpu"].outcome.flag) == (
+        0.0,
+        True,
+        "",
+    )
 
 
 @pytest.mark.timeout(10)
@@ -230,6 +255,8 @@ def test_an_edge_case_of_its_own_costs_its_check_and_leaves_the_gates_open(tmp_p
     """One failure of its own outside the central check (no builds_on: fully masked rows, a causal corner) costs
     that check's points, and no more: integrity and timing measure what they measure."""
     outcomes = built_on_scale() + [outcome("sdpa_causal", Status.FAILED, category="causal", message="own.")]
+    # its own mistake shows in its timed answers with scale_scores answered too: the substituted run did not pass
+    outcomes = [o if o.check != "timing_cpu" else replace(o, builds_on=()) for o in outcomes]
     scored = by_check(score(outcomes, policy(tmp_path, "carry_forward")))
     assert scored["sdpa_causal"].score == 0
     assert scored["sdpa_matches_torch"].score > 0

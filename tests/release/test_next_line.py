@@ -20,12 +20,15 @@ def _conftest():
 
 
 def test_the_composition_next_follows_is_the_graders():
-    """What the attention builds on, in the public tests' conftest, is the grader's recomputation's steps
-    (checks/builds_on.STEPS), and the module builds on the attention: one composition, as carried causes follow it."""
-    from autograder.checks.builds_on import STEPS
+    """What the attention builds on, in the public tests' conftest, is what the grader's substitution lets stand in
+    (checks/substitution.CALLS), and the module builds on the attention: one composition, as carried causes follow."""
+    from autograder.checks.substitution import CALLS
 
     builds = _conftest().BUILDS_ON
-    assert builds == {"scaled_dot_product_attention": STEPS, "MultiHeadAttention": ("scaled_dot_product_attention",)}
+    assert builds == {
+        "scaled_dot_product_attention": CALLS["scaled_dot_product_attention"],
+        "MultiHeadAttention": ("scaled_dot_product_attention",),
+    }
 
 
 def test_next_counts_one_function_when_one_function_is_wrong(tmp_path):

@@ -210,9 +210,29 @@ def _timed(module, request: dict, conn) -> dict:
     return {"ok": True}
 
 
-def _call(module, request: dict, conn=None) -> dict:
+def _run(module, request: dict, function, args: list, kwargs: dict):
+    """The call itself (a MultiHeadAttention made first, or a session of steps), and its gradients where asked."""
     import torch
 
+    target = request["target"]
+    if target == "MultiHeadAttention":
+        function = _instantiate(module, request)
+    elif "steps" in request:
+        function = _stepping(module, request)
+    value = function(*args, **kwargs)
+    grads = None
+    if request.get("grad_outputs") is not None:
+        inputs = [args[i] for i in request["grad"]]
+        outputs = _flatten(value)
+        pairs = [(o, g) for o, g in zip(outputs, request["grad_outputs"]) if o.requires_grad]
+        if not pairs:
+            raise RuntimeError("the result does not depend on the inputs through autograd (was it detached?)")
+        grads = torch.autograd.grad([o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True)
+        grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
+    return value, grads
+
+
+def _call(module, request: dict, conn=None) -> dict:
     if request.get("op") == "time":
         return _timed(module, request, conn)
     target = request["target"]
@@ -228,32 +248,40 @@ def _call(module, request: dict, conn=None) -> dict:
     # verdict is the grader's own measure of this process, sandbox/memory.py)
     memory = recording._Memory([*args, *kwargs.values()])
     seen, functions, ops = recording._recorder(memory=memory)
-    substitute = {
-        str(name): ([_revive(a, arena) for a in case["args"]], _revive(case["value"], arena))
-        for name, case in (request.get("substitute") or {}).items()
-    }
-    with functions, ops, recording._entered(module, substitute) as entered:
-        if target == "MultiHeadAttention":
-            function = _instantiate(module, request)
-        elif "steps" in request:
-            function = _stepping(module, request)
-        value = function(*args, **kwargs)
-        grads = None
-        if request.get("grad_outputs") is not None:
-            inputs = [args[i] for i in request["grad"]]
-            outputs = _flatten(value)
-            pairs = [(o, g) for o, g in zip(outputs, request["grad_outputs"]) if o.requires_grad]
-            if not pairs:
-                raise RuntimeError("the result does not depend on the inputs through autograd (was it detached?)")
-            grads = torch.autograd.grad(
-                [o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True
+    table = None
+    if request.get("substitute") is not None:
+        # flat, to stay within the wire's nesting: {"names": [...], "calls": [[name, args, value]],
+        # "vjps": [[name, args, upstream, grads]]}
+        given = request["substitute"]
+        cases: dict = {str(name): {"calls": [], "vjps": []} for name in given.get("names", [])}
+        for name, call_args, value in given.get("calls", []):
+            cases[name]["calls"].append({"args": _revive(call_args, arena), "value": _revive(value, arena)})
+        for name, call_args, upstream, grads in given.get("vjps", []):
+            cases[name]["vjps"].append(
+                {
+                    "args": _revive(call_args, arena),
+                    "upstream": _revive(upstream, arena),
+                    "grads": _revive(grads, arena),
+                }
             )
-            grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
+        table = recording._Table(cases)
+    with functions, ops, recording._entered(module, table) as entered:
+        try:
+            value, grads = _run(module, request, function, args, kwargs)
+        except BaseException as exc:  # noqa: BLE001 - a call the grader still has answers to give runs again
+            if table is None or not table.asked:
+                # which of its own functions it entered before it raised: what may stand in when it runs again
+                return {**_error(exc), "entered": sorted(entered)}
+            value, grads = None, None
     ops = sorted(seen | recording._THREAD_OPS)
     reply = {"ok": True, "value": value, "grads": grads, "ops": ops, "entered": sorted(entered)}
+    if table is not None:  # what the functions standing in were asked that the grader has not answered yet
+        reply["asked"] = table.asked
+        if table.asked:  # an answer made partly by the student's own functions is no answer: not sent
+            reply["value"] = reply["grads"] = None
     reply["memory"] = memory.answer()
     recording._THREAD_OPS.clear()
-    del args, kwargs, substitute
+    del args, kwargs, table
     recording._give_back()  # before the answer: the grader's next measure starts from what this process holds
     return reply
 

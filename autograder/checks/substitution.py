@@ -1,0 +1,191 @@
+"""Whether a failed check fails only because of the student's own functions its function builds on: decided by running
+the check again with those functions answered by the reference.
+
+A check of a function f that failed is run again, on the same inputs (its ``draw`` seeded as before), through
+``Substituted``: a proxy whose every call runs the student's f in the worker with each function g of ``standing_in``
+answered from a table of the reference's results (``recording._Table``: the student's g is never run where the table
+holds the answer). The table is filled in rounds: the worker notes each call of g (and each backward through it) that
+the table cannot answer and runs the student's own there; the grader computes the reference's answers to exactly those
+arguments, on its own side, and runs the call again, until a call asks nothing new (``ROUNDS`` at most). Only the
+reference's results cross, never its code; whatever f does with them comes back to the grader alone, and the student
+receives nothing of the run but the verdict (the check's points, kept or not).
+
+If the check passes so, its loss is carried to the functions that stood in and were called in the complete runs
+(``Outcome.builds_on``; the attention answered, its own steps are not called):
+scoring keeps its points where each of them loses points of its own (autograder/scoring.py). Which functions may stand
+in is decided once, here, for every function (``candidates``): those that f calls in the reference (read from its
+source, assignment/composition.py) or that the student's f entered, each defined before f, and each failing a check of
+its own earlier in this grading. A timed call is timed on the student's code as it is; its answers, where the check
+reads them, are the substituted call's on the same inputs (``Substituted.timed``); a memory check's memory is measured
+on the student's code as it is, its answer the substituted call's (``Substituted(measured=True)``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+
+import torch
+
+from autograder.assignment.composition import calls
+from autograder.checks.student import FUNCTIONS, Student, StudentFault
+from autograder.sandbox.protocol import Reply
+from reference import attention as ref
+
+ROUNDS = 16  # calls of one substituted call at most: the reference's attention needs 6 forward, 11 with gradients
+CALLS = calls(inspect.getsource(ref))  # each function of the reference -> the functions of it that it calls
+# what a question from the worker may hold before the reference answers it on the grader's side
+MAX_ELEMENTS = 1 << 22  # per tensor
+MAX_INTEGER = 1 << 12  # per size given as a number (a causal mask of T_q x T_k)
+
+
+def candidates(function: str, failing: set[str], entered: set[str]) -> tuple[str, ...]:
+    """The functions that may stand in for a failed check of ``function``: called by it in the reference or entered by
+    the student's, defined before it, plain functions (not classes), each failing a check of its own (``failing``)."""
+    if function not in FUNCTIONS:
+        return ()
+    before = FUNCTIONS[: FUNCTIONS.index(function)]
+    return tuple(
+        name
+        for name in before
+        if name in failing
+        and (name in CALLS.get(function, ()) or name in entered)
+        and inspect.isfunction(getattr(ref, name))
+    )
+
+
+def _plain(value) -> bool:
+    """A question's argument the reference may be given: a tensor of bounded size, a small number, a flag or None."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() <= MAX_ELEMENTS
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, int):
+        return abs(value) <= MAX_INTEGER
+    return isinstance(value, float)
+
+
+def _differentiable(args: list) -> list[int]:
+    return [i for i, arg in enumerate(args) if isinstance(arg, torch.Tensor) and arg.is_floating_point()]
+
+
+def _called(name: str, args: list):
+    """The reference's ``name`` on ``args``, the arguments as the student's signature bound them, in its order: each
+    given to the reference's parameter in the same place, by name where that one is keyword-only (``device``)."""
+    parameters = list(inspect.signature(getattr(ref, name)).parameters.values())
+    if len(args) > len(parameters):
+        raise TypeError(f"{name} takes {len(parameters)} arguments, was asked about {len(args)}")
+    positional = [arg for arg, p in zip(args, parameters) if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keywords = {p.name: arg for arg, p in zip(args, parameters) if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return getattr(ref, name)(*positional, **keywords)
+
+
+def _value(name: str, args: list):
+    with torch.no_grad():
+        value = _called(name, args)
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _vjp(name: str, args: list, upstream: list) -> list:
+    """The reference's vector-Jacobian product of ``name`` at ``args``: the gradients of its floating-point tensor
+    arguments, given its results' gradients ``upstream``."""
+    positions = _differentiable(args)
+    full = list(args)
+    inputs = []
+    for index in positions:
+        full[index] = args[index].detach().clone().requires_grad_(True)
+        inputs.append(full[index])
+    with torch.enable_grad():
+        value = _called(name, full)
+        outputs = list(value) if isinstance(value, (tuple, list)) else [value]
+        pairs = [(o, g) for o, g in zip(outputs, upstream) if isinstance(o, torch.Tensor) and o.requires_grad]
+        grads = torch.autograd.grad([o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True)
+    return [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
+
+
+def answer(asked: list[dict], table: dict) -> int:
+    """The reference's answers to the worker's questions, added to ``table``; how many were added. A question about
+    a function that is not standing in, or with arguments the reference is not given (``_plain``), or on which the
+    reference raises, gets no answer."""
+    added = 0
+    for question in asked:
+        name, args, upstream = question["name"], question["args"], question.get("upstream")
+        if name not in table or not all(_plain(arg) for arg in [*args, *(upstream or [])]):
+            continue
+        try:
+            if upstream is None:
+                table[name]["calls"].append({"args": args, "value": _value(name, args)})
+            else:
+                table[name]["vjps"].append({"args": args, "upstream": upstream, "grads": _vjp(name, args, upstream)})
+        except Exception:  # noqa: BLE001 - the reference does not take what the student's code gave it: no answer
+            continue
+        added += 1
+    return added
+
+
+def _flat(table: dict) -> dict:
+    """The table as the worker takes it, flat so as to stay within the wire's nesting (serving's ``_call``)."""
+    return {
+        "names": list(table),
+        "calls": [[name, case["args"], case["value"]] for name, cases in table.items() for case in cases["calls"]],
+        "vjps": [
+            [name, case["args"], case["upstream"], case["grads"]]
+            for name, cases in table.items()
+            for case in cases["vjps"]
+        ],
+    }
+
+
+class Substituted(Student):
+    """The student's module with ``standing_in`` answered by the reference in every call (see the module's text).
+    ``answered`` gathers the functions that stood in, and were called, in a complete run (one that asked nothing
+    more): what the check, if it now passes, builds on (the attention answered, its own steps are not called)."""
+
+    def __init__(self, student: Student, standing_in: tuple[str, ...], measured: bool = False) -> None:
+        super().__init__(student._sandbox, student._timeout)
+        self.ops = student.ops  # what the student's code ran in these calls is the integrity checks' evidence too
+        self.standing_in = standing_in
+        self.measured = measured  # a memory check: each call's memory measured on the student's code as it is
+        self.answered: set[str] = set()
+
+    def _call(self, target: str, args: tuple, kwargs: dict, **options) -> Reply:
+        reply = self._substituted(target, args, kwargs, options)
+        if self.measured:  # the memory the student's own code takes, on the same inputs; the answer is the above's
+            plain = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
+            reply.grown_bytes, reply.unmeasured = plain.grown_bytes, plain.unmeasured
+            reply.ran_processes, reply.memory = plain.ran_processes, plain.memory
+        return reply
+
+    def _substituted(self, target: str, args: tuple, kwargs: dict, options: dict) -> Reply:
+        table: dict = {name: {"calls": [], "vjps": []} for name in self.standing_in}
+        for _ in range(ROUNDS):
+            reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, substitute=_flat(table), **options)
+            self.ops[target].update(reply.ops)  # every round's: the integrity checks read what the student's code ran
+            if not reply.ok or not reply.asked:  # complete: the functions answered in it are what it built on
+                self.answered |= set(reply.entered) & set(table)
+                return self._read(target, args, reply, options)
+            if not answer(reply.asked, table):
+                break
+        raise StudentFault(f"{target}: its calls of {', '.join(self.standing_in)} could not all be answered")
+
+    def timed(self, target, inputs, outputs, device="cpu", kwargs=None) -> Reply:
+        """Timed on the student's code as it is; each repetition's answers, where the check reads them, are the
+        substituted call's on the same inputs."""
+        reply = super().timed(target, inputs, outputs, device=device, kwargs=kwargs)
+        reply.outputs = _Answers(self, target, inputs, kwargs or {})
+        return reply
+
+
+class _Answers(Sequence):
+    """Each repetition's results, computed when read: the substituted call on that repetition's inputs."""
+
+    def __init__(self, student: Substituted, target: str, inputs: list[list], kwargs: dict) -> None:
+        self.student, self.target, self.inputs, self.kwargs = student, target, inputs, kwargs
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    def __getitem__(self, index):
+        args = [a.cpu() if isinstance(a, torch.Tensor) else a for a in self.inputs[index]]
+        value = self.student.run(self.target, *args, **self.kwargs).value
+        return list(value) if isinstance(value, (tuple, list)) else [value]
