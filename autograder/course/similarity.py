@@ -378,10 +378,12 @@ def given_code(root: Path | None = None, off: Collection[str] | None = None) -> 
     if root is None or not (root / TEMPLATE).is_file():  # installed from a wheel: the template made afresh, no notebook
         from autograder.assignment.parts import without
         from autograder.config import load_settings
+        from autograder.release.build import knowledge_check
 
-        off = load_settings().parts.off() if off is None else off
+        settings = load_settings()
+        off = settings.parts.off() if off is None else off
         handed_out = without(Path(reference.__file__).with_name("attention.py").read_text(), off)
-        return [stub_source(handed_out)]
+        return [stub_source(handed_out) + knowledge_check(settings.lesson)]  # the template's end: its questions
     texts = [(root / TEMPLATE).read_text()]
     if not (root / NOTEBOOK).is_file():
         return texts

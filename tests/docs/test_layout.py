@@ -176,7 +176,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("render/",),  # words and pages, from fields handed in
     ("report", "release/"),  # files made for others: results.json; what students and Gradescope receive
     ("grade",),  # the pipeline's stages, in one list
-    ("course/", "nbgrader_path/"),  # a verb (typed options, run_<verb>) or another front end
+    ("course/",),  # a verb (typed options, run_<verb>)
+    ("nbgrader_path/",),  # another front end: nbgrader's, its export reading the course's record
     ("cli",),  # the command line: argparse stops here
 )
 LAYER_OF = {unit: number for number, units in enumerate(LAYERS) for unit in units}

@@ -83,7 +83,7 @@ def test_a_class_of_every_attack_is_graded_whole(tmp_path):
     for name in HONEST:
         assert rows[name]["score"] == alone_rows[name]["score"], name
     results = {name: json.loads((tmp_path / "grades" / f"{name}.json").read_text()) for name in rows}
-    full = float(rows["alice"]["max_score"])
+    full = float(rows["alice"]["score"])  # the reference's: its knowledge check not handed in
     # graded: the reference's grade, each flagged where it must be (a flag that needs review holds the grade of record
     # out of the CSV until the instructor clears it: [record] hold_flagged)
     assert results["late"]["score"] == full and results["late"]["extra_data"]["late"]["time_problem"] == UNTRUSTED
