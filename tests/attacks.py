@@ -91,5 +91,6 @@ def assert_costs_only_its_points(result: dict, name: str) -> None:
     for check, points in POINTS.items():
         assert scores[check]["score"] == (0 if check in lost else points), f"{check}: {scores[check]['output']}"
     assert result["score"] == sum(points for check, points in POINTS.items() if check not in lost)
-    for check, phrase in phrases.items():
-        assert phrase in scores[check]["output"], scores[check]["output"]
+    for check, phrase in phrases.items():  # a tuple: any one of these phrases (grading_cases.py)
+        choices = (phrase,) if isinstance(phrase, str) else phrase
+        assert any(p in scores[check]["output"] for p in choices), scores[check]["output"]
