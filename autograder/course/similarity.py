@@ -42,8 +42,8 @@ from autograder.read import bounded
 from autograder.read.handed_in import HandedIn
 from autograder.read.submission import code_cells, is_notebook
 from autograder.record import Result
-from autograder.release.build import find_root
-from autograder.release.template import solution_regions, stub_source
+from autograder.release.build import find_root, template_of
+from autograder.release.template import solution_regions
 from autograder.status import Status, earned
 
 K = 12  # tokens per k-gram: shorter than the shortest body worth comparing, longer than an idiom (`Q @ K.mT`)
@@ -378,12 +378,11 @@ def given_code(root: Path | None = None, off: Collection[str] | None = None) -> 
     if root is None or not (root / TEMPLATE).is_file():  # installed from a wheel: the template made afresh, no notebook
         from autograder.assignment.parts import without
         from autograder.config import load_settings
-        from autograder.release.build import knowledge_check
 
         settings = load_settings()
         off = settings.parts.off() if off is None else off
         handed_out = without(Path(reference.__file__).with_name("attention.py").read_text(), off)
-        return [stub_source(handed_out) + knowledge_check(settings.lesson)]  # the template's end: its questions
+        return [template_of(handed_out, settings.lesson)]
     texts = [(root / TEMPLATE).read_text()]
     if not (root / NOTEBOOK).is_file():
         return texts

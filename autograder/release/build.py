@@ -58,7 +58,13 @@ def _settings(settings: Settings | None) -> Settings:
 def build_template(root: Path, settings: Settings | None = None) -> str:
     """The student's attention.py: the reference (its functions of the parts turned on) with a stub in place of every
     solution region, then the knowledge check (``knowledge_check``)."""
-    return HEADER + stub_source(reference_source(root, settings)) + knowledge_check(_settings(settings).lesson)
+    return template_of(reference_source(root, settings), _settings(settings).lesson)
+
+
+def template_of(handed_out: str, lesson) -> str:
+    """The template made from the reference's source as handed out (its parts chosen): the header, the stubs, the
+    knowledge check. The one recipe, for the build and for the similarity pass installed from a wheel."""
+    return HEADER + stub_source(handed_out) + knowledge_check(lesson)
 
 
 def knowledge_check(lesson) -> str:
