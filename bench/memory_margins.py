@@ -7,7 +7,9 @@ tests/submissions/overlays) is loaded in one worker, as a grading loads it; for 
 checks' sizes, then the memory check's three calls (without a mask, causal, with a (T_q, T_k) mask) on inputs drawn
 as autograder/checks/check_6_blockwise.py draws them. For each call: ``grown`` (how far the sandbox's memory rose at
 its peak, ``Reply.grown_bytes``), ``touched`` (the pages it read or wrote, ``Reply.touched_bytes``), both above the
-call's inputs, against the allowance (half the (T_q, T_k) matrix). Prints one row per submission: the medians and
+call's inputs, and ``charged`` (the pages the kernel gave the sandbox's memory cgroup or took back, the more of the
+two, ``Reply.charged_bytes``; the inputs are the grader's pages, never charged to the sandbox), against the allowance
+(half the (T_q, T_k) matrix). Prints one row per submission: the medians and
 ranges in MiB, and how many calls were over the allowance, and how many of those were over it again on the call
 that followed (the check measures a call over it once more on a fresh draw, and fails only then). Paste the table
 into docs/performance.md ("The memory check's margins").
@@ -41,6 +43,9 @@ NAMES = [
     "attack_memory_reserved",
     "attack_memory_int32_bits",
     "attack_memory_blocks_kept",
+    "attack_memory_between_calls",
+    "attack_memory_tmpfs",
+    "attack_memory_memfd",
 ]
 
 
@@ -64,8 +69,9 @@ def _calls(draw: Draw):
         yield (Q, K, V, mask, is_causal, block_size)
 
 
-def measure(name: str, seeds: int) -> list[tuple[float, float, float]]:
-    """(grown, touched, allowance) above the inputs, in MiB, for each of the memory check's calls."""
+def measure(name: str, seeds: int) -> list[tuple[float, float, float, float]]:
+    """(grown, touched, charged, allowance), in MiB, for each of the memory check's calls (the first two above the
+    inputs)."""
     settings = load_settings(environ={})
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -88,6 +94,7 @@ def measure(name: str, seeds: int) -> list[tuple[float, float, float]]:
                     inputs = sum(x.numel() * x.element_size() for x in args[:4] if x is not None)
                     matrix = math.prod(Q.shape[:-1]) * K.size(-2) * Q.element_size()
                     mib = [(reply.grown_bytes - inputs) / 2**20, (reply.touched_bytes - inputs) / 2**20]
+                    mib.append((reply.charged_bytes or 0) / 2**20)
                     rows.append((*mib, matrix // memory_check.MATRIX_SHARE / 2**20))
     return rows
 
@@ -102,14 +109,18 @@ def main() -> None:
     parser.add_argument("--only", default="")
     options = parser.parse_args()
     names = options.only.split(",") if options.only else NAMES
-    print("| submission | grown above inputs, MiB | touched above inputs, MiB | over the allowance | twice in a row |")
-    print("|---|---|---|---|---|")
+    print(
+        "| submission | grown above inputs, MiB | touched above inputs, MiB | charged, MiB | over the allowance"
+        " | twice in a row |"
+    )
+    print("|---|---|---|---|---|---|")
     for name in names:
         rows = measure(name, options.seeds)
-        over = [max(grown, touched) > allowance for grown, touched, allowance in rows]
+        over = [max(grown, touched, charged) > allowance for grown, touched, charged, allowance in rows]
         twice = sum(1 for first, second in zip(over, over[1:]) if first and second)
-        grown, touched = [r[0] for r in rows], [r[1] for r in rows]
-        print(f"| {name} | {_spread(grown)} | {_spread(touched)} | {sum(over)} of {len(rows)} | {twice} |", flush=True)
+        grown, touched, charged = ([r[column] for r in rows] for column in range(3))
+        spreads = " | ".join(_spread(column) for column in (grown, touched, charged))
+        print(f"| {name} | {spreads} | {sum(over)} of {len(rows)} | {twice} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -223,8 +223,9 @@ def _mib(count: int) -> str:
 @pytest.mark.check(function="blockwise_attention", category="memory", points=2, exercises=(), picture=None)
 def test_blockwise_memory(loaded, draw, settings):
     """Takes far less memory than the (T_q, T_k) matrix of scores: the grader measures the whole worker process from
-    outside it (how far its resident set rose while the call ran, and how much of its memory the call read or wrote,
-    wherever that memory was taken: every thread, every library, numpy included, every dtype), on inputs drawn afresh
+    outside it (how far its resident set rose while the call ran, how much of its memory the call read or wrote,
+    wherever that memory was taken, and how many pages the kernel gave the sandbox or took back from it while the call
+    ran, files in memory included: every thread, every library, numpy included, every dtype), on inputs drawn afresh
     with T_k in the thousands, without a mask, with is_causal=True and with a (T_q, T_k) mask. A call may take its
     inputs and half that matrix besides (a call over it is measured again on inputs drawn afresh, and fails only if
     over it again); its outputs must be right too.
@@ -296,7 +297,8 @@ def _measure(loaded, draw, settings, label: str, masked: bool, is_causal: bool, 
     inputs = sum(x.numel() * x.element_size() for x in (Q, K, V, mask) if x is not None)
     budget = inputs + matrix // MATRIX_SHARE
     touched = reply.touched_bytes or 0  # None: a runner that counts no pages (a test's, tests/in_process.py)
-    used = max(reply.grown_bytes, touched)
+    charged = reply.charged_bytes or 0  # None: no memory cgroup that counts its pages (cgroup v2, or none)
+    used = max(reply.grown_bytes, touched, charged)
     if used <= budget:
         return False
     if not again:
@@ -309,8 +311,9 @@ def _measure(loaded, draw, settings, label: str, masked: bool, is_causal: bool, 
     )
     fail(
         f"blockwise_attention {where} took {_mib(used)} of memory while it ran (the grader's measure of the whole"
-        f" process: every thread and library): its memory rose {_mib(reply.grown_bytes)} and it read or wrote"
-        f" {_mib(touched)}, wherever that memory was taken; allowed: {_mib(budget)}, its inputs and half"
+        f" process: every thread and library): its memory rose {_mib(reply.grown_bytes)}, it read or wrote"
+        f" {_mib(touched)}, wherever that memory was taken, and the kernel gave its sandbox or took back"
+        f" {_mib(charged)} of pages (files in memory included); allowed: {_mib(budget)}, its inputs and half"
         f" the (T_q, T_k) matrix of scores, which is {_mib(matrix)}{largest}; the same on inputs drawn before these",
         hint="compute the scores of one block of keys at a time, (T_q, block_size), keep only the running maximum,"
         " sum and output between blocks, and let each block go before the next",

@@ -153,6 +153,7 @@ class Substituted(Student):
         if self.measured:  # the memory the student's own code takes, on the same inputs; the answer is the above's
             plain = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
             reply.grown_bytes, reply.unmeasured = plain.grown_bytes, plain.unmeasured
+            reply.touched_bytes, reply.charged_bytes = plain.touched_bytes, plain.charged_bytes
             reply.ran_processes, reply.memory = plain.ran_processes, plain.memory
         return reply
 

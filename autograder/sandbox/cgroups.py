@@ -269,6 +269,22 @@ class Cgroups:
             self.procs.append(str(folder / "cgroup.procs"))
 
     @property
+    def memory_stat(self) -> Path | None:
+        """The submission's memory group's ``memory.stat`` where it counts the pages charged to the group and taken
+        back (cgroup v1's ``pgpgin`` and ``pgpgout``, sandbox/memory.py); None otherwise (cgroup v2 has no such
+        count, and no group no file)."""
+        if not self.procs:
+            return None
+        for folder in self.folders:
+            stat = folder / "memory.stat"
+            try:
+                if "pgpgin " in stat.read_text():
+                    return stat
+            except OSError:
+                continue
+        return None
+
+    @property
     def cpu_group(self) -> Path | None:
         """The group whose CPU weight the whole submission shares; None where the cpu controller was not usable."""
         return self._weight[0] if self._weight and self.procs else None

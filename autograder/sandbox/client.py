@@ -153,6 +153,7 @@ class Sandbox(Runner):
         self.cgroups = Cgroups(
             self.folder.name, memory_bytes=self.limits["memory_bytes"], processes=self.limits["processes"], owner=owner
         )
+        self._peak.stat = self.cgroups.memory_stat  # the pages the kernel charges the submission (memory.py)
         self._client = self._zygote.client()
         return self
 
@@ -333,6 +334,7 @@ class Sandbox(Runner):
             taken = self._peak.taken(pages)
             reply.grown_bytes = None if taken is None else taken.grown
             reply.touched_bytes = None if taken is None else taken.touched
+            reply.charged_bytes = None if taken is None else taken.charged
             reply.ran_processes = taken is not None and taken.ended
             reply.unmeasured = self._peak.why or ("" if taken is not None else "the student's process was gone")
         return reply

@@ -30,10 +30,23 @@ a process that holds torch, so it is done only where it is asked; clearing the a
 about a third of that. The kernel offers no cheaper count of written pages here (``CONFIG_MEM_SOFT_DIRTY`` is off in the
 kernels this was measured on, and ``PAGEMAP_SCAN``'s written bit needs the process's own userfaultfd); the accessed bits
 need no more permission than the reset of the peak, which is probed with it.
+
+Both see only what is mapped into a process when the call ends, and the peak only above where the call found it. A
+call that frees memory held before it (room taken at import, or taken again between calls by a thread of its own)
+and builds the matrix there, giving it all back before it returns, rises above nothing and leaves no page to count; a
+call that keeps the matrix in memory never mapped (a tmpfs file or a memfd, written with ``pwrite`` and read back) maps
+nothing. So before and after every call the grader also reads the sandbox's memory cgroup's ``memory.stat``
+(``stat``: cgroup v1's ``pgpgin`` and ``pgpgout``, the pages the kernel charged to the group and took back from it):
+``Taken.charged``, the more of the two, is every page the call took, whatever holds it (any process, a tmpfs file, a
+memfd) and whatever it freed first, and every page it gave back, whenever it was taken. The group and its file are
+the grader's, outside the sandbox. The worker keeps what a call frees for that call's own later blocks
+(``recording._keep_freed``), so that an honest call that frees and takes its blocks again is charged about its peak.
+cgroup v2's ``memory.stat`` has no such count: there (and without a group) ``charged`` is None and those ways go unseen.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,6 +133,18 @@ def _touched_kib(pid: int, copied: dict[bytes, int]) -> int | None:
     return total
 
 
+def _charges(stat: Path | None) -> tuple[int, int] | None:
+    """The pages the kernel has charged to the memory cgroup whose ``memory.stat`` is ``stat`` and taken back from it
+    since the group was made (``pgpgin``, ``pgpgout``); None where there is no such file or it lacks them."""
+    if stat is None:
+        return None
+    try:
+        fields = dict(line.split(maxsplit=1) for line in stat.read_text().splitlines())
+        return int(fields["pgpgin"]), int(fields["pgpgout"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def _reaped(pid: int) -> str | None:
     fields = stat_fields(pid)
     return fields[_REAPED_FAULTS] if fields is not None and len(fields) > _REAPED_FAULTS else None
@@ -147,11 +172,14 @@ def _processes(pid: int, limit: int = 4096) -> list[int]:
 class Taken:
     """What one call took: ``grown``, the bytes the sandbox's processes rose above their start at their peaks, summed;
     ``ended``, whether a process ran during the call and ended before the grader could read it; ``touched``, the bytes
-    of their pages the call read or wrote, summed, wherever and whenever those pages were taken (None: not read)."""
+    of their pages the call read or wrote, summed, wherever and whenever those pages were taken (None: not read);
+    ``charged``, the more of the bytes the kernel charged to the sandbox's memory cgroup while the call ran and those
+    it took back (None: no such group)."""
 
     grown: int
     ended: bool
     touched: int | None = None
+    charged: int | None = None
 
 
 @dataclass
@@ -161,10 +189,12 @@ class Peak:
     pid: int | None = None
     descendants: bool = True  # the processes below ``pid`` too (False: ``pid`` alone, a test's own process)
     accessed: bool = True  # clear and count the pages calls touch (False: a test's own process)
+    stat: Path | None = None  # the sandbox's memory cgroup's memory.stat (cgroup v1), where it has one
     usable: bool = False  # the reset worked on this child before any student code ran
     why: str = "not measured yet"
     _before: dict[int, tuple[int, str | None]] | None = field(default=None, repr=False)
     _copied: dict[bytes, int] = field(default_factory=dict, repr=False)  # the libraries' copied pages, at the probe
+    _charges: tuple[int, int] | None = field(default=None, repr=False)  # the group's pgpgin and pgpgout at start
 
     def probe(self, pid: int) -> None:
         """Whether the grader can reset and read ``pid``'s mark: tried once, on a fresh child, before it loads."""
@@ -184,6 +214,7 @@ class Peak:
         self._before = None
         if not self.usable or self.pid is None:
             return
+        self._charges = _charges(self.stat)
         before = {}
         for pid in self._processes():
             _reset(pid)  # where it fails now, the mark since the process started: never less
@@ -215,4 +246,8 @@ class Peak:
             ended = ended or pid not in now or (self.descendants and _reaped(pid) != reaped)
         if self.pid not in now:
             return None  # the student's process itself is gone: the call failed, nothing to measure
-        return Taken(grown << 10, ended, touched << 10 if pages else None)
+        charges = _charges(self.stat)
+        charged = None
+        if charges is not None and self._charges is not None:
+            charged = max(now_ - then for now_, then in zip(charges, self._charges)) * os.sysconf("SC_PAGE_SIZE")
+        return Taken(grown << 10, ended, touched << 10 if pages else None, charged)

@@ -91,6 +91,9 @@ class Reply:
     # calls made with pages=True: the bytes of the sandbox's pages the call read or wrote, wherever they were taken
     # (memory.py); None otherwise, or where grown_bytes is
     touched_bytes: int | None = None
+    # calls: the more of the bytes the kernel charged to the submission's memory cgroup while the call ran (any page:
+    # a process's, a tmpfs file's, a memfd's) and those it took back from it (memory.py); None where no group counts
+    charged_bytes: int | None = None
     unmeasured: str = "not measured by this runner"
     ran_processes: bool = False  # a process ran during the call and ended before the runner could read its memory
 

@@ -29,6 +29,11 @@ ATTACKS = [
     "attack_memory_detected",
     "attack_memory_shape_detected",
     "attack_memory_reserved",  # the matrix written in place into memory taken at import: no rise, every page touched
+    # the room for the matrix freed by a call and taken again by a thread of its own between calls: no rise, and none
+    # of the matrix's pages left when the call returns; the kernel charged the sandbox for them while the call ran
+    "attack_memory_between_calls",
+    "attack_memory_tmpfs",  # the matrix in files of the sandbox's tmpfs, never mapped: the kernel charged them
+    "attack_memory_memfd",  # the matrix in memfds, never mapped: the kernel charged them
 ]
 # a seventh: the matrix built in a forked child process that ends before the call returns
 FORKED = "attack_memory_forked"

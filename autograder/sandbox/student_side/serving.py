@@ -300,6 +300,7 @@ def _serve(conn: socket.socket, spec: dict) -> None:
         wire.send(conn, {"sandbox": report})
         os._exit(1)
     recording._map_in_libraries()  # before the grader first measures this process (sandbox/memory.py)
+    recording._keep_freed()  # a call's freed memory kept for its own reuse until it ends (sandbox/memory.py)
     if spec.get("block_fused", True):
         blocking._block_fused()
     if spec.get("imports") is not None:
