@@ -3,8 +3,10 @@ inside the worker (issue 53): on a thread, in numpy, as int32 bits, in blocks ke
 when no measure is detected, only off the check's published shape; and a seventh, in a forked process that ends
 before the call returns. Each loses blockwise_memory alone, with the grader's own figure or the reason it could not
 measure; the reference and a real chunked port keep it. An eighth writes the matrix in place into memory it took at
-import, which adds nothing to the process's peak: the grader's count of the pages the call touched shows it. Graded
-with the worker root and unprivileged."""
+import, which adds nothing to the process's peak: the grader's count of the pages the call touched shows it. Four more
+build it where neither the peak nor the touched pages see it: in room the call freed (taken again between calls by a
+thread of its own, or taken at import), or unmapped in tmpfs files or memfds; the kernel's count of the pages charged
+to the sandbox shows them. Graded with the worker root and unprivileged."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ ATTACKS = [
     # the room for the matrix freed by a call and taken again by a thread of its own between calls: no rise, and none
     # of the matrix's pages left when the call returns; the kernel charged the sandbox for them while the call ran
     "attack_memory_between_calls",
+    # the same with eight rooms taken at import, one freed by each call: nothing runs between calls
+    "attack_memory_rooms_at_import",
     "attack_memory_tmpfs",  # the matrix in files of the sandbox's tmpfs, never mapped: the kernel charged them
     "attack_memory_memfd",  # the matrix in memfds, never mapped: the kernel charged them
 ]

@@ -79,12 +79,15 @@ def test_a_record_that_is_not_plain_numbers_is_a_wire_failure():
 
 def test_a_worker_cannot_claim_a_measure():
     """What a call took is the runner's own reading: a worker's answer that names one is not believed."""
-    reply = reply_from({"ok": True, "value": None, "grown_bytes": 0, "unmeasured": ""}, 0.0)
-    assert reply.grown_bytes is None and reply.unmeasured
+    answer = {"ok": True, "value": None, "grown_bytes": 0, "touched_bytes": 0, "charged_bytes": 0, "unmeasured": ""}
+    reply = reply_from(answer, 0.0)
+    assert reply.grown_bytes is None and reply.touched_bytes is None and reply.charged_bytes is None
+    assert reply.unmeasured
 
 
 # Calls whose memory the grader must see however it is taken: MiB held at once, by a thread, by numpy, as int32
 TAKERS = """
+import os
 import threading
 import numpy
 import torch
@@ -114,6 +117,30 @@ def in_blocks(Q):
         block = torch.ones(1 << 18)  # 1 MiB, gone before the next
         total = total + block[0]
     return total
+
+
+def in_memfds(Q):
+    chunk = bytes(1 << 18)  # 256 KiB a file: RLIMIT_FSIZE caps each there
+    files = [os.memfd_create("held") for _ in range(int(Q.size(0)) * 4)]
+    for descriptor in files:
+        os.pwrite(descriptor, chunk, 0)
+    for descriptor in files:
+        os.close(descriptor)
+    return Q.sum()
+
+
+_room = []
+
+
+def take_room(Q):
+    _room[:] = [torch.ones(int(Q.size(0)) << 18)]
+    return Q.sum()
+
+
+def in_freed_room(Q):
+    _room.clear()  # the room the call before took, freed
+    held = torch.ones(int(Q.size(0)) << 18)
+    return Q.sum() + held[0]
 """
 
 
@@ -150,6 +177,25 @@ def test_memory_freed_block_by_block_is_not_counted_again(sandbox):
     readings = [_grown(sandbox, "in_blocks", 48) for _ in range(3)]
     print(f"in_blocks: median growth {statistics.median(readings) / 2**20:.1f} MiB")
     assert statistics.median(readings) < 8 * 2**20, readings
+
+
+@pytest.mark.parametrize("target", ["in_memfds", "in_freed_room"])
+def test_the_kernel_charges_memory_the_peak_and_the_pages_cannot_see(sandbox, target):
+    """N MiB kept in memfds, or taken in room the call freed (taken by the call before), leave the peak flat and no
+    page to count; the pages the kernel charged the sandbox show about N MiB for N = 48, a few for N = 1."""
+    if sandbox._peak.stat is None:
+        pytest.skip("no cgroup v1 memory group counts the pages charged to the sandbox here")
+    charged = {}
+    for mib in (1, 48):
+        replies = []
+        for _ in range(3):
+            sandbox.call("take_room", (torch.zeros(mib, 2),), timeout=30)
+            replies.append(sandbox.call(target, (torch.zeros(mib, 2),), timeout=30, pages=True))
+        assert all(reply.ok and reply.charged_bytes is not None for reply in replies), replies[0].unmeasured
+        charged[mib] = statistics.median(reply.charged_bytes for reply in replies) / 2**20
+        unseen = statistics.median(max(reply.grown_bytes, reply.touched_bytes) for reply in replies) / 2**20
+    print(f"{target}: median charged for 1 MiB {charged[1]:.1f} MiB, for 48 MiB {charged[48]:.1f} MiB")
+    assert charged[48] >= 46 and charged[1] < 8 and unseen < 8, (charged, unseen)
 
 
 def _measured(folder):
