@@ -44,6 +44,7 @@ NAMES = [
     "attack_memory_int32_bits",
     "attack_memory_blocks_kept",
     "attack_memory_between_calls",
+    "attack_memory_rooms_at_import",
     "attack_memory_tmpfs",
     "attack_memory_memfd",
 ]
