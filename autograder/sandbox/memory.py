@@ -42,6 +42,8 @@ memfd) and whatever it freed first, and every page it gave back, whenever it was
 the grader's, outside the sandbox. The worker keeps what a call frees for that call's own later blocks
 (``recording._keep_freed``), so that an honest call that frees and takes its blocks again is charged about its peak.
 cgroup v2's ``memory.stat`` has no such count: there (and without a group) ``charged`` is None and those ways go unseen.
+The count is of charging events, and a huge page is one (the kernel's rule), so memory taken in transparent huge pages
+is counted short where the machine grants them; kernel memory (pipe buffers) is in no page count at all.
 """
 
 from __future__ import annotations
