@@ -2,9 +2,10 @@
 
 A submission (a file, a student's folder, a batch folder's files of one name) is read by ``take``: the graded file
 chosen by the one rule (submission.choose, names compared as the students' file systems compare them), its bytes
-read once with their bounds (only a regular file, never through a link) and hashed. A class folder is read by
-``read_class``: every entry of the folder accounted for (a student, or skipped with its reason), each student's
-record taken, and its submission time taken only from a source the student cannot write (``trusted_time``).
+read once with their bounds (only a regular file, never through a link) and hashed. A class folder is listed by
+``listing`` (every entry of the folder accounted for: a student, or skipped with its reason) and its students read by
+``read_class``, in one trip: each student's record taken, and its submission time taken only from a source the student
+cannot write (``with_time``).
 
 Every later step takes the record: the read stage (grade.read makes its bytes into source), staleness
 (provenance.stale compares its file and SHA-256), deadlines (its time), similarity (its bytes), the batch's
@@ -191,6 +192,17 @@ def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected
         return replace(handed, time_problem=f"no trusted submission time: nbgrader's {TIMESTAMP} holds no time the"
                                             " grader can use")  # fmt: skip
     return replace(handed, submitted_at=moment, time_from=NBGRADER)
+
+
+def read_class(folder: Path, roster: dict[str, Path | tuple[Path, ...]], limits: Limits,
+               times: dict[str, datetime]) -> dict[str, HandedIn]:  # fmt: skip
+    """Each student of ``roster`` (the class folder ``folder``'s, as ``listing`` lists it) read once through the gate
+    (``take``), with the submission time from a source the student cannot write (``with_time``: ``times``, a class
+    verb's --times, else nbgrader's own timestamp.txt where ``folder`` is its collected layout): what a class verb
+    grades, decides and compares, read here before anything is graded."""
+    records = {name: take(roster[name], limits) for name in roster}
+    collected = collected_by_nbgrader(folder)
+    return {name: with_time(record, name, times, collected) for name, record in records.items()}
 
 
 NOT_COLLECTED = (
