@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 from autograder import grade
 from autograder.checks import quiz
 from autograder.config import load_settings
+from autograder.read.handed_in import TimeFrom
 from autograder.release.gradescope import RUN
 from tests.helpers import ROOT
 
@@ -72,10 +73,10 @@ def test_grade_runs_every_stage_of_the_list(tmp_path):
     due = datetime(2026, 12, 1, tzinfo=timezone.utc)
     (tmp_path / "course.toml").write_text(f'[deadline]\ndue = "{due.isoformat()}"\npolicy = "per_day"\npercent = 10\n')
     settings = load_settings(tmp_path / "course.toml", environ={})
-    late = grade.Submitted("alice", due + timedelta(days=1))
+    late = TimeFrom("alice", due + timedelta(days=1))
     grading = grade.grade(tmp_path / "alice" / "attention.py", settings, time=late)
     marks = {
-        "read": grading.handed is not None and grading.missing,
+        "read": grading.handed is not None and grading.missing and grading.when is not None,
         "run_checks": bool(grading.outcomes),
         "score": len(grading.scored) == len(grading.outcomes),
         "knowledge_check": len(grading.questions) == len(quiz.QUESTIONS),
