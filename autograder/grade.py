@@ -13,19 +13,18 @@ import secrets
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from autograder import provenance, report, scoring
-from autograder.assignment.deadline import apply, gradescope_time
+from autograder.assignment.deadline import apply
 from autograder.checks import quiz
 from autograder.checks.timing import one_thread
 from autograder.config import Settings
 from autograder.plugin import GradingPlugin, Outcome
 from autograder.read import bounded
-from autograder.read.handed_in import HandedIn, collected_time, take
+from autograder.read.handed_in import HandedIn, TimeFrom, When, submitted_time, take
 from autograder.read.submission import Choice, Ungradable, is_notebook, notebook_cells, shown_name, source_of
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.protocol import Failure, Reply, Runner
@@ -40,19 +39,6 @@ REFERENCE = Path(_reference_module.__file__)  # read by this process; copied onl
 UNUSED_PLUGINS = ("logging", "unraisableexception", "threadexception", "junitxml", "doctest", "pastebin", "legacypath")
 # Only the plugins named here: whatever else is installed beside the grader (anyio's, say) stays out of the checks.
 PLUGINS = ("pytest_timeout",)
-
-
-@dataclass(frozen=True)
-class Submitted:
-    """Where a grading's submission time comes from, for its late decision (``decide_late``): a batch's gate (the
-    student and the time it read, final), or a command line's ``--submitted-at`` and Gradescope's metadata, else
-    nbgrader's timestamp.txt beside a file it collected."""
-
-    student: str = ""
-    at: datetime | None = None
-    time_problem: str = ""
-    from_gate: bool = False  # a batch's: the gate's time (or its problem) is the one
-    metadata: Path | None = None  # Gradescope's submission_metadata.json
 
 
 @dataclass
@@ -81,7 +67,8 @@ class Grading:
     result: dict = field(default_factory=dict)
     zygote: Zygote | None = None  # a batch's shared worker zygote; None: the grading starts its own
     sandbox: str = ""  # which confinement held (sandbox/report.py), for the instructor
-    time: Submitted | None = None  # where its submission time comes from; None: the path decides lateness itself
+    time: TimeFrom | None = None  # where its submission time comes from; None: the path decides lateness itself
+    when: When | None = None  # its time, read by the read stage from ``time``; None where ``time`` is None
     stages: tuple[str, ...] = ()  # the stages this grading runs, by name (provenance records them)
 
 
@@ -118,7 +105,9 @@ def warm_up(settings: Settings) -> None:
 
 
 def read(grading: Grading) -> Grading:
-    """The submission's record, from the gate (a batch's, read before it forked, or read now), made into source."""
+    """The submission's record, from the gate (a batch's, read before it forked, or read now), made into source; and
+    its time, from the gate too (handed_in.submitted_time), where the path says where it comes from, for the late
+    decision."""
     limits = grading.settings.limits
     handed = grading.handed if grading.handed is not None else take(grading.submission, limits)
     grading.handed, grading.choice, grading.graded, grading.sha256 = handed, handed.choice, handed.file, handed.sha256
@@ -128,6 +117,8 @@ def read(grading: Grading) -> Grading:
     except Ungradable as reason:
         grading.ungradable = str(reason)
         grading.missing = reason.missing
+    if grading.time is not None:
+        grading.when = submitted_time(grading.time, grading.graded or grading.submission, grading.settings.deadline)
     return grading
 
 
@@ -261,27 +252,13 @@ def build_result(grading: Grading) -> Grading:
 
 def decide_late(grading: Grading) -> Grading:
     """The late decision, made once, the last stage: the [deadline] policy (Gradescope's due date where its metadata
-    gives one) applied to the score, stamped in the result (report.stamp: the policy, the time and where it came from
-    kept in ``extra_data.late``). Nothing where the grader failed, where there is no deadline, or where the path
-    decides lateness itself (nbgrader's late plugin: ``time`` None)."""
-    given = grading.time
-    if given is None or grading.grader_error or not grading.result:
+    gives one) applied to the score at the time the read stage found (``grading.when``), stamped in the result
+    (report.stamp: the policy, the time and where it came from kept in ``extra_data.late``). Nothing where the grader
+    failed, where there is no deadline, or where the path decides lateness itself (nbgrader's late plugin: no time)."""
+    when = grading.when
+    if when is None or grading.grader_error or not grading.result or when.deadline.due is None:
         return grading
-    deadline = grading.settings.deadline
-    if given.metadata is not None:
-        student, submitted, deadline = gradescope_time(given.metadata, deadline)
-        problem = "" if submitted else f"no trusted submission time: {given.metadata} gives none (created_at)"
-    elif given.from_gate:
-        student, submitted, problem = given.student, given.at, given.time_problem
-    else:
-        graded = grading.graded or grading.submission
-        name, handed = collected_time(graded if isinstance(graded, Path) else graded[0])
-        student, submitted, problem = name or given.student, handed.submitted_at, handed.time_problem
-    if given.at is not None:
-        submitted, problem = given.at, ""
-    if deadline.due is None:
-        return grading
-    late = apply(deadline, student, float(grading.result.get("score", 0)), submitted, problem)
+    late = apply(when.deadline, when.student, float(grading.result.get("score", 0)), when.at, when.problem)
     grading.result = report.stamp(grading.result, late)
     return grading
 
@@ -296,7 +273,7 @@ def grade(
     device: str = "cpu",
     seed: int | None = None,
     zygote: Zygote | None = None,
-    time: Submitted | None = None,
+    time: TimeFrom | None = None,
 ) -> Grading:
     """Run every stage on one submission (a path, or the gate's record of it) and return the filled-in record;
     ``time`` says where its submission time comes from (None: the path decides lateness itself)."""

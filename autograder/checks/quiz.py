@@ -140,6 +140,19 @@ class NotAnAnswer(ValueError):
     """The answer cell sets no value that can be read without running it; the message says what to write."""
 
 
+def assignments(source: str) -> dict[str, ast.Assign]:
+    """Each name that ``source`` assigns at its top level -> its last assignment there; read, never run. The one walk
+    of an answer's parse: a cell's (``answer_in``, ``answer_cells``) and a .py's (``answers_in_py``). It raises what
+    ``ast.parse`` raises, for each caller to say in its own words."""
+    found: dict[str, ast.Assign] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = node
+    return found
+
+
 def answer_in(source: str, name: str, max_chars: int = MAX_CELL) -> object:
     """The value the cell's last assignment to ``name`` writes out (a number, a string, a tuple...), never run.
 
@@ -148,21 +161,15 @@ def answer_in(source: str, name: str, max_chars: int = MAX_CELL) -> object:
     if len(source) > max_chars:
         raise NotAnAnswer(f"the answer cell is over {max_chars} characters; write only `{example}` with your answer")
     try:
-        tree = ast.parse(source)
+        assigned = assignments(source)
     except (SyntaxError, ValueError):
         raise NotAnAnswer(f"the answer cell is not valid Python; write it as `{example}`") from None
     except (RecursionError, MemoryError):  # the parser's own depth limit, on at most max_chars characters
         raise NotAnAnswer(f"the answer cell nests too deeply to read; write it as `{example}`") from None
-    assigned = [
-        node.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
-    ]
-    if not assigned:
+    if name not in assigned:
         raise NotAnAnswer(f"the answer cell does not set {name}; write it as `{example}`")
     try:
-        return ast.literal_eval(assigned[-1])
+        return ast.literal_eval(assigned[name].value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise NotAnAnswer(f"set {name} to a value written out, as in `{example}`, not to an expression") from None
 
@@ -224,18 +231,22 @@ def _marked(meta: dict, name: str) -> bool:
     )
 
 
-def _sets(source: str, name: str, max_chars: int) -> bool:
-    """The cell's code assigns ``name`` at its top level (read, never run; a cell over ``max_chars`` is not read)."""
-    if name not in source or len(source) > max_chars:
-        return False
+def _names_set(source: str, max_chars: int) -> set[str]:
+    """The names the cell's code assigns at its top level (``assignments``; a cell over ``max_chars``, or one that does
+    not parse, sets none)."""
+    if len(source) > max_chars:
+        return set()
     try:
-        tree = ast.parse(source)
+        return set(assignments(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    return any(
-        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-        for node in tree.body
-    )
+        return set()
+
+
+def _names_of(sets: dict[int, set[str]], number: int, source: str, max_chars: int) -> set[str]:
+    """Cell ``number``'s names set (``_names_set``), read the first time a question asks and kept in ``sets``."""
+    if number not in sets:
+        sets[number] = _names_set(source, max_chars)
+    return sets[number]
 
 
 def _cells_named(numbers: list[int]) -> str:
@@ -259,6 +270,7 @@ def answer_cells(cells: list, max_chars: int = MAX_CELL) -> dict[str, Answer]:
         source = cell.get("source", "")
         code.append((number, meta if isinstance(meta, dict) else {}, "".join(source) if isinstance(source, list)
                      else str(source)))  # fmt: skip
+    sets: dict[int, set[str]] = {}  # cell number -> the names it sets, each cell read once, where it is needed
     for name in BY_NAME:
         marked = [(number, source) for number, meta, source in code if _marked(meta, name)]
         if len(marked) == 1:
@@ -271,7 +283,11 @@ def answer_cells(cells: list, max_chars: int = MAX_CELL) -> dict[str, Answer]:
             )
             found[name] = Answer(marked[-1][1], numbers[-1], note)
         else:
-            setting = [(number, source) for number, _, source in code if _sets(source, name, max_chars)]
+            setting = [
+                (number, source)
+                for number, _, source in code
+                if name in source and name in _names_of(sets, number, source, max_chars)
+            ]
             if setting:
                 number, source = setting[-1]
                 note = (
@@ -303,17 +319,14 @@ def answers_in_py(source: str, max_chars: int = MAX_CELL) -> dict[str, Answer]:
     "Knowledge check" section at its end), its line as the cell's source and its line number; read, never run. A
     file that does not parse answers nothing (its checks say why)."""
     try:
-        tree = ast.parse(source)
+        assigned = assignments(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return {}
-    found: dict[str, Answer] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.Assign):
-            continue
-        for target in node.targets:
-            if isinstance(target, ast.Name) and target.id in BY_NAME:
-                found[target.id] = Answer(ast.get_source_segment(source, node) or "", node.lineno)
-    return found
+    return {
+        name: Answer(ast.get_source_segment(source, node) or "", node.lineno)
+        for name, node in assigned.items()
+        if name in BY_NAME
+    }
 
 
 def results(

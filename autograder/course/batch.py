@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import provenance
 from autograder.assignment.deadline import DeadlineError, read_times
 from autograder.config import Settings
 from autograder.course import of_record
@@ -23,10 +22,9 @@ from autograder.course.class_folder import Exports, Refused, check_exports, open
 from autograder.course.class_results import class_results
 from autograder.course.grades_csv import tell, write_grades
 from autograder.course.pool import grade_all
-from autograder.course.resume import FORCED, left_line, why_graded, why_line
-from autograder.course.shard import select
+from autograder.course.resume import left_line, plan, why_line
 from autograder.course.summary import changes_since, similarity_pass, write_dashboard
-from autograder.read.handed_in import HandedIn, collected_by_nbgrader, listing, take, with_time
+from autograder.read.handed_in import listing, read_class
 from autograder.record import Result
 from autograder.render.inert import inert, shown
 from autograder.render.terminal import summary
@@ -78,18 +76,13 @@ def _run(options: BatchOptions, settings: Settings) -> int:
         times = read_times(options.times) if options.times is not None else {}
     except DeadlineError as error:
         raise Refused(str(error)) from None
-    entries = listing(options.folder, settings.limits)
-    if options.show is not None and options.show not in (shard := select(entries.students, options.shard)):
-        have = ", ".join(shown(name) for name in shard)
-        raise Refused(f"Invalid --show {shown(options.show)}: no such student in {options.folder} (have: {have})")
-    the_class = open_class(options.folder, options.json_dir, settings, options.shard, entries)
+    the_class = open_class(options.folder, options.json_dir, settings, options.shard, options.show)
     roster, targets, out = the_class.roster, the_class.targets, the_class.out
     for note in _deadline_notes(settings, the_class.everyone, times, options):
         print(f"{VERB}: warning: {note}", file=sys.stderr)
-    handed = _handed_in(options.folder, roster, times, settings)
-    today = provenance.now(settings, options.device)
-    why = {name: FORCED if options.force else why_graded(handed[name], targets[name], today) for name in roster}
-    todo = [name for name in roster if why[name]]
+    handed = read_class(options.folder, roster, settings.limits, times)
+    planned = plan(handed, targets, settings, options.device, options.force)
+    why, todo, today = planned.why, planned.todo, planned.today
     which = f"shard {options.shard[0]}/{options.shard[1]}: " if options.shard else ""
     print(f"{which}{len(roster)} students, {len(roster) - len(todo)} already graded, {len(todo)} to grade"
           f"{why_line(why, options.force)}", file=sys.stderr)  # fmt: skip
@@ -157,10 +150,3 @@ def _deadline_notes(settings: Settings, everyone: dict, times: dict, options: Ba
             f" {', '.join(shown(s) for s in elsewhere)}"
         )
     return notes
-
-
-def _handed_in(folder: Path, roster: dict, times: dict, settings: Settings) -> dict[str, HandedIn]:
-    """Each student's record from the gate, read once, here, before anything is graded, with its trusted time."""
-    collected = collected_by_nbgrader(folder)
-    limits = settings.limits
-    return {name: with_time(take(roster[name], limits), name, times, collected) for name in roster}

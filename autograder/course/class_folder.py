@@ -14,7 +14,7 @@ from autograder.course import decisions
 from autograder.course.resume import mark_output
 from autograder.course.roster import result_names
 from autograder.course.shard import select
-from autograder.read.handed_in import ClassFolder, listing
+from autograder.read.handed_in import listing
 from autograder.render.images import MissingMatplotlib, require
 from autograder.render.inert import shown
 
@@ -55,14 +55,17 @@ def results_folder(folder: Path, json_dir: Path | None) -> Path:
 
 
 def open_class(folder: Path, json_dir: Path | None, settings: Settings, shard: tuple[int, int] | None = None,
-               entries: ClassFolder | None = None) -> Class:  # fmt: skip
-    """The class in ``folder`` (its listing ``entries``, where the verb has it already) with its results in
-    ``json_dir`` (default DIR-grades beside DIR); Refused for a folder that is none, or a decisions file that cannot
-    be read."""
+               show: str | None = None) -> Class:  # fmt: skip
+    """The class in ``folder``, listed once through the gate (``listing``), with its results in ``json_dir`` (default
+    DIR-grades beside DIR); Refused for a folder that is none, a student to ``show`` who is not in the shard (before
+    anything is written), or a decisions file that cannot be read."""
     if not folder.is_dir():
         raise Refused(f"{folder} is not a folder")
-    entries = entries or listing(folder, settings.limits)
+    entries = listing(folder, settings.limits)
     roster = select(entries.students, shard)
+    if show is not None and show not in roster:
+        have = ", ".join(shown(name) for name in roster)
+        raise Refused(f"Invalid --show {shown(show)}: no such student in {folder} (have: {have})")
     out = results_folder(folder, json_dir)
     mark_output(out)
     files = result_names(list(roster))

@@ -75,9 +75,10 @@ def run_grade(options: GradeOptions, settings: Settings) -> int:
 def _grade_one(options: GradeOptions, given, settings: Settings) -> tuple[dict, str]:
     """The submission graded: its result, and the grader's error ("" when it graded)."""
     try:
-        from autograder.grade import Submitted, grade  # here: a broken install is the grader's failure too
+        from autograder.grade import grade  # here: a broken install is the grader's failure too
+        from autograder.read.handed_in import TimeFrom
 
-        time = Submitted(options.submission.stem, given, metadata=options.metadata)
+        time = TimeFrom(options.submission.stem, given, metadata=options.metadata)
         grading = grade(options.submission, settings, device=options.device, seed=options.seed,
                         zygote=options.zygote, time=time)  # fmt: skip
         return grading.result, grading.grader_error

@@ -43,7 +43,8 @@ def decide_late(result: dict, name: str, handed: HandedIn, settings: Settings) -
     submitted, problem = handed.submitted_at, handed.time_problem
     if submitted is None and record.late is not None and recorded_time(record.late) is not None:
         submitted, problem = recorded_time(record.late), ""
-    return stamp(result, apply(deadline, name, record.raw_score, submitted, problem)), False
+    late = apply(deadline, name, record.raw_score, submitted, problem)
+    return stamp(result, late), False
 
 
 def held_for_flags(name: str, result: dict) -> decisions.Decision | None:

@@ -42,9 +42,10 @@ def grade_in_child(
     code = 0
     interrupts = Interrupts()
     try:
-        from autograder.grade import Submitted, grade
+        from autograder.grade import grade
+        from autograder.read.handed_in import TimeFrom
 
-        time = Submitted(name, submission.submitted_at, submission.time_problem, from_gate=True)
+        time = TimeFrom(name, submission.submitted_at, submission.time_problem, from_gate=True)
         grading = grade(submission, settings, device=device, zygote=zygote, time=time)
         result = grading.result
         code = 3 if grading.grader_error else 0

@@ -5,9 +5,11 @@ since it was graded, provenance.stale), and after Ctrl-C what is saved and what 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import provenance
+from autograder.config import Settings
 from autograder.read.handed_in import MARKER, HandedIn
 from autograder.record import Result
 from autograder.report import load
@@ -25,6 +27,26 @@ def why_graded(handed: HandedIn, target: Path, today: provenance.Now) -> str:
     if Result.of(result).grader_error:
         return GRADER_FAILED
     return provenance.stale(result, handed, today)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Who a batch grades in this run and why (``why``: student -> reason, "" to keep their result), judged against
+    ``today``, what this run's grader, settings and device would record (provenance.now)."""
+
+    today: provenance.Now
+    why: dict[str, str]
+
+    @property
+    def todo(self) -> list[str]:
+        return [name for name, reason in self.why.items() if reason]
+
+
+def plan(handed: dict[str, HandedIn], targets: dict[str, Path], settings: Settings, device: str, force: bool) -> Plan:
+    """Why each student of ``handed`` (the gate's records, in the roster's order) is graded in this run: all of them
+    with ``force``, else ``why_graded`` against what this run would record."""
+    today = provenance.now(settings, device)
+    return Plan(today, {name: FORCED if force else why_graded(handed[name], targets[name], today) for name in handed})
 
 
 def counts_line(reasons: list[str]) -> str:

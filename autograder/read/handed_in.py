@@ -2,9 +2,10 @@
 
 A submission (a file, a student's folder, a batch folder's files of one name) is read by ``take``: the graded file
 chosen by the one rule (submission.choose, names compared as the students' file systems compare them), its bytes
-read once with their bounds (only a regular file, never through a link) and hashed. A class folder is read by
-``read_class``: every entry of the folder accounted for (a student, or skipped with its reason), each student's
-record taken, and its submission time taken only from a source the student cannot write (``trusted_time``).
+read once with their bounds (only a regular file, never through a link) and hashed. A class folder is listed by
+``listing`` (every entry of the folder accounted for: a student, or skipped with its reason) and its students read by
+``read_class``, in one trip: each student's record taken, and its submission time taken only from a source the student
+cannot write (``with_time``).
 
 Every later step takes the record: the read stage (grade.read makes its bytes into source), staleness
 (provenance.stale compares its file and SHA-256), deadlines (its time), similarity (its bytes), the batch's
@@ -20,7 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from autograder.assignment.deadline import TIMESTAMP, parse_nbgrader_timestamp
+from autograder.assignment.deadline import TIMESTAMP, Deadline, gradescope_time, parse_nbgrader_timestamp
 from autograder.assignment.paths import NOTEBOOK
 from autograder.config import Limits, load_settings
 from autograder.read import bounded
@@ -193,6 +194,17 @@ def with_time(handed: HandedIn, name: str, times: dict[str, datetime], collected
     return replace(handed, submitted_at=moment, time_from=NBGRADER)
 
 
+def read_class(folder: Path, roster: dict[str, Path | tuple[Path, ...]], limits: Limits,
+               times: dict[str, datetime]) -> dict[str, HandedIn]:  # fmt: skip
+    """Each student of ``roster`` (the class folder ``folder``'s, as ``listing`` lists it) read once through the gate
+    (``take``), with the submission time from a source the student cannot write (``with_time``: ``times``, a class
+    verb's --times, else nbgrader's own timestamp.txt where ``folder`` is its collected layout): what a class verb
+    grades, decides and compares, read here before anything is graded."""
+    records = {name: take(roster[name], limits) for name in roster}
+    collected = collected_by_nbgrader(folder)
+    return {name: with_time(record, name, times, collected) for name, record in records.items()}
+
+
 NOT_COLLECTED = (
     "no trusted submission time: {file} is not in an nbgrader course's submitted/<student>/{assignment}/ folder"
     " (nbgrader_config.py or gradebook.db beside submitted/), where nbgrader's timestamp.txt is believed; give"
@@ -211,6 +223,49 @@ def collected_time(graded: Path) -> tuple[str, HandedIn]:
         return "", HandedIn(graded, time_problem=NOT_COLLECTED.format(file=graded, assignment=ASSIGNMENT))
     record = HandedIn(folder, Choice(folder, path, f"{ASSIGNMENT}/{path.name}"))
     return folder.name, with_time(record, folder.name, {}, collected=True)
+
+
+@dataclass(frozen=True)
+class TimeFrom:
+    """Where one grading's submission time comes from, as its path says (grade.grade's ``time``): a batch's gate (the
+    student and the time it read, final), or a command line's ``--submitted-at`` and Gradescope's metadata, else
+    nbgrader's timestamp.txt beside a file it collected."""
+
+    student: str = ""
+    at: datetime | None = None
+    time_problem: str = ""
+    from_gate: bool = False  # a batch's: the gate's time (or its problem) is the one
+    metadata: Path | None = None  # Gradescope's submission_metadata.json
+
+
+@dataclass(frozen=True)
+class When:
+    """A submission's time as the gate found it, for the late decision: the student, the time (None where none is
+    trusted: ``problem`` says why) and the deadline it is held to (the settings', or the one Gradescope's metadata
+    gives)."""
+
+    student: str
+    at: datetime | None
+    problem: str
+    deadline: Deadline
+
+
+def submitted_time(given: TimeFrom, graded: Path | tuple[Path, ...], deadline: Deadline) -> When:
+    """The time of the submission ``graded`` (the file the read stage read, else what was handed in), from where
+    ``given`` says: nbgrader's timestamp.txt beside a file it collected (``collected_time``), a batch's gate, or
+    Gradescope's metadata (its due date where ``deadline`` sets a policy and none); a time given on the command line
+    (``TimeFrom.at``) over any of them."""
+    if given.metadata is None and not given.from_gate:
+        name, handed = collected_time(graded if isinstance(graded, Path) else graded[0])
+        student, submitted, problem = name or given.student, handed.submitted_at, handed.time_problem
+    elif given.metadata is None:
+        student, submitted, problem = given.student, given.at, given.time_problem
+    else:
+        student, submitted, deadline = gradescope_time(given.metadata, deadline)
+        problem = "" if submitted else f"no trusted submission time: {given.metadata} gives none (created_at)"
+    if given.at is not None:
+        submitted, problem = given.at, ""
+    return When(student, submitted, problem, deadline)
 
 
 def _why(error: Exception) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -282,9 +283,15 @@ def test_autograder_has_at_most_twelve_flat_modules():
 
 
 def test_the_architecture_doc_draws_the_layers_of_this_table():
-    """docs/architecture.md's table of layers lists the layers above, lowest first, each with its units."""
+    """docs/architecture.md's table of layers lists the layers above, lowest first, each with its units; the drawing
+    above it numbers them alike, the top first."""
     doc = (ROOT / "docs" / "architecture.md").read_text()
     section = doc.split("## The layers", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[2] for line in section.splitlines() if line.startswith("| ") and line[2:3].isdigit()]
     drawn = [tuple(part.strip("` ") for part in row.split(",")) for row in rows]
     assert drawn == list(LAYERS)
+    picture = section.split("```", 2)[1].splitlines()  # the drawing above the table: one line a layer, the top first
+    lines = [re.split(r"\s{2,}", line.strip()) for line in picture if line.strip()[:1].isdigit()]
+    named = [[word for word in words[1:] if re.fullmatch(r"[a-z_]+/?", word) and word in LAYER_OF] for words in lines]
+    pictured = [(int(words[0]), tuple(units)) for words, units in zip(lines, named)]
+    assert pictured == [(number, units) for number, units in reversed(list(enumerate(LAYERS)))]
