@@ -114,8 +114,8 @@ def test_question_names_are_known():
 
 def test_points_the_settings_give_otherwise_stop_the_notebook_before_grading(tmp_path):
     """settings_file gives scale_values 5 points, the notebook's cell (the gradebook's) 2: nbgrader would score the
-    cell's 2 while sdpa-grade --config scores 5, so the notebook's autograde stops, naming the cell, both values and
-    the file, before any grading; with the settings' points in the cell, the check passes on to grading."""
+    cell's 2 while sdpa-grade grade --config scores 5, so the notebook's autograde stops, naming the cell, both values
+    and the file, before any grading; with the settings' points in the cell, the check passes on to grading."""
     course = tmp_path / "course.toml"
     course.write_text("[points]\nscale_values = 5\n")
     cell = next(

@@ -266,7 +266,7 @@ def _course_with_settings(base):
 def test_nbgrader_grades_with_the_courses_settings_file(tmp_path):
     """c.GradeNotebook.settings_file = "course.toml". While it gives scale_values 7 points and the notebook's cell is
     worth 5, autograde refuses the notebook, naming the cell and both values (once it gave the defaults, silently).
-    With 5 on both sides, nbgrader's export gives bob what `sdpa-grade --config course.toml` gives him, out of the
+    With 5 on both sides, nbgrader's export gives bob what `sdpa-grade grade --config course.toml` gives him, out of the
     same maximum, the knowledge check included on both."""
     course, env, submitted = _course_with_settings(tmp_path)
     (course / "course.toml").write_text("[points]\nscale_values = 7\n")
@@ -281,6 +281,7 @@ def test_nbgrader_grades_with_the_courses_settings_file(tmp_path):
     result = run(
         [
             str(BIN / "sdpa-grade"),
+            "grade",
             str(submitted),
             "--config",
             str(course / "course.toml"),

@@ -181,7 +181,7 @@ def test_sdpa_grade_on_too_deep_or_too_full_a_folder_is_ungradable_with_the_boun
     bottom = nested(deep, 1200)
     (bottom / OWN_PY).write_text(REFERENCE.read_text())
     out = tmp_path / "results.json"
-    result = run([str(BIN / "sdpa-grade"), str(deep), "--json", str(out)], timeout=100)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(deep), "--json", str(out)], timeout=100)
     results = json.loads(out.read_text())
     assert result.returncode == 2, result.stderr[-2000:]
     assert "grader_error" not in results and results["score"] == 0 and results["max_score"] > 0
@@ -189,7 +189,8 @@ def test_sdpa_grade_on_too_deep_or_too_full_a_folder_is_ungradable_with_the_boun
     full = put(tmp_path / "full", {f"z/{OWN_PY}": REFERENCE.read_text(), **{f"a{i}.txt": "" for i in range(30)}})
     config = tmp_path / "course.toml"
     config.write_text("[limits]\nfolder_files = 20\n")
-    result = run([str(BIN / "sdpa-grade"), str(full), "--json", str(out), "--config", str(config)], timeout=100)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(full), "--json", str(out), "--config", str(config)],
+                 timeout=100)  # fmt: skip
     assert result.returncode == 2 and "folder_files = 20" in json.loads(out.read_text())["ungradable"]
 
 

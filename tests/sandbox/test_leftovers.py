@@ -166,7 +166,7 @@ def test_a_grader_killed_mid_grading_leaves_no_process_and_no_cgroup(tmp_path, m
     marker = f"burn{uuid.uuid4().hex[:8]}".encode()
     folder = _shared_folder(tmp_path)
     try:
-        grader = _grader(mode, [str(_submission(folder, marker)), "--json", str(folder / "results.json")])
+        grader = _grader(mode, ["grade", str(_submission(folder, marker)), "--json", str(folder / "results.json")])
         tree = _burning(grader, marker, 4)
         owned = _groups_of(tree)
         grader.kill()
