@@ -20,6 +20,7 @@ from autograder.course.class_results import class_results
 from autograder.read.handed_in import read_submission
 from autograder.read.submission import Ungradable
 from tests.helpers import BIN, REFERENCE, ROOT, checks_part, run
+from tests.reading.common import put
 
 OWN_PY, OWN_NOTEBOOK = TEMPLATE.name, NOTEBOOK.name  # attention.py, sdpa.ipynb: where the project names them
 SOLVED_NOTEBOOK = ROOT / NOTEBOOK  # the source notebook: its solution cells grade like the reference
@@ -29,15 +30,6 @@ def notebook(code: str) -> str:
     """A notebook of one code cell."""
     cell = {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None}
     return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
-
-
-def put(folder, files: dict[str, str]):
-    """Write ``files`` (path relative to ``folder`` -> text) and return ``folder``."""
-    for relative, text in files.items():
-        path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return folder
 
 
 @pytest.fixture
