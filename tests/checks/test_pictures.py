@@ -161,11 +161,11 @@ def test_block_grid_shows_expected_beside_got_with_a_legend():
 
 @pytest.mark.slow
 def test_feedback_of_a_graded_mistake_holds_the_picture(overlay, tmp_path):
-    """sdpa-grade on a flipped causal mask: the picture is a field of the failed check,
+    """sdpa-grade grade on a flipped causal mask: the picture is a field of the failed check,
     and its grid is in the output."""
     submission = overlay("mistake_causal_flipped")
     out = tmp_path / "results.json"
-    result = run([str(BIN / "sdpa-grade"), str(submission), "--json", str(out)])
+    result = run([str(BIN / "sdpa-grade"), "grade", str(submission), "--json", str(out)])
     assert result.returncode == 0, result.stderr
     tests = {test["extra_data"]["check"]: test for test in json.loads(out.read_text())["tests"]}
     pictured = {check for check, test in tests.items() if "picture" in test["extra_data"]}

@@ -42,7 +42,7 @@ def test_one_drawn_tensor_does_not_predict_the_next(monkeypatch):
 
 
 def test_the_same_seed_draws_the_same_inputs():
-    """A grading is reproducible from its seed (sdpa-grade --seed): same seed, same sizes and tensors."""
+    """A grading is reproducible from its seed (sdpa-grade grade --seed): same seed, same sizes and tensors."""
     a, b = Draw(42), Draw(42)
     assert a.sizes(3) == b.sizes(3) and torch.equal(a.normal(4, 5), b.normal(4, 5))
     assert not torch.equal(Draw(43).normal(4, 5), Draw(42).normal(4, 5))

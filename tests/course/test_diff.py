@@ -1,4 +1,4 @@
-"""sdpa-grade --diff: a regrade into a new folder, compared with the released results, student by student."""
+"""sdpa-grade diff: a regrade into a new folder, compared with the released results, student by student."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_diff_command_prints_the_summary_first_and_writes_the_csv(tmp_path):
     new = _write(tmp_path / "new", {"a": _result(full), "b": _result({"scale_values": 0.0, "sdpa_causal": 3.0},
                                                                      {"scale_values": "divide_by_dk"}),
                                     "c=1": _result(full)})  # fmt: skip
-    done = run([str(BIN / "sdpa-grade"), "--diff", str(old), str(new), "--csv", str(tmp_path / "d.csv")])
+    done = run([str(BIN / "sdpa-grade"), "diff", str(old), str(new), "--csv", str(tmp_path / "d.csv")])
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].endswith("1 of 3 change: 0 up, 1 down, mean -0.7")
@@ -91,10 +91,10 @@ def test_diff_command_prints_the_summary_first_and_writes_the_csv(tmp_path):
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["--diff", "nowhere", "."], "is not a folder"),
-        (["--diff", "docs", "docs"], "holds no results files"),
-        (["--diff", "docs"], "takes two results folders"),
-        (["--diff", "a", "b", "--force"], "--force does not apply"),
+        (["diff", "nowhere", "."], "is not a folder"),
+        (["diff", "docs", "docs"], "holds no results files"),
+        (["diff", "docs"], "takes two results folders"),
+        (["diff", "a", "b", "--force"], "--force does not apply"),
     ],
 )
 def test_diff_refuses_folders_it_cannot_compare(args, says):
@@ -173,7 +173,7 @@ def test_a_changed_point_value_a_check_switched_off_and_a_stricter_tolerance(rel
     assert [key for key, _, _ in found.runs] == [
         "settings_sha256", "points.scale_values", "points.sdpa_causal", "tolerance.variance_rtol"
     ]  # fmt: skip
-    done = run([str(BIN / "sdpa-grade"), "--diff", str(old), str(new), "--csv", str(tmp_path / "d.csv")])
+    done = run([str(BIN / "sdpa-grade"), "diff", str(old), str(new), "--csv", str(tmp_path / "d.csv")])
     rows = list(csv.DictReader((tmp_path / "d.csv").open(newline="", encoding="utf-8")))
     assert {(r["student"], r["check"], float(r["old_points"]), float(r["new_points"])) for r in rows} == {
         (c.student, m.check, m.old, m.new) for c in found.changes for m in c.checks

@@ -140,7 +140,7 @@ def test_gradescope_visibility_is_the_courses_choice(tmp_path):
     from tests.helpers import BIN, ROOT, run
 
     (tmp_path / "course.toml").write_text('[gradescope]\nvisibility = "after_due_date"\n')
-    done = run([str(BIN / "sdpa-grade"), str(ROOT / "examples" / "class" / "alice.py"), "--json",
+    done = run([str(BIN / "sdpa-grade"), "grade", str(ROOT / "examples" / "class" / "alice.py"), "--json",
                 str(tmp_path / "r.json"), "--config", str(tmp_path / "course.toml")])  # fmt: skip
     assert done.returncode == 0, done.stderr
     tests = json.loads((tmp_path / "r.json").read_text())["tests"]

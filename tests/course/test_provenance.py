@@ -219,7 +219,7 @@ def rerun(tmp_path_factory):
     other.write_text(FAST_LIMITS + "\n[timing]\nbudget = 9.0\n")
     first = _batch(folder, out, "--config", str(config), "--csv", str(base / "first.csv"))
     before = {name: (out / f"{name}.json").read_bytes() for name in ("ada", "bo", "chen")}
-    alone = run([str(BIN / "sdpa-grade"), str(folder / "chen.py"), "--json", str(out / "chen.json"),
+    alone = run([str(BIN / "sdpa-grade"), "grade", str(folder / "chen.py"), "--json", str(out / "chen.json"),
                  "--config", str(other)], timeout=600)  # fmt: skip
     merge = run([str(BIN / "sdpa-grade"), "summary", str(folder), "--json-dir", str(out)], timeout=900)
     wrong = (SUBMISSIONS / "overlays" / "mistake_divide_by_dk.py").read_text()  # appended to the reference
@@ -249,7 +249,8 @@ def test_every_batch_result_names_its_file_checks_and_settings(rerun):
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_one_grading_records_its_settings_and_a_merge_refuses_the_mix(rerun):
-    """sdpa-grade FILE --json: the same record; a merge of it with the batch's (other settings) is refused, exit 2."""
+    """sdpa-grade grade FILE --json: the same record; a merge of it with the batch's (other settings) is refused, exit
+    2."""
     assert rerun["alone"].returncode == 0, rerun["alone"].stderr[-3000:]
     merge = rerun["merge"]
     assert merge.returncode == 2, merge.stderr
@@ -319,7 +320,8 @@ def test_ctrl_c_on_one_grading_exits_130_and_leaves_the_results_file_as_it_was(t
     earlier = {"score": total(), "max_score": total(), "tests": [], "output": "an earlier, good grading"}
     results.write_text(json.dumps(earlier) + "\n")
     before = results.read_bytes()
-    command = [str(BIN / "sdpa-grade"), str(REFERENCE), "--json", str(results), "--html", str(tmp_path / "f.html")]
+    command = [str(BIN / "sdpa-grade"), "grade", str(REFERENCE), "--json", str(results),
+               "--html", str(tmp_path / "f.html")]  # fmt: skip
     grading = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )

@@ -91,7 +91,7 @@ def test_a_graded_notebook_cites_cells_not_attention_py(tmp_path):
     nb.cells.append(nbformat.v4.new_code_cell("import torch\n\nhidden = torch._C._get_tracing_state"))
     path = tmp_path / "sdpa.ipynb"
     nbformat.write(nb, path)
-    result = run([str(BIN / "sdpa-grade"), str(path), "--json", str(tmp_path / "r.json")], timeout=240)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(path), "--json", str(tmp_path / "r.json")], timeout=240)
     assert result.returncode == 0, result.stderr[-2000:]
     outputs = [test["output"] for test in json.loads((tmp_path / "r.json").read_text())["tests"]]
     assert f"scale_scores failed: ValueError: oops (cell {position}, line 3)" in outputs, outputs[:3]

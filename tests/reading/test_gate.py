@@ -16,6 +16,7 @@ from autograder.read import bounded
 from autograder.read.handed_in import MARKER, UNTRUSTED, collected_by_nbgrader, listing, take, with_time
 from autograder.sandbox.student_side import wire
 from tests.helpers import python_steps
+from tests.reading.common import put
 
 LIMITS = load_settings(environ={}).limits
 
@@ -103,18 +104,9 @@ def test_a_named_pipe_where_the_graded_file_would_be_is_refused_without_waiting(
     assert handed.relative == "attention.py"
 
 
-def _put(folder: Path, files: dict[str, str]) -> Path:
-    """``folder`` holding ``files`` (path -> text)."""
-    for relative, text in files.items():
-        path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return folder
-
-
 def _class(tmp_path, files: dict[str, str]) -> Path:
     """A class folder holding ``files``."""
-    return _put(tmp_path / "class", files)
+    return put(tmp_path / "class", files)
 
 
 def test_every_entry_of_a_class_folder_is_accounted_for(tmp_path):
@@ -170,7 +162,7 @@ def _collected(tmp_path, stamps: dict[str, str]) -> Path:
     (course / "submitted").mkdir(parents=True)
     (course / "nbgrader_config.py").write_text("c = get_config()\n")
     for student, stamp in stamps.items():
-        _put(course / "submitted" / student, {"sdpa/sdpa.ipynb": "{}", "sdpa/timestamp.txt": stamp})
+        put(course / "submitted" / student, {"sdpa/sdpa.ipynb": "{}", "sdpa/timestamp.txt": stamp})
     return course / "submitted"
 
 
@@ -178,7 +170,7 @@ def test_nbgraders_collected_timestamp_is_the_time_and_a_bad_one_flags_that_stud
     """submitted/<student>/sdpa/timestamp.txt in an nbgrader course is nbgrader's: believed; one that cannot be
     used (an offset out of range, a FIFO) gives that student no time, the others theirs."""
     folder = _collected(tmp_path, {"ok": "2026-12-01 12:00:00.000000 UTC", "bad": "2026-12-01 12:00:00 +9900"})
-    _put(folder / "pipe", {"sdpa/sdpa.ipynb": "{}"})
+    put(folder / "pipe", {"sdpa/sdpa.ipynb": "{}"})
     os.mkfifo(folder / "pipe" / "sdpa" / "timestamp.txt")
     assert collected_by_nbgrader(folder)
     students = listing(folder, LIMITS).students
@@ -196,7 +188,7 @@ def test_nbgraders_collected_timestamp_is_the_time_and_a_bad_one_flags_that_stud
 
 def test_a_py_and_a_notebook_of_one_name_get_a_time_problem_not_a_crash(tmp_path):
     """both.py + both.ipynb at the top of an nbgrader submitted/ folder: one student, no time, no AttributeError."""
-    folder = _put(_collected(tmp_path, {}), {"both.py": "x = 1\n", "both.ipynb": "{}"})
+    folder = put(_collected(tmp_path, {}), {"both.py": "x = 1\n", "both.ipynb": "{}"})
     students = listing(folder, LIMITS).students
     handed = with_time(take(students["both"], LIMITS), "both", {}, True)
     assert handed.submitted_at is None and handed.time_problem.startswith("no trusted submission time")
@@ -216,7 +208,7 @@ def test_a_time_from_another_assignments_folder_is_not_taken(tmp_path):
     """submitted/bob/aaa/attention.py (an earlier collected assignment) ranked before bob's late sdpa/: graded, but
     aaa's timestamp is another submission's time: no trusted time for this assignment, flagged."""
     folder = _collected(tmp_path, {"bob": "2026-12-03 10:00:00.000000 UTC"})
-    _put(folder / "bob", {"aaa/attention.py": "x = 1\n", "aaa/timestamp.txt": "2026-11-20 10:00:00.000000 UTC"})
+    put(folder / "bob", {"aaa/attention.py": "x = 1\n", "aaa/timestamp.txt": "2026-11-20 10:00:00.000000 UTC"})
     handed = with_time(take(folder / "bob", LIMITS), "bob", {}, True)
     assert handed.relative == "aaa/attention.py" and handed.submitted_at is None
     assert "not in nbgrader's <student>/sdpa/ folder" in handed.time_problem

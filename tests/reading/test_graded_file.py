@@ -20,6 +20,7 @@ from autograder.course.class_results import class_results
 from autograder.read.handed_in import read_submission
 from autograder.read.submission import Ungradable
 from tests.helpers import BIN, REFERENCE, ROOT, checks_part, run
+from tests.reading.common import put
 
 OWN_PY, OWN_NOTEBOOK = TEMPLATE.name, NOTEBOOK.name  # attention.py, sdpa.ipynb: where the project names them
 SOLVED_NOTEBOOK = ROOT / NOTEBOOK  # the source notebook: its solution cells grade like the reference
@@ -29,15 +30,6 @@ def notebook(code: str) -> str:
     """A notebook of one code cell."""
     cell = {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None}
     return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
-
-
-def put(folder, files: dict[str, str]):
-    """Write ``files`` (path relative to ``folder`` -> text) and return ``folder``."""
-    for relative, text in files.items():
-        path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return folder
 
 
 @pytest.fixture
@@ -181,7 +173,7 @@ def test_sdpa_grade_on_too_deep_or_too_full_a_folder_is_ungradable_with_the_boun
     bottom = nested(deep, 1200)
     (bottom / OWN_PY).write_text(REFERENCE.read_text())
     out = tmp_path / "results.json"
-    result = run([str(BIN / "sdpa-grade"), str(deep), "--json", str(out)], timeout=100)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(deep), "--json", str(out)], timeout=100)
     results = json.loads(out.read_text())
     assert result.returncode == 2, result.stderr[-2000:]
     assert "grader_error" not in results and results["score"] == 0 and results["max_score"] > 0
@@ -189,7 +181,8 @@ def test_sdpa_grade_on_too_deep_or_too_full_a_folder_is_ungradable_with_the_boun
     full = put(tmp_path / "full", {f"z/{OWN_PY}": REFERENCE.read_text(), **{f"a{i}.txt": "" for i in range(30)}})
     config = tmp_path / "course.toml"
     config.write_text("[limits]\nfolder_files = 20\n")
-    result = run([str(BIN / "sdpa-grade"), str(full), "--json", str(out), "--config", str(config)], timeout=100)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(full), "--json", str(out), "--config", str(config)],
+                 timeout=100)  # fmt: skip
     assert result.returncode == 2 and "folder_files = 20" in json.loads(out.read_text())["ungradable"]
 
 

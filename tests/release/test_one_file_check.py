@@ -79,7 +79,7 @@ def test_a_check_added_in_one_file_is_graded_after_sdpa_build(tmp_path):
     assert "# Hidden check sdpa_permutation (2 points)" in (copy / "assignments/source/sdpa/sdpa.ipynb").read_text()
 
     out = tmp_path / "results.json"
-    graded = in_copy(copy, "-m", "autograder.cli", "reference/attention.py", "--json", str(out), "--seed", "7")
+    graded = in_copy(copy, "-m", "autograder.cli", "grade", "reference/attention.py", "--json", str(out), "--seed", "7")
     assert graded.returncode == 0, graded.stderr
     results = json.loads(out.read_text())
     assert "autograder/checks/check_6_permutation.py" in results["extra_data"]["provenance"]["check_files"]

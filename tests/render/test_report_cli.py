@@ -1,4 +1,4 @@
-"""`sdpa-grade --html` and `sdpa-grade batch --report`, run for real,
+"""`sdpa-grade grade --html` and `sdpa-grade batch --report`, run for real,
 and their pages rendered in a headless browser."""
 
 from __future__ import annotations
@@ -78,10 +78,10 @@ def test_each_student_page_has_its_pictures(graded):
 
 @pytest.mark.slow
 def test_html_for_one_submission(overlay, tmp_path):
-    """sdpa-grade FILE --html writes the same page for one submission, beside its usual table."""
+    """sdpa-grade grade FILE --html writes the same page for one submission, beside its usual table."""
     submission = overlay("mistake_mask_inverted")
     page = tmp_path / "out" / "feedback.html"
-    result = run([str(BIN / "sdpa-grade"), str(submission), "--html", str(page)])
+    result = run([str(BIN / "sdpa-grade"), "grade", str(submission), "--html", str(page)])
     assert result.returncode == 0, result.stderr
     checker = parsed(page.read_text())
     assert len(checker.images) >= 1
@@ -94,7 +94,7 @@ def test_missing_matplotlib_is_a_usage_error_before_grading(tmp_path):
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('no matplotlib here')\n")
     env = {**os.environ, "PYTHONPATH": str(shadow.parent)}
-    result = run([str(BIN / "sdpa-grade"), str(REFERENCE), "--html", str(tmp_path / "f.html")], env=env)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(REFERENCE), "--html", str(tmp_path / "f.html")], env=env)
     assert result.returncode == 2
     assert "sdpa-assignment[report]" in result.stderr
     assert not (tmp_path / "f.html").exists()
@@ -102,7 +102,7 @@ def test_missing_matplotlib_is_a_usage_error_before_grading(tmp_path):
 
 def test_report_needs_a_batch():
     """--report on one submission is a usage error pointing at --html."""
-    result = run([str(BIN / "sdpa-grade"), str(REFERENCE), "--report", "class.html"])
+    result = run([str(BIN / "sdpa-grade"), "grade", str(REFERENCE), "--report", "class.html"])
     assert result.returncode == 2 and "--html" in result.stderr
 
 

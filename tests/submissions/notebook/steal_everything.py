@@ -1,5 +1,5 @@
 # A notebook cell (the dot_product_variance solution cell) that attacks the nbgrader path.
-# tests/nbgrader/test_nbgrader.py fills in the @...@ paths. When the checks call dot_product_variance, each
+# tests/nbgrader/test_workflow.py fills in the @...@ paths. When the checks call dot_product_variance, each
 # attack tries to get something of the grader's (the reference, the quiz's answers, the hidden
 # checks, the environment, other students' files, a file outside the student's folder, the checks'
 # helpers); what it got is printed (a cell's output lands in nbgrader's feedback) and raised (a

@@ -1,20 +1,24 @@
-"""The instructor's whole nbgrader workflow, on real nbgrader, with four students (one attacks the grader)."""
+"""The instructor's whole nbgrader workflow, on real nbgrader, run once for the module with five students: alice
+(correct), bob (a classic mistake and a wrong answer), carol (loops in one function), mallory (attacks the grader) and
+dave (an attention that forgets to scale, a variance that raises in its cell): the release, the export's scores,
+sdpa-grade's agreement check by check, the attacks, and what the feedback pages say (dave's: a carried check, a
+withheld one, an error cited by its cell)."""
 
 from __future__ import annotations
 
-import csv
 import html
 import json
 import os
+import re
 import shutil
 
 import nbformat
 import pytest
 
 from autograder.checks.quiz import POINTS, QUESTIONS
-from autograder.config import load_settings
 from autograder.release.template import solution_lines
 from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, answered, nbgrader, points, run, total
+from tests.nbgrader.common import exported_scores
 
 pytestmark = pytest.mark.slow
 COURSE = ["--course", "sdpa-course"]
@@ -36,12 +40,25 @@ ATTACKS = (
 )  # the attacks of tests/submissions/notebook/steal_everything.py
 SECRET = "do-not-show-9f1c2e"  # in nbgrader's environment: no student's code may read it
 # every check of a knowledge-check question answered wrongly (True for False, the example's placeholder otherwise)
+DAVE = {  # the attention forgets to scale (its own mistake); the variance raises in its cell
+    "scaled_dot_product_attention": (
+        "def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):\n"
+        "    if is_causal:\n"
+        "        causal = causal_mask(Q.size(-2), K.size(-2), device=Q.device)\n"
+        "        mask = causal if mask is None else mask & causal\n"
+        "    weights = masked_softmax(attention_scores(Q, K), mask)\n"
+        "    return attention_output(weights, V), weights\n"
+    ),
+    "dot_product_variance": (
+        "def dot_product_variance(d_k, num_samples=10000, generator=None):\n    x = 1\n    raise ValueError('oops')\n"
+    ),
+}
 WRONG_ANSWERS = {q.name: f"{q.name} = {not q.answer if isinstance(q.answer, bool) else q.example}" for q in QUESTIONS}
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """Generate, release, fetch, submit (four students), collect, autograde, give feedback, export."""
+    """Generate, release, fetch, submit (five students), collect, autograde, give feedback, export."""
     base = tmp_path_factory.mktemp("nbgrader")
     course = base / "course"
     shutil.copytree(
@@ -71,6 +88,7 @@ def course(tmp_path_factory):
             .replace("@OUTSIDE@", str(base)),
             **WRONG_ANSWERS,
         },
+        "dave": DAVE,  # every answer right
     }
     for name, overrides in students.items():
         home = base / "students" / name
@@ -86,7 +104,8 @@ def course(tmp_path_factory):
     logs["autograde"] = nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
     logs["generate_feedback"] = nbgrader("generate_feedback", "sdpa", "--force", cwd=course, env=env)
     nbgrader("export", cwd=course, env=env)
-    return {"course": course, "env": env, "base": base, "logs": {k: r.stdout + r.stderr for k, r in logs.items()}}
+    logs = {k: r.stdout + r.stderr for k, r in logs.items()}
+    return {"course": course, "env": env, "base": base, "logs": logs, "students": list(students)}
 
 
 def test_release_holds_no_solution_and_no_hidden_test(course):
@@ -101,16 +120,11 @@ def test_release_holds_no_solution_and_no_hidden_test(course):
         assert f"{question.name} = {question.answer!r}" not in text
 
 
-def _scores(course):
-    with open(course["course"] / "grades.csv") as handle:
-        return {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in csv.DictReader(handle)}
-
-
 def test_export_scores_each_student(course):
     """Alice gets everything; Bob loses the scaling check (once: error carried forward) and one answer; Carol loses
     only the variance checks; Mallory loses only her own points: the variance checks, the integrity flags her code
     earns, the ten questions."""
-    scores, full = _scores(course), total(notebook=True)
+    scores, full = exported_scores(course["course"]), total(notebook=True)
     variance = points("variance_close") + points("variance_uses_generator")
     assert scores["alice"] == (full, full)
     # bob: scale_values and q_variance; the checks that fail only through his scale_scores (sdpa, mha, their gates)
@@ -140,7 +154,7 @@ def _cell_scores(course) -> dict[str, dict[str, float]]:
             student: {
                 grade.name: grade.score for grade in gradebook.find_submission_notebook("sdpa", "sdpa", student).grades
             }
-            for student in _scores(course)
+            for student in exported_scores(course["course"])
         }
 
 
@@ -228,71 +242,49 @@ def test_nbgrader_logs_hold_no_false_alarms(course):
 
 
 def test_one_worker_zygote_grades_every_notebook_of_a_run(course):
-    """The four students' notebooks are graded through one worker zygote (torch imported once per run, as a batch
+    """The students' notebooks are graded through one worker zygote (torch imported once per run, as a batch
     does), each in a sandbox of its own (test_export_scores_each_student: each gets their own grade)."""
     log = course["logs"]["autograde"]
     assert log.count("the worker zygote started") == 1, log[-3000:]
-    assert len(_scores(course)) == 4
+    assert sorted(exported_scores(course["course"])) == sorted(course["students"])
 
 
-def _course_with_settings(base):
-    """The course, its nbgrader_config.py naming course.toml as GradeNotebook's settings_file, its source notebook's
-    check_scale_values cell worth 5; the assignment generated; bob's notebook (scores divided by d_k) in submitted/,
-    as collect leaves it."""
-    course = base / "course"
-    shutil.copytree(
-        ROOT / "assignments",
-        course,
-        ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "exchange", "gradebook.db"),
-    )
-    with open(course / "nbgrader_config.py", "a") as config:
-        config.write('\nc.GradeNotebook.settings_file = "course.toml"\n')
-    path = course / "source" / "sdpa" / "sdpa.ipynb"
-    source = nbformat.read(path, as_version=4)
-    cell = next(c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "check_scale_values")
-    cell.metadata["nbgrader"]["points"] = 5
-    nbformat.write(source, path)
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    nbgrader("generate_assignment", "sdpa", "--force", cwd=course, env=env)
-    release = nbformat.read(course / "release" / "sdpa" / "sdpa.ipynb", as_version=4)
-    bob = {"scale_scores": "import math\n\n\ndef scale_scores(scores, d_k):\n    return scores / d_k\n"}
-    submitted = course / "submitted" / "bob" / "sdpa" / "sdpa.ipynb"
-    submitted.parent.mkdir(parents=True)
-    nbformat.write(answered(release, source, bob), submitted)
-    return course, env, submitted
+# ---- dave's feedback page: what each verdict says -------------------------------------------------------------------
 
 
-@pytest.mark.timeout(1500)
-def test_nbgrader_grades_with_the_courses_settings_file(tmp_path):
-    """c.GradeNotebook.settings_file = "course.toml". While it gives scale_values 7 points and the notebook's cell is
-    worth 5, autograde refuses the notebook, naming the cell and both values (once it gave the defaults, silently).
-    With 5 on both sides, nbgrader's export gives bob what `sdpa-grade --config course.toml` gives him, out of the
-    same maximum, the knowledge check included on both."""
-    course, env, submitted = _course_with_settings(tmp_path)
-    (course / "course.toml").write_text("[points]\nscale_values = 7\n")
-    refused = run([str(BIN / "nbgrader"), "autograde", "sdpa", "--force"], cwd=course, env=env, timeout=900)
-    said = refused.stdout + refused.stderr
-    assert "check_scale_values is worth 5 in the notebook, 7 in [points] scale_values" in said, said[-3000:]
-    assert "course.toml (--config)" in said
-    (course / "course.toml").write_text("[points]\nscale_values = 5\n")
-    nbgrader("autograde", "sdpa", "--force", cwd=course, env=env)
-    nbgrader("export", cwd=course, env=env)
-    exported = _scores({"course": course})["bob"]
-    result = run(
-        [
-            str(BIN / "sdpa-grade"),
-            str(submitted),
-            "--config",
-            str(course / "course.toml"),
-            "--json",
-            str(tmp_path / "bob.json"),
-        ],
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    graded = json.loads((tmp_path / "bob.json").read_text())
-    quiz = len(QUESTIONS)  # one point each; bob answers every question right
-    settings = load_settings(course / "course.toml", environ={})
-    assert graded["max_score"] == sum(v for k, v in settings.points.items() if k != "timing_gpu") + quiz  # no GPU here
-    assert exported == (graded["score"], graded["max_score"])
-    assert next(t for t in graded["tests"] if t["name"].endswith("scale_values"))["score"] == 0
+@pytest.fixture(scope="module")
+def dave(course) -> dict:
+    """dave's feedback page, and each solution cell's number (counted from the top) in the notebook he handed in."""
+    page = (course["course"] / "feedback" / "dave" / "sdpa" / "sdpa.html").read_text()
+    notebook = nbformat.read(course["course"] / "submitted" / "dave" / "sdpa" / "sdpa.ipynb", as_version=4)
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): n for n, c in enumerate(notebook.cells, 1)}
+    return {"page": page, "cells": cells}
+
+
+def output_of(page: str, grade_id: str) -> str:
+    """The text of a graded cell's outputs on the feedback page."""
+    start = page.index(f'<a name="{grade_id}"></a>')
+    outputs = page[start:].split('<div class="output_wrapper">', 1)[1].split('<div class="cell ', 1)[0]
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", outputs))).strip()
+
+
+def test_a_carried_check_says_kept_its_points(dave):
+    """The module's check fails only through the attention: "kept its points" and why, no "failed"."""
+    shown = output_of(dave["page"], "check_mha_matches_torch")
+    assert shown.startswith("mha_matches_torch: kept its points"), shown
+    assert "Correct once scaled_dot_product_attention is fixed" in shown and ": failed" not in shown
+
+
+def test_a_withheld_check_says_withheld_and_why(dave):
+    """The attention's integrity check: withheld, not awarded yet, and what awards it; never a bare 0."""
+    shown = output_of(dave["page"], "check_integrity_sdpa")
+    assert shown.startswith("integrity_sdpa: withheld (not awarded yet)"), shown
+    assert "once scaled_dot_product_attention passes its own correctness checks" in shown, shown
+
+
+def test_an_error_in_a_cell_is_cited_by_the_cell(dave):
+    """The variance's error names its cell (counted from the top) and line, never attention.py."""
+    shown = output_of(dave["page"], "check_variance_close")
+    cell = dave["cells"]["dot_product_variance"]
+    assert f"ValueError: oops (cell {cell}, line 3)" in shown, shown
+    assert "attention.py, line" not in dave["page"]
