@@ -122,6 +122,10 @@ def test_mha_masks(loaded, draw, settings):
     x = draw.normal(B, T, d_model)
     memory = draw.normal(B, T_k, d_model)  # what the queries attend to: a mask sized by the queries does not fit it
     keep = draw.mask(B, T_k)
+    # the first sequence may attend to every key on every draw: where every row drew a single allowed key (a short
+    # T_k with few keys kept: seed 47 of tests/checks/test_same_words.py) any scale gives the same weights, and a
+    # scale mistake showed only in the causal case, in other words than on the other seeds
+    keep[0] = True
     init = (d_model, heads, True)
     held = Cases()
     with held:
