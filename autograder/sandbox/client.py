@@ -56,6 +56,12 @@ class _OutOfBudget(Exception):
 _READ_GRACE = 0.1
 
 
+class RequestRefused(GraderFault):
+    """The grader's own request is over the wire's bounds (wire.bounded: a substitution's table of answers that grew
+    too large, say): refused before anything is written, so the worker stays in step; the grader's error, never the
+    student's lost points."""
+
+
 class GraderBusy(GraderFault):
     """A call outlasted its limit by the wall clock while the student's process had not had that much time (the
     machine kept it waiting for a CPU): the grader's failure, never the student's lost points."""
@@ -289,7 +295,10 @@ class Sandbox(Runner):
         clock = self._clock()
         cpu = 0.0
         try:
-            wire.send(conn, request, self._by(clock[0] + timeout))
+            try:
+                wire.send(conn, request, self._by(clock[0] + timeout))
+            except wire.WireError as error:  # our own request: nothing was written (wire.bounded)
+                raise RequestRefused(f"the grader's {request['op']} request could not be sent: {error}") from None
             if request.get("arena"):
                 arena.lend(conn)
             answer = self._answer(conn, timeout, clock)
@@ -327,6 +336,8 @@ class Sandbox(Runner):
         except wire.WireError as error:
             self._kill_child()
             return Reply.failed(Failure.WIRE, f"the answer could not be read: {error}")
+        if isinstance(answer, dict) and answer.get("error") == "UnreadableRequest":
+            self._kill_child()  # the child stops after that answer (serving._serve): the next call starts a fresh one
         reply = reply_from(answer, time.perf_counter() - started)
         reply.cpu_seconds = cpu
         if measured:
