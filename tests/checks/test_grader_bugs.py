@@ -40,10 +40,10 @@ def test_a_bug_in_a_checks_rerun_is_the_graders_error(tmp_path):
     for name in ("pytest.ini", "check_1_pieces.py", "check_3_sdpa.py"):
         shutil.copy(CHECKS / name, tmp_path / name)
     source = (tmp_path / "check_3_sdpa.py").read_text()
-    helper = "def _dtype_case(loaded, settings, low, mask, dtype):\n"
-    assert helper in source
+    start = source.index("def _dtype_case(")  # the helper each case of sdpa_dtypes runs: the bug after its first line
+    end = source.index("\n", start) + 1
     bug = '    if type(loaded).__name__ == "Substituted":\n        None + 1  # injected: TypeError in the rerun\n'
-    (tmp_path / "check_3_sdpa.py").write_text(source.replace(helper, helper + bug))
+    (tmp_path / "check_3_sdpa.py").write_text(source[:end] + bug + source[end:])
     outcome = _graded("mistake_divide_by_dk", tmp_path)["sdpa_dtypes"]
     assert outcome.status is Status.GRADER_ERROR, outcome
     assert "TypeError" in outcome.message and "answered by the reference" in outcome.message, outcome.message
