@@ -337,7 +337,9 @@ class Sandbox(Runner):
             self._kill_child()
             return Reply.failed(Failure.WIRE, f"the answer could not be read: {error}")
         if isinstance(answer, dict) and answer.get("error") == "UnreadableRequest":
-            self._kill_child()  # the child stops after that answer (serving._serve): the next call starts a fresh one
+            # the child stops after that answer (serving._serve): the next call starts a fresh one. The worker's word
+            # decides nothing but this restart: the call stays the student's failed call (Reply below)
+            self._kill_child()
         reply = reply_from(answer, time.perf_counter() - started)
         reply.cpu_seconds = cpu
         if measured:
