@@ -30,7 +30,7 @@ import torch
 
 from autograder.assignment.composition import calls
 from autograder.checks.student import FUNCTIONS, Student, StudentFault
-from autograder.sandbox.protocol import Reply
+from autograder.sandbox.protocol import Reply, RequestRefused
 from reference import attention as ref
 
 ROUNDS = 16  # calls of one substituted call at most: the reference's attention needs 6 forward, 11 with gradients
@@ -181,7 +181,18 @@ class Substituted(Student):
     def _substituted(self, target: str, args: tuple, kwargs: dict, options: dict) -> Reply:
         table: dict = {name: {"calls": [], "vjps": []} for name in self.standing_in}
         for _ in range(ROUNDS):
-            reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, substitute=_flat(table), **options)
+            try:
+                reply = self._sandbox.call(
+                    target, args, kwargs, timeout=self._timeout, substitute=_flat(table), **options
+                )
+            except RequestRefused as refused:
+                if not any(cases["calls"] or cases["vjps"] for cases in table.values()):
+                    raise  # the grader's own request, before the student's code asked anything: the grader's error
+                # the answers to the student's own questions are more than the wire carries: a declared bound the
+                # student's code crossed (a call of g per row, say), so the rerun cannot be made: no evidence
+                raise StudentFault(
+                    f"{target}: its calls of {', '.join(self.standing_in)} asked more than can be answered ({refused})"
+                ) from None
             self.ops[target].update(reply.ops)  # every round's: the integrity checks read what the student's code ran
             if not reply.ok or not reply.asked:  # complete: the functions answered in it are what it built on
                 self.answered |= set(reply.entered) & set(table)

@@ -26,7 +26,7 @@ from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.memory import Peak
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans
-from autograder.sandbox.protocol import Failure, GraderFault, Reply, Runner, reply_from
+from autograder.sandbox.protocol import Failure, GraderFault, Reply, RequestRefused, Runner, reply_from
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 from autograder.sandbox.student_side import wire
 from autograder.sandbox.zygote import START_TIMEOUT, Zygote
@@ -54,12 +54,6 @@ class _OutOfBudget(Exception):
 # seconds to read what the worker has already sent, once the call's own time is spent (a reply's deadline counts
 # from the request: a reply whose first byte comes just before the limit has only this long for the rest)
 _READ_GRACE = 0.1
-
-
-class RequestRefused(GraderFault):
-    """The grader's own request is over the wire's bounds (wire.bounded: a substitution's table of answers that grew
-    too large, say): refused before anything is written, so the worker stays in step; the grader's error, never the
-    student's lost points."""
 
 
 class GraderBusy(GraderFault):

@@ -40,6 +40,12 @@ class GraderFault(BaseException):
     on a busy machine, and the same file would get other words (tests/checks/test_same_words.py)."""
 
 
+class RequestRefused(GraderFault):
+    """The grader's own request is over the wire's bounds (wire.bounded): refused by the runner before anything is
+    written, so the worker stays in step; the grader's error, never the student's lost points. (A substituted call's
+    table of answers grown past them by the student's own questions is the student's: checks/substitution.py.)"""
+
+
 @dataclass(frozen=True)
 class Memory:
     """The largest new floating-point storage a call's ops made, as the worker's op record saw it (student_side/

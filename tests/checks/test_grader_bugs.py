@@ -72,3 +72,39 @@ def test_the_reference_refusing_the_students_arguments_is_no_answer():
     table = {"masked_softmax": {"calls": [], "vjps": []}}
     assert substitution.answer([{"name": "masked_softmax", "args": [1.5, None]}], table) == 0
     assert table["masked_softmax"]["calls"] == []
+
+
+# An attention that scales each row of scores with its own call of a wrong scale_scores: run again with scale_scores
+# answered by the reference, its questions (one per batch, head and query) need a table of answers over the wire's
+# bound (wire.bounded, 64 KiB of header).
+ROW_BY_ROW = """
+
+def scale_scores(scores, d_k):
+    return scores / d_k
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, is_causal=False):
+    scores = attention_scores(Q, K)
+    B, H, T_q, _ = scores.shape
+    rows = [scale_scores(scores[b, h, i], Q.size(-1)) for b in range(B) for h in range(H) for i in range(T_q)]
+    weights = masked_softmax(torch.stack(rows).view(scores.shape), mask)
+    return attention_output(weights, V), weights
+"""
+
+
+def test_the_students_questions_over_the_wires_bound_are_no_evidence(sandbox):
+    """A substituted call whose table of answers the student's own questions grew past the wire's bound is the
+    student's (a declared bound crossed: StudentFault, the rerun no evidence), never the grader's error; the worker
+    still answers the next call."""
+    import torch
+
+    from autograder.checks.student import Student, StudentFault
+    from autograder.checks.substitution import Substituted
+
+    with sandbox(with_overlay(None) + ROW_BY_ROW) as box:
+        assert box.load().ok
+        student = Student(box, timeout=30)
+        Q, K, V = (torch.randn(6, 6, T, d, dtype=torch.float64) for T, d in ((16, 4), (5, 4), (5, 3)))
+        with pytest.raises(StudentFault, match="asked more than can be answered"):
+            Substituted(student, ("scale_scores",)).run("scaled_dot_product_attention", Q, K, V)
+        assert student.run("scale_scores", torch.ones(2), 4).value.tolist() == [0.25, 0.25]
