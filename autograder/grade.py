@@ -81,8 +81,9 @@ def run_pytest(plugin: GradingPlugin, settings: Settings, timeout: float | None 
     return _pytest(plugin, "--timeout", str(timeout))
 
 
-def _pytest(plugin: GradingPlugin, *options: str) -> tuple[int, str]:
-    args = [str(CHECKS), "-c", str(CHECKS / "pytest.ini"), "--rootdir", str(CHECKS), "-q", "--disable-plugin-autoload"]
+def _pytest(plugin: GradingPlugin, *options: str, checks: Path = CHECKS) -> tuple[int, str]:
+    """pytest over the hidden checks in ``checks`` (the project's tests give a folder of their own) with ``plugin``."""
+    args = [str(checks), "-c", str(checks / "pytest.ini"), "--rootdir", str(checks), "-q", "--disable-plugin-autoload"]
     args.append("--assert=plain")  # the checks fail through CheckFailure, never an assert statement: nothing to rewrite
     for plugin_name in PLUGINS:
         args += ["-p", plugin_name]

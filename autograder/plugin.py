@@ -28,7 +28,7 @@ from autograder.checks.pictures import picture
 from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
 from autograder.checks.substitution import Substituted, candidates
 from autograder.config import Settings
-from autograder.sandbox.protocol import Failure, Runner
+from autograder.sandbox.protocol import Failure, GraderFault, Runner
 from autograder.status import Category, Status
 
 FACTS = ("function", "category", "points", "exercises", "picture")  # what every check's marker declares
@@ -130,12 +130,20 @@ class GradingPlugin:
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
         """A check that failed for the student's result is run again with the functions it may build on answered by
         the reference (checks/substitution.py): passed so, its failure builds on them (``builds_on``, and "fix X
-        first" as its cause where it has none of its own); else it builds on nothing, whatever the check said."""
+        first" as its cause where it has none of its own); else it builds on nothing, whatever the check said. Only
+        the student's failure in the rerun (CheckFailure, StudentFault) is "still failing": the grader's own failure
+        there (a GraderFault, or an exception of the grader's code: SubstitutionError) makes the check the grader's
+        error, which a batch grades again, never a failure without the evidence."""
         result = yield
         try:
             result.get_result()
         except (CheckFailure, StudentFault) as error:
-            error.builds_on = self._substituted(pyfuncitem, error)
+            try:
+                error.builds_on = self._substituted(pyfuncitem, error)
+            except GraderFault as fault:  # the machine or the reference failed the rerun: the grader's error
+                result.force_exception(fault)
+            except Exception as bug:  # noqa: BLE001 - the grader's own code failed in the rerun: its error, not "no evidence"
+                result.force_exception(_rerun_failed(pyfuncitem, bug))
         except BaseException:  # noqa: BLE001 - the grader's own error, or pytest's: reported as it is
             pass
 
@@ -165,7 +173,7 @@ class GradingPlugin:
             arguments["draw"] = Draw(self._seed ^ zlib.crc32(item.name.encode()))
         try:
             item.obj(**arguments)
-        except Exception:  # noqa: BLE001 - still failing (or failing otherwise) with the reference's answers
+        except (CheckFailure, StudentFault):  # still failing (or failing otherwise) with the reference's answers
             return ()
         built_on = tuple(name for name in standing_in if name in substituted.answered)
         own_cause = getattr(error, "mistake", "") or (
@@ -308,6 +316,22 @@ class GradingPlugin:
     def draw(self, request: pytest.FixtureRequest) -> Draw:
         """Inputs of this check: fresh each run, independent of the order the checks run in."""
         return Draw(self._seed ^ zlib.crc32(request.node.name.encode()))
+
+
+class SubstitutionError(RuntimeError):
+    """The grader's own code failed while a failed check ran again with the reference's answers (a bug in the check's
+    or the substitution's code, not the student's): the check is the grader's error, which a batch grades again,
+    never a failure left without the evidence the rerun would have given."""
+
+
+def _rerun_failed(item: pytest.Function, bug: Exception) -> SubstitutionError:
+    """The grader's error that a bug in the substituted rerun of ``item`` makes, its cause chained."""
+    error = SubstitutionError(
+        f"{check_id(item)}: the grader's own code raised {type(bug).__name__} while the check ran again with the"
+        f" functions it builds on answered by the reference: {bug}"
+    )
+    error.__cause__ = bug
+    return error
 
 
 class _Deferred:

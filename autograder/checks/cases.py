@@ -67,3 +67,14 @@ class Draw:
 
     def lengths(self, count: int, high: int) -> Tensor:
         return torch.randint(1, high + 1, (count,), generator=self.generator)
+
+
+def both_orders(T_q: int, T_k: int) -> tuple[tuple[int, int, str], tuple[int, int, str]]:
+    """Two drawn lengths as (T_q, T_k) in both orders, fewer queries than keys first, each with its words: a check
+    that runs both meets a mistake of either order on every draw, and words it the same way whatever the seed.
+
+    >>> both_orders(9, 4)
+    ((4, 9, 'with fewer queries than keys'), (9, 4, 'with more queries than keys'))
+    """
+    small, large = sorted((T_q, T_k))
+    return (small, large, "with fewer queries than keys"), (large, small, "with more queries than keys")

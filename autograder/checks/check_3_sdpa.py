@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from autograder.checks.cases import both_orders
 from autograder.checks.expect import Cases, attention_size, dtype_name, edge_case, expect_tensor, fail
 from autograder.checks.mistakes import sdpa_variants
 from reference import attention as ref
@@ -167,18 +168,20 @@ def test_sdpa_causal(loaded, draw, settings):
 def test_sdpa_fully_masked(loaded, draw, settings):
     """Queries that may attend to nothing get zero weights, a zero output and finite gradients.
 
-    A single key (T_k = 1), masked on some rows.
+    A single key (T_k = 1), masked on some rows; fewer queries than keys and more, on every draw.
     """
-    B, T_q, T_k, d_k, d_v = draw.sizes(5)
-    Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
-    mask = draw.mask(B, T_q, T_k)
-    mask[0, 1] = False
-    mask[-1, 0] = False
+    B, *lengths, d_k, d_v = draw.sizes(5)
     held = Cases()
-    with held:
-        oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
-        _compare(loaded, settings, "with fully masked rows", Q, K, V, mask=mask, oracle=oracle)
-    # a single key (T_k = 1), masked on the fully masked rows and allowed on the others
+    for T_q, T_k, order in both_orders(*lengths):
+        Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
+        mask = draw.mask(B, T_q, T_k)
+        mask[0, 1] = False
+        mask[-1, 0] = False
+        with held:
+            oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+            _compare(loaded, settings, f"with fully masked rows, {order}", Q, K, V, mask=mask, oracle=oracle)
+    # with more queries than keys (the last order): a single key (T_k = 1), masked on the fully masked rows and
+    # allowed on the others, and the gradients
     one = (K[:, :1], V[:, :1], mask[..., :1])
     with held:
         oracle = F.scaled_dot_product_attention(Q, *one[:2], attn_mask=one[2])
@@ -207,47 +210,57 @@ def test_sdpa_fully_masked(loaded, draw, settings):
     function="scaled_dot_product_attention", category="dtype", points=2, exercises=("mask",), picture=None
 )
 def test_sdpa_dtypes(loaded, draw, settings):
-    """float32, float16 and bfloat16 inputs give outputs of the same dtype, within that dtype's tolerance."""
-    B, T_q, T_k, d_k, d_v = draw.sizes(5)
-    Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
-    mask = draw.mask(B, T_q, T_k)
+    """float32, float16 and bfloat16 inputs give outputs of the same dtype, within that dtype's tolerance.
+
+    Fewer queries than keys and more, on every draw.
+    """
+    B, *lengths, d_k, d_v = draw.sizes(5)
     held = Cases()
-    for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        with held:
-            _dtype_case(loaded, settings, [x.to(dtype) for x in (Q, K, V)], mask, dtype)
+    for T_q, T_k, order in both_orders(*lengths):
+        Q, K, V = draw.normal(B, T_q, d_k), draw.normal(B, T_k, d_k), draw.normal(B, T_k, d_v)
+        mask = draw.mask(B, T_q, T_k)
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            with held:
+                _dtype_case(loaded, settings, [x.to(dtype) for x in (Q, K, V)], mask, dtype, order)
     held.done()
 
 
-def _dtype_case(loaded, settings, low, mask, dtype):
+def _dtype_case(loaded, settings, low, mask, dtype, order):
     size = attention_size(*low)
     tolerance = settings.tolerance(dtype_name(dtype), scale=size)
     reply = _run(loaded, *low, mask=mask)
-    output, weights = _pair(reply.value, f"in {dtype_name(dtype)}")
+    where = f"in {dtype_name(dtype)}, {order}"
+    output, weights = _pair(reply.value, where)
     expected_output, expected_weights = ref.scaled_dot_product_attention(*[x.double() for x in low], mask)
     for got, want, what in ((output, expected_output, "output"), (weights, expected_weights, "weights")):
-        expect_tensor(
-            got, want, what=f"the {what} in {dtype_name(dtype)}", tolerance=tolerance, dtype=dtype, scale=size
-        )
+        expect_tensor(got, want, what=f"the {what} {where}", tolerance=tolerance, dtype=dtype, scale=size)
 
 
 @pytest.mark.check(
     function="scaled_dot_product_attention", category="gradient", points=3, exercises=("mask",), picture=None
 )
 def test_sdpa_gradients(loaded, draw, settings):
-    """Gradients for Q, K and V match the reference's, through both the output and the weights."""
-    B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
+    """Gradients for Q, K and V match the reference's, through both the output and the weights.
+
+    Fewer queries than keys and more, on every draw.
+    """
+    B, H, *lengths, d_k, d_v = draw.sizes(6)
     B, H = sorted((B, H))  # the same relation of B and H on every run
-    Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
-    mask = draw.mask(B, 1, T_q, T_k)
-    grad_outputs = [draw.normal(B, H, T_q, d_v), draw.normal(B, H, T_q, T_k)]
     # the inputs are of size 1: gradient_factor times the plain tolerance holds honest gradients 30x below
     # it and a float16 softmax inside 16x above (a scaled allowance would let float16 come within 4x)
     tolerance = settings.tolerance("float64", gradient=True)
-    reply = _run(loaded, Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
-    inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
-    expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask), inputs, grad_outputs)
-    for name, got, want in zip("QKV", reply.grads, expected):
-        expect_tensor(got, want, what=f"the gradient for {name}", tolerance=tolerance)
+    held = Cases()
+    for T_q, T_k, order in both_orders(*lengths):
+        Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
+        mask = draw.mask(B, 1, T_q, T_k)
+        grad_outputs = [draw.normal(B, H, T_q, d_v), draw.normal(B, H, T_q, T_k)]
+        with held:
+            reply = _run(loaded, Q, K, V, mask, grad=[0, 1, 2], grad_outputs=grad_outputs)
+            inputs = [x.clone().requires_grad_(True) for x in (Q, K, V)]
+            expected = torch.autograd.grad(ref.scaled_dot_product_attention(*inputs, mask), inputs, grad_outputs)
+            for name, got, want in zip("QKV", reply.grads, expected):
+                expect_tensor(got, want, what=f"the gradient for {name}, {order}", tolerance=tolerance)
+    held.done()
 
 
 @pytest.mark.check(

@@ -22,6 +22,7 @@ on the student's code as it is, its answer the substituted call's (``Substituted
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Sequence
 
@@ -29,7 +30,7 @@ import torch
 
 from autograder.assignment.composition import calls
 from autograder.checks.student import FUNCTIONS, Student, StudentFault
-from autograder.sandbox.protocol import Reply
+from autograder.sandbox.protocol import Reply, RequestRefused
 from reference import attention as ref
 
 ROUNDS = 16  # calls of one substituted call at most: the reference's attention needs 6 forward, 11 with gradients
@@ -69,15 +70,33 @@ def _differentiable(args: list) -> list[int]:
     return [i for i, arg in enumerate(args) if isinstance(arg, torch.Tensor) and arg.is_floating_point()]
 
 
+class Refused(Exception):
+    """The reference does not take a question's arguments (what the student's code passed the function standing in):
+    that question gets no answer. Only the reference's own work on the student's arguments is refused so; an error of
+    the grader's code around it is the grader's error (plugin.SubstitutionError), never "no answer"."""
+
+
+@contextlib.contextmanager
+def _refusing(name: str):
+    """The reference's work on a question's arguments: whatever it raises there is its refusal of them (``Refused``)."""
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - the reference's own refusal of what the student's code passed it
+        raise Refused(
+            f"the reference's {name} does not take these arguments: {type(error).__name__}: {error}"
+        ) from error
+
+
 def _called(name: str, args: list):
     """The reference's ``name`` on ``args``, the arguments as the student's signature bound them, in its order: each
     given to the reference's parameter in the same place, by name where that one is keyword-only (``device``)."""
     parameters = list(inspect.signature(getattr(ref, name)).parameters.values())
     if len(args) > len(parameters):
-        raise TypeError(f"{name} takes {len(parameters)} arguments, was asked about {len(args)}")
+        raise Refused(f"{name} takes {len(parameters)} arguments, was asked about {len(args)}")
     positional = [arg for arg, p in zip(args, parameters) if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     keywords = {p.name: arg for arg, p in zip(args, parameters) if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    return getattr(ref, name)(*positional, **keywords)
+    with _refusing(name):
+        return getattr(ref, name)(*positional, **keywords)
 
 
 def _value(name: str, args: list):
@@ -99,14 +118,17 @@ def _vjp(name: str, args: list, upstream: list) -> list:
         value = _called(name, full)
         outputs = list(value) if isinstance(value, (tuple, list)) else [value]
         pairs = [(o, g) for o, g in zip(outputs, upstream) if isinstance(o, torch.Tensor) and o.requires_grad]
-        grads = torch.autograd.grad([o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True)
+        with _refusing(name):  # upstream gradients that do not fit the reference's results: no answer
+            grads = torch.autograd.grad(
+                [o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True
+            )
     return [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
 
 
 def answer(asked: list[dict], table: dict) -> int:
     """The reference's answers to the worker's questions, added to ``table``; how many were added. A question about
     a function that is not standing in, or with arguments the reference is not given (``_plain``), or on which the
-    reference raises, gets no answer."""
+    reference raises (``Refused``), gets no answer; anything else that fails here is the grader's own error, raised."""
     added = 0
     for question in asked:
         name, args, upstream = question["name"], question["args"], question.get("upstream")
@@ -117,7 +139,7 @@ def answer(asked: list[dict], table: dict) -> int:
                 table[name]["calls"].append({"args": args, "value": _value(name, args)})
             else:
                 table[name]["vjps"].append({"args": args, "upstream": upstream, "grads": _vjp(name, args, upstream)})
-        except Exception:  # noqa: BLE001 - the reference does not take what the student's code gave it: no answer
+        except Refused:  # the reference does not take what the student's code gave it: no answer
             continue
         added += 1
     return added
@@ -160,7 +182,18 @@ class Substituted(Student):
     def _substituted(self, target: str, args: tuple, kwargs: dict, options: dict) -> Reply:
         table: dict = {name: {"calls": [], "vjps": []} for name in self.standing_in}
         for _ in range(ROUNDS):
-            reply = self._sandbox.call(target, args, kwargs, timeout=self._timeout, substitute=_flat(table), **options)
+            try:
+                reply = self._sandbox.call(
+                    target, args, kwargs, timeout=self._timeout, substitute=_flat(table), **options
+                )
+            except RequestRefused as refused:
+                if not any(cases["calls"] or cases["vjps"] for cases in table.values()):
+                    raise  # the grader's own request, before the student's code asked anything: the grader's error
+                # the answers to the student's own questions are more than the wire carries: a declared bound the
+                # student's code crossed (a call of g per row, say), so the rerun cannot be made: no evidence
+                raise StudentFault(
+                    f"{target}: its calls of {', '.join(self.standing_in)} asked more than can be answered ({refused})"
+                ) from None
             self.ops[target].update(reply.ops)  # every round's: the integrity checks read what the student's code ran
             if not reply.ok or not reply.asked:  # complete: the functions answered in it are what it built on
                 self.answered |= set(reply.entered) & set(table)

@@ -26,7 +26,7 @@ from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.memory import Peak
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans
-from autograder.sandbox.protocol import Failure, GraderFault, Reply, Runner, reply_from
+from autograder.sandbox.protocol import Failure, GraderFault, Reply, RequestRefused, Runner, reply_from
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 from autograder.sandbox.student_side import wire
 from autograder.sandbox.zygote import START_TIMEOUT, Zygote
@@ -290,7 +290,10 @@ class Sandbox(Runner):
         clock = self._clock()
         cpu = 0.0
         try:
-            wire.send(conn, request, self._by(clock[0] + timeout))
+            try:
+                wire.send(conn, request, self._by(clock[0] + timeout))
+            except wire.WireError as error:  # our own request: nothing was written (wire.bounded)
+                raise RequestRefused(f"the grader's {request['op']} request could not be sent: {error}") from None
             if request.get("arena"):
                 arena.lend(conn)
             answer = self._answer(conn, timeout, clock)
@@ -328,6 +331,10 @@ class Sandbox(Runner):
         except wire.WireError as error:
             self._kill_child()
             return Reply.failed(Failure.WIRE, f"the answer could not be read: {error}")
+        if isinstance(answer, dict) and answer.get("error") == "UnreadableRequest":
+            # the child stops after that answer (serving._serve): the next call starts a fresh one. The worker's word
+            # decides nothing but this restart: the call stays the student's failed call (Reply below)
+            self._kill_child()
         reply = reply_from(answer, time.perf_counter() - started)
         reply.cpu_seconds = cpu
         if measured:

@@ -36,8 +36,14 @@ class GraderFault(BaseException):
     """The grader's own failure while a check ran (the machine kept the student's process from a CPU, the
     reference's worker failed): the check is the grader's error, and a batch grades the submission again. A
     BaseException, as KeyboardInterrupt is, so that no handler that judges the student's code takes it for the
-    student's: a check's ``except Exception`` (a step that fails: no evidence of a carried mistake) would otherwise
-    drop the evidence on a busy machine, and the same file would get other words (checks/builds_on.py)."""
+    student's: an ``except Exception`` around the evidence (the plugin's substituted rerun) would otherwise drop it
+    on a busy machine, and the same file would get other words (tests/checks/test_same_words.py)."""
+
+
+class RequestRefused(GraderFault):
+    """The grader's own request is over the wire's bounds (wire.bounded): refused by the runner before anything is
+    written, so the worker stays in step; the grader's error, never the student's lost points. (A substituted call's
+    table of answers grown past them by the student's own questions is the student's: checks/substitution.py.)"""
 
 
 @dataclass(frozen=True)

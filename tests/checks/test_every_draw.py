@@ -3,7 +3,8 @@
 A single allowed key, fully masked rows, T_k = 1 and T_q = 1 under a mask, keys of another length than the
 queries, lengths of 0 and T_k: each wrong idiom below passed its check on every seed or on some seeds only before
 (bench/every_draw.py; docs/grading.md, "Seed independence"), and fails it on every draw now. Two seeds here, in
-this process; the 50-seed measurement is the bench's.
+this process; the 50-seed measurement is the bench's. More queries than keys and fewer: each value check of the
+softmax, the attention and the module meets both on every draw (six seeds here).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def check():
     return lambda name: next(getattr(m, f"test_{name}") for m in modules if hasattr(m, f"test_{name}"))
 
 
-def student(overlay: str | None) -> Student:
-    source = with_overlay(overlay)
+def student(overlay: str | None, source: str | None = None) -> Student:
+    source = with_overlay(overlay) if source is None else source
     namespace: dict = {}
     exec(compile(source, "attention.py", "exec"), namespace)  # noqa: S102 - the suite's own submissions
     return Student(InProcess(namespace), timeout=30)
@@ -108,3 +109,46 @@ def test_every_mask_meets_more_queries_than_keys_and_fewer(check, seed):
     check("sdpa_matches_torch")(Student(runner, timeout=30), Draw(seed), SETTINGS)
     for kind in ("(T_q, T_k)", "(B, 1, 1, T_k)", "(B, H, T_q, T_k)"):
         assert {(kind, True), (kind, False)} <= runner.met, (kind, sorted(runner.met))
+
+
+# Two submissions wrong in one order of the lengths alone: the reference whose masked_softmax scales its weights by
+# 0.9 where the scores have more queries than keys (or fewer). Each value check that takes scores from either order
+# must see both on every draw; before, five of them drew one order a seed.
+ONE_ORDER = """
+_right_softmax = masked_softmax
+
+
+def masked_softmax(scores, mask=None):
+    weights = _right_softmax(scores, mask)
+    return weights * 0.9 if {wrong} else weights
+"""
+ORDERS = {
+    "more queries than keys": "scores.size(-2) > scores.size(-1)",
+    "more keys than queries": "scores.size(-2) < scores.size(-1)",
+}
+BOTH_ORDERS = (
+    "softmax_values",
+    "softmax_masked",
+    "softmax_fully_masked",
+    "softmax_stability",
+    "sdpa_matches_torch",
+    "sdpa_causal",
+    "sdpa_fully_masked",
+    "sdpa_dtypes",
+    "sdpa_gradients",
+    "mha_matches_torch",
+    "mha_masks",
+)
+SIX_SEEDS = (1, 2, 3, 4, 5, 6)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", BOTH_ORDERS)
+@pytest.mark.parametrize("order", sorted(ORDERS))
+def test_a_mistake_in_one_order_of_the_lengths_fails_on_every_draw(check, order, name):
+    """A softmax wrong only with more queries than keys, and one wrong only with fewer, each fail every value check
+    of the softmax, the attention and the module on every seed of six."""
+    function = check(name)
+    wrong = student(None, with_overlay(None) + ONE_ORDER.format(wrong=ORDERS[order]))
+    passed = [seed for seed in SIX_SEEDS if passes(function, wrong, seed)]
+    assert not passed, f"{name} passed the softmax wrong with {order} on seeds {passed}"

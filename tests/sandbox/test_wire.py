@@ -209,3 +209,61 @@ def test_every_kind_of_value_encodes_as_it_always_has():
     back = roundtrip(value)
     assert back["1"] == [True, 0, -(1 << 63), None, "é"] and type(back["1"][0]) is bool
     assert back["shape"] == (2, 3) and back["inf"] == float("-inf") and back["nested"] == value["nested"]
+
+
+# Messages over the wire's bounds between the grader and a real worker (the sandbox fixture, tests/conftest.py):
+# the grader's own oversized request is the grader's error and never reaches the worker; a request the worker cannot
+# read is answered, not a silent death; a student's result over the bounds is the student's failure, worded.
+OVERSIZED = """
+import torch
+
+def attention_scores(Q, K):
+    return list(range(20000))  # a header of about 120 kB: over the wire's 64 kB
+
+def scale_scores(scores, d_k):
+    return scores / d_k ** 0.5
+"""
+
+
+def test_the_graders_oversized_request_is_the_graders_error_and_the_worker_lives(sandbox):
+    """A request whose header is over the bound is refused on the grader's side (RequestRefused, a GraderFault),
+    before anything is written: the worker neither dies nor misses a message, and the next call is answered."""
+    from autograder.sandbox.protocol import GraderFault
+
+    with sandbox(OVERSIZED) as box:
+        assert box.load().ok
+        started = box.restarts  # the workers started so far: the one that loaded the submission
+        with pytest.raises(GraderFault, match="header of") as refused:
+            box.call("scale_scores", (torch.ones(2), list(range(20000))), timeout=10)
+        after = box.call("scale_scores", (torch.ones(2), 4), timeout=10)
+    assert type(refused.value).__name__ == "RequestRefused"
+    assert after.ok and torch.equal(after.value, torch.full((2,), 0.5)) and box.restarts == started
+
+
+def test_a_request_the_worker_cannot_read_is_answered(sandbox):
+    """Bytes over the wire's header bound sent to the worker by hand get an answer that says so, not a dead worker
+    (WorkerDied); the grader's next call starts a fresh worker and is answered."""
+    with sandbox(OVERSIZED) as box:
+        assert box.load().ok
+        _, conn = box._child
+        conn.sendall(struct.pack(">Q", wire.MAX_HEADER + 1))
+        answer = wire.receive(conn, deadline=__import__("time").monotonic() + 10)
+        box._kill_child()  # as _exchange does on that answer: the rest of the message is still on the socket
+        after = box.call("scale_scores", (torch.ones(2), 4), timeout=10)
+    assert answer["ok"] is False and answer["error"] == "UnreadableRequest", answer
+    assert "could not read the grader's request" in answer["message"] and "header of" in answer["message"]
+    assert after.ok
+
+
+def test_a_students_result_over_the_bound_is_the_students_failure_worded(sandbox):
+    """A result whose message would break the wire's bound fails that call as the student's, saying the result is
+    too large, and the worker answers the next call."""
+    from autograder.sandbox.protocol import Failure
+
+    with sandbox(OVERSIZED) as box:
+        assert box.load().ok
+        reply = box.call("attention_scores", (torch.ones(2), torch.ones(2)), timeout=10)
+        after = box.call("scale_scores", (torch.ones(2), 4), timeout=10)
+    assert not reply.ok and reply.failure is not Failure.WORKER_DIED, reply
+    assert "too large to send" in reply.message and "header of" in reply.message, reply.message
+    assert after.ok

@@ -325,6 +325,11 @@ def _serve(conn: socket.socket, spec: dict) -> None:
             request = wire.receive(conn)
         except (EOFError, OSError):
             os._exit(0)
+        except wire.WireError as error:  # a request over the wire's bounds: answered, then this child ends (the rest
+            # of the message is still on the socket, so no later one could be read); the grader starts a fresh one
+            message = f"the worker could not read the grader's request: {error}"
+            wire.send(conn, {"ok": False, "error": "UnreadableRequest", "message": message})
+            os._exit(0)
         try:
             if request["op"] == "load":
                 module = _load(request["path"], spec.get("block_fused", True), spec.get("imports"))
@@ -338,6 +343,7 @@ def _serve(conn: socket.socket, spec: dict) -> None:
         if not (isinstance(request, dict) and request.get("op") == "time"):  # a timed run's answer waits for nothing
             recording._settle()  # a later call's collection walks only what it made (recording._settle)
         try:
-            wire.send(conn, reply)
-        except wire.WireError as error:
-            wire.send(conn, {"ok": False, "error": "WireError", "message": str(error)})
+            wire.send(conn, reply)  # nothing written where it is over the wire's bounds (wire.bounded)
+        except wire.WireError as error:  # the student's result: not of a kind or size the wire carries
+            message = f"the result is too large to send or of a kind that cannot be sent: {error}"
+            wire.send(conn, {"ok": False, "error": "WireError", "message": message})

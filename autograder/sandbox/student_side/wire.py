@@ -183,9 +183,23 @@ def _wait_until(sock, deadline: float | None) -> None:
         sock.settimeout(left)
 
 
-def send(sock, value, deadline: float | None = None) -> None:
-    """Write one message to a connected socket, all of it by ``deadline`` (time.monotonic()) if given."""
+def bounded(header: bytes, blobs: list[bytes], limit: int = MAX_MESSAGE) -> None:
+    """WireError where a message would break the bounds its reader checks (``decode``, ``receive``): header size and
+    nesting, and the bytes of its blobs. The sender checks them before it writes anything, so that a message over
+    them is refused where it is made, and the reader never meets it (a worker that did would have to stop)."""
+    if len(header) > MAX_HEADER:
+        raise WireError(f"header of {len(header)} bytes (at most {MAX_HEADER})")
+    if nesting(header) > MAX_DEPTH:
+        raise WireError(f"header nested more than {MAX_DEPTH} levels deep")
+    if sum(len(blob) for blob in blobs) > limit:
+        raise WireError(f"blobs of {sum(len(blob) for blob in blobs)} bytes (at most {limit})")
+
+
+def send(sock, value, deadline: float | None = None, limit: int = MAX_MESSAGE) -> None:
+    """Write one message to a connected socket, all of it by ``deadline`` (time.monotonic()) if given; a message over
+    the reader's bounds (``bounded``, its blobs within ``limit``) is a WireError before anything is written."""
     header, blobs = encode(value)
+    bounded(header, blobs, limit)
     for data in (struct.pack(">Q", len(header)) + header, *blobs):
         _wait_until(sock, deadline)
         sock.sendall(data)
