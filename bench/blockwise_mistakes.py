@@ -1,6 +1,6 @@
 """The optional blockwise part's named mistakes on many seeds: the checks each loses, always or on some seeds.
 
-    PYTHONPATH=. .venv/bin/python bench/blockwise_mistakes.py [--seeds 50] [--jobs 2] [--only NAME,...]
+    PYTHONPATH=. .venv/bin/python bench/blockwise_mistakes.py [--seeds 50] [--jobs 2] [--only NAME,...] [--until HH:MM]
 
 Each submission of tests/blockwise_mistakes.py (``MISTAKES``, and ``edge_blockwise_query_slices``) is graded with the
 part on, its checks in this process (the memory check's measure included), on seeds 0 to N-1; every seed must hold
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+from bench.one_mistake import load, until_time
 from tests.blockwise_mistakes import MISTAKES, graded, holds
 
 EDGE = "edge_blockwise_query_slices"  # no named mistake: a crash on one pairing of mask and block size
@@ -40,26 +41,31 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=50)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", default="", help="comma-separated submission names")
+    parser.add_argument("--until", help="HH:MM UTC: start no seed after it (the table holds the seeds done)")
     options = parser.parse_args()
     names = [name for name in [*sorted(MISTAKES), EDGE] if not options.only or name in options.only.split(",")]
-    started = time.perf_counter()
-    load = " ".join(f"{value:.1f}" for value in os.getloadavg())
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    print(f"{when}, {options.seeds} seeds each (0 to {options.seeds - 1}),")
-    print(f"the part's checks in this process, {options.jobs} jobs, load {load}")
+    started, until = time.perf_counter(), until_time(options.until)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {options.jobs} jobs, load {load()}", flush=True)
+    found: dict[str, list] = {name: [] for name in names}
+    with ProcessPoolExecutor(options.jobs) as pool:
+        for seed in range(options.seeds):
+            if seed and until is not None and time.time() > until:  # one seed at least
+                break
+            for name, result in zip(names, pool.map(_one, names, [seed] * len(names))):
+                found[name].append(result)
+            print(f"seed {seed} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    seeds = len(found[names[0]])
+    print(f"{seeds} seeds each (0 to {seeds - 1}), the part's checks in this process")
     print("| submission | always lost | lost on some seeds | seeds that differed |")
     print("|---|---|---|---|")
-    with ProcessPoolExecutor(options.jobs) as pool:
-        for name in names:
-            results = list(pool.map(_one, [name] * options.seeds, range(options.seeds)))
-            counts = collections.Counter(check for lost, _ in results for check in lost)
-            always = sorted(check for check, count in counts.items() if count == options.seeds)
-            some = sorted((check, count) for check, count in counts.items() if count < options.seeds)
-            shown = ", ".join(f"{check} ({count}/{options.seeds})" for check, count in some) or "none"
-            off = "; ".join(f"{seed}: {broken}" for seed, (_, broken) in enumerate(results) if broken) or "none"
-            print(f"| `{name}` | {', '.join(always) or 'none'} | {shown} | {off} |", flush=True)
-    load = " ".join(f"{value:.1f}" for value in os.getloadavg())
-    print(f"\n{options.seeds} seeds, {time.perf_counter() - started:.0f} s wall, load {load}")
+    for name, results in found.items():
+        counts = collections.Counter(check for lost, _ in results for check in lost)
+        always = sorted(check for check, count in counts.items() if count == seeds)
+        some = sorted((check, count) for check, count in counts.items() if count < seeds)
+        shown = ", ".join(f"{check} ({count}/{seeds})" for check, count in some) or "none"
+        off = "; ".join(f"{seed}: {broken}" for seed, (_, broken) in enumerate(results) if broken) or "none"
+        print(f"| `{name}` | {', '.join(always) or 'none'} | {shown} | {off} |")
+    print(f"\n{seeds} seeds, {time.perf_counter() - started:.0f} s wall, load {load()}")
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ def _row(overlay: str, function: str, results: list[dict[str, float]], beyond: d
     return f"| {overlay} | {function} | {always} | {some or 'none'} | {_points(results)} | {shown} |"
 
 
-def _load() -> str:
+def load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
@@ -91,12 +91,12 @@ def sweep(names: list[str], seeds: int, jobs: int, until: float | None = None) -
     """The table for ``names`` (one-function mistakes, then two-mistake ones), graded in this checkout, a seed at a
     time: past ``until`` (time.time()), no new seed is started and the table holds the seeds done."""
     started = time.perf_counter()
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {_load()}", flush=True)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load()}", flush=True)
     graded = sorted({*(name for name in names if name not in TWO), *(TWO[name][0] for name in names if name in TWO)})
     found: dict[str, list[dict[str, float]]] = {name: [] for name in graded + [n for n in names if n in TWO]}
     with ProcessPoolExecutor(jobs) as pool:
         for seed in range(seeds):
-            if until is not None and time.time() > until:
+            if seed and until is not None and time.time() > until:  # one seed at least
                 break
             for name, points in zip(found, pool.map(_one, list(found), [seed] * len(found))):
                 found[name].append(points)
@@ -117,7 +117,7 @@ def sweep(names: list[str], seeds: int, jobs: int, until: float | None = None) -
             if set(points) != set(before) | added
         }
         print(_row(overlay, f"{ONE_FUNCTION[first]} + {', '.join(sorted(added))}", results, differed))
-    print(f"\n{done} seeds, {time.perf_counter() - started:.0f} s wall, load {_load()}")
+    print(f"\n{done} seeds, {time.perf_counter() - started:.0f} s wall, load {load()}")
 
 
 def extended(names: list[str], seeds: int, jobs: int, until: str | None) -> None:
@@ -159,10 +159,10 @@ def main() -> None:
         return
     known = [*sorted(ONE_FUNCTION), *sorted(TWO)] + (list(EXTENDED) if options.inside else [])
     names = [name for name in known if not options.only or name in options.only.split(",")]
-    sweep(names, options.seeds, options.jobs, _until(options.until))
+    sweep(names, options.seeds, options.jobs, until_time(options.until))
 
 
-def _until(when: str | None) -> float | None:
+def until_time(when: str | None) -> float | None:
     """time.time() at ``when`` (HH:MM, UTC) today."""
     if not when:
         return None
