@@ -2,10 +2,11 @@
 
     PYTHONPATH=. .venv/bin/python bench/blockwise_mistakes.py [--seeds 50] [--jobs 2] [--only NAME,...] [--until HH:MM]
 
-Each submission of tests/blockwise_mistakes.py (``MISTAKES``, and ``edge_blockwise_query_slices``) is graded with the
-part on, its checks in this process (the memory check's measure included), on seeds 0 to N-1; every seed must hold
-what the tests hold on a few (``holds``: the checks it always loses lost, no others than those it may lose, its
-mistake named and never another): a seed that does not is listed, with what it broke. Prints a Markdown table for
+Each submission of tests/blockwise_mistakes.py (``MISTAKES``, ``edge_blockwise_query_slices``, and ``CARRIED``: two
+built on a wrong ``scale_scores``, which must lose its check alone) is graded with the part on, its checks in this
+process (the memory check's measure included), on seeds 0 to N-1; every seed must hold what the tests hold on a few
+(``holds``: the checks it always loses lost, no others than those it may lose, its mistake named and never another):
+a seed that does not is listed, with what it broke. Prints a Markdown table for
 docs/grading.md: per submission, the checks lost on every seed, those lost on some seeds with how many, and the
 seeds that differed from what the tests hold.
 """
@@ -22,18 +23,24 @@ from bench.one_mistake import load, until_time
 from tests.blockwise_mistakes import MISTAKES, graded, holds
 
 EDGE = "edge_blockwise_query_slices"  # no named mistake: a crash on one pairing of mask and block size
+# a blockwise_attention built on the student's own wrong scale_scores -> the one check it may lose: scale_scores' own
+# (the part's checks carried, as tests/checks/test_blockwise_mistakes.py holds on a seed)
+CARRIED = {"mistake_blockwise_reuses_wrong_scale": "scale_values", "mistake_blockwise_dtype_slip": "scale_values"}
 
 
 def _one(name: str, seed: int) -> tuple[set[str], str]:
     """The checks ``name`` loses at ``seed``, and what it broke of what the tests hold there ("" if nothing)."""
-    found = graded(name, seed)
+    found = graded(name, seed, "blockwise or scale_values" if name in CARRIED else "blockwise")
     broken = ""
+    lost = {check for check, (points, _, _) in found.items() if points}
+    if name in CARRIED and lost != {CARRIED[name]}:
+        broken = f"lost {sorted(lost)}, expected {CARRIED[name]} alone"
     if name in MISTAKES:
         try:
             holds(name, seed, found)
         except AssertionError as error:
             broken = repr(error.args[0] if error.args else error)
-    return {check for check, (points, _, _) in found.items() if points}, broken
+    return lost, broken
 
 
 def main() -> None:
@@ -43,7 +50,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated submission names")
     parser.add_argument("--until", help="HH:MM UTC: start no seed after it (the table holds the seeds done)")
     options = parser.parse_args()
-    names = [name for name in [*sorted(MISTAKES), EDGE] if not options.only or name in options.only.split(",")]
+    known = [*sorted(MISTAKES), EDGE, *sorted(CARRIED)]
+    names = [name for name in known if not options.only or name in options.only.split(",")]
     started, until = time.perf_counter(), until_time(options.until)
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {options.jobs} jobs, load {load()}", flush=True)
     found: dict[str, list] = {name: [] for name in names}
