@@ -262,7 +262,7 @@ def _course_with_settings(base):
     return course, env, submitted
 
 
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(120)
 def test_nbgrader_grades_with_the_courses_settings_file(tmp_path):
     """c.GradeNotebook.settings_file = "course.toml". While it gives scale_values 7 points and the notebook's cell is
     worth 5, autograde refuses the notebook, naming the cell and both values (once it gave the defaults, silently).

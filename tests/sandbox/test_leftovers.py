@@ -158,7 +158,7 @@ def _burning(grader: subprocess.Popen, marker: bytes, count: int):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
 def test_a_grader_killed_mid_grading_leaves_no_process_and_no_cgroup(tmp_path, mode):
     """SIGKILL of `sdpa-grade` while the submission hangs: its zygote, sandbox and setsid burners die with it, and
@@ -180,7 +180,7 @@ def test_a_grader_killed_mid_grading_leaves_no_process_and_no_cgroup(tmp_path, m
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
 def test_a_batch_interrupted_with_ctrl_c_leaves_no_process_and_no_cgroup(tmp_path, mode):
     """SIGINT to the batch's process group (Ctrl-C) while two gradings hang: the batch exits, and nothing it
@@ -204,7 +204,7 @@ def test_a_batch_interrupted_with_ctrl_c_leaves_no_process_and_no_cgroup(tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(120)
 def test_a_batch_grading_that_crashes_leaves_nothing_and_the_batch_goes_on(tmp_path):
     """A batch's grading process killed mid-grading (the grader's crash): its sandbox and burners die at once,
     its groups are removed, and the batch goes on (the student is graded again, as after any grader error)."""
@@ -256,7 +256,7 @@ box.call("attention_scores", (torch.ones(2, 3), torch.ones(2, 3)), timeout=600)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(120)
 def test_a_grader_killed_beside_a_zygote_that_became_nobody_leaves_no_process(tmp_path):
     """The grader as root, its zygote, sandbox and burners unprivileged (the zygote becomes nobody after importing
     torch, as the sandbox tests run it): SIGKILL of the grader mid-call ends them all."""
