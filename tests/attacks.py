@@ -62,7 +62,7 @@ def overlaid(folder: Path, name: str, attacks: Path = SUBMISSIONS / "overlays") 
     return path
 
 
-def grade_all(mode: str, base: Path, files: list[Path], limits: str = FAST_LIMITS, timeout: float = 900) -> dict:
+def grade_all(mode: str, base: Path, files: list[Path], limits: str = FAST_LIMITS, timeout: float = 120) -> dict:
     """Each file graded with one zygote in ``mode`` under ``limits``: {"results": {stem: {"result", "wall"}},
     "zygote": its folder}."""
     skip_unless_mode_possible(mode)

@@ -11,18 +11,71 @@ from tests.helpers import limits, with_overlay
 
 
 @pytest.fixture(scope="module")
-def graded(request, tmp_path_factory):
-    """What this test module grades, its ``GRADED`` (tests/graded.py: ``Sandboxed`` or ``Batch``), graded once for
-    the module: in each worker mode ``GRADED.modes`` names, one after the other (pytest_generate_tests below)."""
-    mode = getattr(request, "param", None)
-    base = tmp_path_factory.mktemp(f"{request.module.__name__.rsplit('.', 1)[-1]}-{mode or 'batch'}")
-    return request.module.GRADED.grade(base, mode)
+def graded(request, grading):
+    """What this test module grades, its ``GRADED`` (tests/graded.py: ``Sandboxed``, ``Batch`` or ``Cases``), graded
+    once in each worker mode or part ``GRADED.modes`` names (pytest_generate_tests below)."""
+    return grading(request.module.GRADED, getattr(request, "param", None))
+
+
+@pytest.fixture(scope="session")
+def grading(tmp_path_factory):
+    """``grading(what, mode)``: ``what.grade`` (tests/graded.py) in the worker mode or part ``mode``, once for this
+    pytest process (an xdist worker): a test that comes back to a mode or part after another finds it graded, or its
+    failure raised again (not waited for again)."""
+    done: dict[tuple, dict | Exception] = {}
+
+    def grade(what, mode: str | None) -> dict:
+        if (what, mode) not in done:
+            base = tmp_path_factory.mktemp(f"{type(what).__name__}-{mode or 'batch'}")
+            try:
+                done[what, mode] = what.grade(base, mode)
+            except Exception as error:  # a time-out, a failed assertion: each test that reads it fails with it
+                done[what, mode] = error
+        if isinstance(done[what, mode], Exception):
+            raise done[what, mode]
+        return done[what, mode]
+
+    return grade
+
+
+@pytest.fixture(scope="session")
+def graded_file(tmp_path_factory):
+    """``graded_file(path, *options)``: (the finished command, its results.json read) of ``sdpa-grade grade path --json
+    OUT *options``, run once for this pytest process (an xdist worker) per file name, content and options: the
+    reference and the source notebook are graded by several tests, which read the one grading (read only)."""
+    import hashlib
+    import json
+
+    from tests.helpers import BIN, run
+
+    done: dict[tuple, tuple] = {}
+
+    def grade(path: Path, *options: str) -> tuple:
+        key = (path.name, hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else str(path), options)
+        if key not in done:
+            out = tmp_path_factory.mktemp("graded-file") / "results.json"
+            result = run([str(BIN / "sdpa-grade"), "grade", str(path), "--json", str(out), *options])
+            done[key] = result, json.loads(out.read_text())
+        return done[key]
+
+    return grade
 
 
 def pytest_generate_tests(metafunc):
-    """A test that takes ``graded`` runs once per worker mode its module's ``GRADED.modes`` names."""
-    if "graded" in metafunc.fixturenames and getattr(getattr(metafunc.module, "GRADED", None), "modes", ()):
-        metafunc.parametrize("graded", metafunc.module.GRADED.modes, indirect=True, scope="module")
+    """A test that takes ``graded`` runs once per worker mode or part its module's ``GRADED.modes`` names, unless it
+    names its own (``Cases.each``, ``Cases.having``)."""
+    modes = getattr(getattr(metafunc.module, "GRADED", None), "modes", ())
+    if "graded" in metafunc.fixturenames and modes and not _parametrises_graded(metafunc):
+        metafunc.parametrize("graded", modes, indirect=True, scope="module")
+
+
+def _parametrises_graded(metafunc) -> bool:
+    """Whether the test's own parametrize marks name ``graded``."""
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0]
+        if "graded" in ([name.strip() for name in names.split(",")] if isinstance(names, str) else names):
+            return True
+    return False
 
 
 @pytest.fixture
@@ -67,3 +120,16 @@ def overlay(tmp_path: Path):
         return path
 
     return make
+
+
+# seconds: the most a test may take on two quiet cores, its fixtures' setup included (issue 57), and so the most a
+# test may declare with pytest.mark.timeout; a test that needs more is made smaller, its sweep a bench (bench/)
+LONGEST = 120
+
+
+def pytest_collection_modifyitems(config, items):
+    """Refuse the run where a collected test declares a timeout over ``LONGEST``, naming each."""
+    declared = ((item.nodeid, mark.args[0]) for item in items for mark in item.iter_markers("timeout") if mark.args)
+    too_long = [f"{nodeid}: timeout({seconds})" for nodeid, seconds in declared if seconds > LONGEST]
+    if too_long:
+        raise pytest.UsageError(f"a test may declare at most {LONGEST} s (tests/conftest.py):\n" + "\n".join(too_long))

@@ -52,9 +52,22 @@ def student_folder(tmp_path: Path, attention_source: str | None = None) -> Path:
     return folder
 
 
-def run(args: list[str], cwd: Path | None = None, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+def run(args: list[str], cwd: Path | None = None, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
     """Run a real command, capturing its text output."""
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def said(argv: list[str], capsys) -> tuple[int, str, str]:
+    """``sdpa-grade`` with these arguments, in this process, for what parsing alone decides: exit code, stdout,
+    stderr."""
+    import pytest
+
+    from autograder.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    out, err = capsys.readouterr()
+    return stopped.value.code, out, err
 
 
 def limits(**changes) -> dict:
@@ -130,7 +143,7 @@ SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$\n?", re.MULTILI
 
 def nbgrader(*args, cwd, env):
     """Run one nbgrader command; it must succeed."""
-    result = run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, timeout=900)
+    result = run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, timeout=120)
     assert result.returncode == 0, (
         f"nbgrader {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     )
@@ -310,7 +323,7 @@ def decoded(src: str):
 
 # the Gradescope bundle, unpacked and set up as Gradescope does
 
-SETUP_TIMEOUT = 900
+SETUP_TIMEOUT = 120
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -33,7 +33,7 @@ def sandboxed(tmp_path_factory):
     for overlay in MISTAKES:
         (folder / f"{overlay}.py").write_text(with_overlay(overlay))
     args = [str(BIN / "sdpa-grade"), "batch", str(folder), "--config", str(ON), "--jobs", "2", "--json-dir", str(out)]
-    result = run(args, timeout=900)
+    result = run(args, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
 
@@ -53,12 +53,13 @@ def test_a_blockwise_mistake_graded_in_the_sandbox_loses_its_checks_and_is_named
     assert sandboxed[overlay]["score"] == sum(t["score"] for t in sandboxed[overlay]["tests"])
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_a_crash_on_one_mask_and_block_size_is_caught_on_every_seed():
     """edge_blockwise_query_slices raises on a (B, 1, 1, T_k) mask when block_size divides T_q, and is right
     elsewhere: every input of the value checks meets every awkward block size, so it loses blockwise_matches_torch
-    (and its gates) on every seed; paired with one drawn block size, that mask caught it on 6 seeds of 14."""
-    for seed in range(4):
+    (and its gates) on every seed; paired with one drawn block size, that mask caught it on 6 seeds of 14. Two seeds
+    here (65 s for four); bench/blockwise_mistakes.py tries it on 50."""
+    for seed in range(2):
         found = graded("edge_blockwise_query_slices", seed)
         lost = {check for check, (points, _, _) in found.items() if points}
         assert lost == {"blockwise_matches_torch"} | GATES, (seed, lost)

@@ -138,7 +138,7 @@ def test_on_a_batch_grades_the_part_for_each_student(built, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(120)
 def test_on_the_nbgrader_cycle_grades_the_part_as_sdpa_grade_does(built, tmp_path):
     """The course's notebook built with the part on, autograded with the same settings file: a student who answers
     every cell right gets the whole part, and nbgrader's export gives what `sdpa-grade --config` gives."""
@@ -171,7 +171,7 @@ def test_on_the_nbgrader_cycle_grades_the_part_as_sdpa_grade_does(built, tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(120)
 def test_on_the_gradescope_bundle_grades_the_part(built, tmp_path):
     """Built in the copy (a build with a settings file writes the hand-out it describes into the project it builds)."""
     bundle = tmp_path / "autograder.zip"

@@ -158,7 +158,7 @@ def _moved(found) -> dict[str, set[tuple[str, float | None, float | None]]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 def test_a_changed_point_value_a_check_switched_off_and_a_stricter_tolerance(released, tmp_path):
     """scale_values worth 5, sdpa_causal worth 0 and variance_rtol a million times stricter (a real submission that
     passed variance_close fails it): exactly those three checks move, for those who earned them; the CSV holds the
@@ -199,7 +199,7 @@ def test_a_changed_point_value_a_check_switched_off_and_a_stricter_tolerance(rel
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 def test_a_replaced_file_in_a_batch_with_diff_and_report(released, tmp_path):
     """bob's file replaced by a correct one, regraded into a new folder with --diff OLD --report: only bob changes,
     up to full marks, and the dashboard lists him in its changes section; the released folder is untouched."""

@@ -231,7 +231,7 @@ def rerun(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 def test_every_batch_result_names_its_file_checks_and_settings(rerun):
     """Each result of a real batch: the file's name and SHA-256 (recomputed here), the grader's version, the digests."""
     assert rerun["first"].returncode == 0, rerun["first"].stderr[-3000:]

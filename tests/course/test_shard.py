@@ -48,11 +48,16 @@ def test_shard_is_the_same_in_every_process():
     assert outputs == {str([shard_of(n, 7) for n in ("ada", "bo", "chen", "dev")]) + "\n"}
 
 
+# six of the class, each of three shards with someone to grade (hana; bo and chen; ada, femi and gus): honest, wrong,
+# hostile and ungradable (all eight, graded twice, took 54 s)
+SHARDED = {name: CLASS[name] for name in ("ada", "bo", "chen", "femi", "gus", "hana")}
+
+
 @pytest.mark.slow
 def test_three_shards_merge_into_one_batch(tmp_path):
     """3 shards graded by separate processes into one folder, then merged, equal one unsharded batch."""
-    students = write_class(tmp_path / "submitted")
-    assert all(select(CLASS, (k, 3)) for k in range(3)), "each shard should grade someone"
+    students = write_class(tmp_path / "submitted", SHARDED)
+    assert all(select(SHARDED, (k, 3)) for k in range(3)), "each shard should grade someone"
     whole = run(
         [
             str(BIN / "sdpa-grade"),
@@ -74,10 +79,10 @@ def test_three_shards_merge_into_one_batch(tmp_path):
         subprocess.Popen([*command, "--shard", f"{k}/3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for k in range(3)
     ]
-    finished = [(shard.wait(timeout=600), *shard.communicate()) for shard in shards]
+    finished = [(shard.wait(timeout=120), *shard.communicate()) for shard in shards]
     assert all(code == 0 for code, _, _ in finished), finished
     counts = [int(err.split("students,")[0].split()[-1]) for _, _, err in finished]  # "shard k/3: M students, ..."
-    assert sum(counts) == len(CLASS) and all(counts), counts
+    assert sum(counts) == len(SHARDED) and all(counts), counts
 
     merged = run(
         [
@@ -91,7 +96,7 @@ def test_three_shards_merge_into_one_batch(tmp_path):
         ]
     )
     assert merged.returncode == 0, merged.stderr
-    assert f"Class summary: {len(CLASS)} submissions" in merged.stdout
+    assert f"Class summary: {len(SHARDED)} submissions" in merged.stdout
     assert outcomes(shared) == outcomes(tmp_path / "whole")
     assert (
         outcomes(shared)["ada"][0] == total() and outcomes(shared)["chen"][0] < total()

@@ -11,23 +11,23 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.checks import quiz
-from autograder.cli import VERBS, command, forks_zygote, main, verb_form
+from autograder.cli import VERBS, forks_zygote, main
 from autograder.read.submission import notebook_source
 from autograder.status import Category
-from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, checks_of, maximum, run, total
+from tests.helpers import BIN, REFERENCE, ROOT, SUBMISSIONS, checks_of, maximum, run, said, total
 
 SOURCE_NOTEBOOK = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
 
 
 def grade(path, tmp_path, *extra):
     out = tmp_path / "results.json"
-    result = run([str(BIN / "sdpa-grade"), str(path), "--json", str(out), *extra])
+    result = run([str(BIN / "sdpa-grade"), "grade", str(path), "--json", str(out), *extra])
     return result, json.loads(out.read_text())
 
 
-def test_reference_gets_full_marks_in_gradescope_format(tmp_path):
+def test_reference_gets_full_marks_in_gradescope_format(graded_file):
     """Exit 0, a table ending in the total, and a results.json Gradescope can read, with tags."""
-    result, results = grade(REFERENCE, tmp_path)
+    result, results = graded_file(REFERENCE)
     assert result.returncode == 0, result.stderr
     assert "total" in result.stdout and f"{total():g}/{maximum():g}" in result.stdout
     assert set(results) >= {"score", "execution_time", "output", "tests"}
@@ -38,9 +38,9 @@ def test_reference_gets_full_marks_in_gradescope_format(tmp_path):
         assert category in {*Category, quiz.CATEGORY} and function in test["name"]
 
 
-def test_notebook_with_solutions_gets_full_marks(tmp_path):
+def test_notebook_with_solutions_gets_full_marks(graded_file):
     """The source notebook (solution and set-up cells, not its test cells) grades like the reference."""
-    result, results = grade(SOURCE_NOTEBOOK, tmp_path)
+    result, results = graded_file(SOURCE_NOTEBOOK)
     assert result.returncode == 0, result.stderr
     assert results["score"] == results["max_score"] == maximum()  # its knowledge check too, as nbgrader
 
@@ -64,7 +64,7 @@ def test_folder_without_a_submission_exits_2(tmp_path):
     assert "holds no attention.py and no notebook" in result.stderr and results["score"] == 0
 
 
-def test_every_submission_has_the_same_maximum(tmp_path):
+def test_every_submission_has_the_same_maximum(tmp_path, graded_file):
     """Loadable, unloadable or ungradable, a .py or a notebook, with its knowledge check or without: on one machine
     every results file has the same max_score, the checks' points and the knowledge check's. The same correct code
     scores the checks' points in attention.py and in a notebook without the answer cells, and the knowledge check's
@@ -77,7 +77,7 @@ def test_every_submission_has_the_same_maximum(tmp_path):
     notebook.cells = [cell for cell in notebook.cells if not _answers_a_question(cell)]
     unanswered = tmp_path / "unanswered.ipynb"
     nbformat.write(notebook, unanswered)
-    graded = {path: grade(path, tmp_path)[1] for path in (REFERENCE, SOURCE_NOTEBOOK, unanswered, broken, empty)}
+    graded = {path: graded_file(path)[1] for path in (REFERENCE, SOURCE_NOTEBOOK, unanswered, broken, empty)}
     assert {results["max_score"] for results in graded.values()} == {maximum()}
     assert graded[REFERENCE]["score"] == graded[unanswered]["score"] == total()
     assert graded[SOURCE_NOTEBOOK]["score"] == maximum()
@@ -89,7 +89,7 @@ def _answers_a_question(cell) -> bool:
 
 
 @pytest.mark.parametrize("handed_in", ["attention.py", "a notebook without the answer cells"])
-def test_a_missing_knowledge_check_counts_0_and_says_where_the_answers_go(tmp_path, handed_in):
+def test_a_missing_knowledge_check_counts_0_and_says_where_the_answers_go(tmp_path, graded_file, handed_in):
     """Each question is in the results, 0 of its points, not run (no answer to judge: no Gradescope status, as a check
     not run); the first says that the answers were not handed in and where they go (the notebook's 'Knowledge check'
     section, a cell per question), the others point to it."""
@@ -99,7 +99,7 @@ def test_a_missing_knowledge_check_counts_0_and_says_where_the_answers_go(tmp_pa
         notebook.cells = [cell for cell in notebook.cells if not _answers_a_question(cell)]
         path = tmp_path / "sdpa.ipynb"
         nbformat.write(notebook, path)
-    result, results = grade(path, tmp_path)
+    result, results = graded_file(path)
     assert result.returncode == 0, result.stderr
     questions = [test for test in results["tests"] if test["tags"][0] == quiz.FUNCTION]
     assert [test["extra_data"]["check"] for test in questions] == [question.name for question in quiz.QUESTIONS]
@@ -202,17 +202,17 @@ def test_grader_failure_still_writes_results(tmp_path):
     (broken / "attention.py").write_text("raise ImportError('a broken install')\n")
     out = tmp_path / "results.json"
     env = {**os.environ, "PYTHONPATH": str(broken.parent)}
-    result = run([str(BIN / "sdpa-grade"), str(REFERENCE), "--json", str(out)], env=env)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(REFERENCE), "--json", str(out)], env=env)
     assert result.returncode == 3, result.stderr
     assert "the grader failed" in result.stderr
     results = json.loads(out.read_text())
     assert results["score"] == 0 and "a broken install" in results["grader_error"]
 
 
-def test_correct_submission_shows_no_failed_test_on_gradescope(tmp_path):
+def test_correct_submission_shows_no_failed_test_on_gradescope(graded_file):
     """Gradescope paints a test red by its status: a correct submission has none 'failed'; the GPU check that was
     not run (0 of 0 here) has no status and is hidden from the student."""
-    result, results = grade(REFERENCE, tmp_path)
+    result, results = graded_file(REFERENCE)
     assert result.returncode == 0, result.stderr
     assert [test["name"] for test in results["tests"] if test.get("status") == "failed"] == []
     gpu = next(test for test in results["tests"] if test["name"].endswith("timing_gpu"))
@@ -230,42 +230,6 @@ def test_no_message_claims_the_instructor_was_told(tmp_path):
     assert "ask your instructor to regrade" in grader_failure("boom")["output"]
     for path in (ROOT / "autograder").rglob("*.py"):
         assert "has been told" not in path.read_text(), path
-
-
-@pytest.mark.parametrize(
-    ("options", "reason", "instead"),
-    [
-        (["REFERENCE", "--csv", "OUT"], "--csv does not apply to grade: it is an option of batch, summary, diff",
-         ["--json FILE", "--html FILE"]),
-        (["REFERENCE", "--shard", "0/2"], "--shard does not apply to grade: it is an option of batch, summary", []),
-        (["REFERENCE", "--json-dir", "OUT"], "--json-dir does not apply to grade: it is an option of batch, summary",
-         ["--json FILE"]),
-        (["REFERENCE", "--jobs", "4"], "--jobs does not apply to grade: it is an option of batch", []),
-        (["REFERENCE", "--similarity"], "--similarity does not apply to grade: it is an option of batch, summary", []),
-        (["--batch", "CLASS", "--html", "OUT"], "--html does not apply to batch: it is an option of grade",
-         ["--report FILE"]),
-        (["--batch", "CLASS", "--json", "OUT"], "--json does not apply to batch: it is an option of grade",
-         ["--json-dir DIR"]),
-        (["REFERENCE", "--batch", "CLASS"], "unrecognized arguments: REFERENCE", []),
-        (["REFERENCE", "--times", "OUT"], "--times does not apply to grade: it is an option of batch",
-         ["--submitted-at TIME"]),
-        (["--batch", "CLASS", "--submitted-at", "2026-12-01T23:59:00Z"],
-         "--submitted-at does not apply to batch: it is an option of grade", ["--times FILE"]),
-    ],
-)  # fmt: skip
-def test_options_that_would_be_ignored_are_refused(tmp_path, options, reason, instead):
-    """An option that does not apply is refused (exit 2) before anything is graded or written: the verb's usage, which
-    shows what that verb takes instead, then one line naming the option, the verbs it fits and the verb form that the
-    older command line is read as."""
-    names = {"REFERENCE": str(REFERENCE), "OUT": str(tmp_path / "out"), "CLASS": str(ROOT / "examples" / "class")}
-    result = run([str(BIN / "sdpa-grade"), *[names.get(option, option) for option in options]])
-    assert result.returncode == 2, result.stderr
-    usage, _, last = result.stderr.strip().rpartition("\n")
-    verb = "batch" if "--batch" in options else "grade"
-    assert usage.startswith(f"usage: sdpa-grade {verb} ") and all(option in usage for option in instead), usage
-    assert last.startswith(f"sdpa-grade {verb}: error: ") and names.get(reason[-9:], "") in last, result.stderr
-    assert reason.replace("REFERENCE", "") in last and f"is sdpa-grade {verb} " in last, result.stderr
-    assert not (tmp_path / "out").exists() and not (ROOT / "examples" / "class-grades").exists()
 
 
 def notebook_file(tmp_path, name: str, cells: list) -> object:
@@ -350,22 +314,13 @@ def test_a_batchs_own_output_is_never_a_student(tmp_path):
     course = tmp_path / "course"
     (course / "class").mkdir(parents=True)
     (course / "class" / "alice.py").write_text(REFERENCE.read_text())
-    summary = run([str(BIN / "sdpa-grade"), "--batch", str(course / "class"), "--summary-only"])
+    summary = run([str(BIN / "sdpa-grade"), "summary", str(course / "class")])
     assert summary.returncode == 1, summary.stderr  # nothing graded yet: alice has no result
     assert (course / "class-grades" / MARKER).is_file()
     assert sorted(students(course)) == ["class"]
 
 
-# ---- verbs: grade, batch, summary, diff; the older forms read as the verb they mean ------------------------------
-
-
-def said(argv: list[str], capsys) -> tuple[int, str, str]:
-    """``sdpa-grade`` with these arguments, in this process, for what parsing alone decides: exit code, stdout,
-    stderr."""
-    with pytest.raises(SystemExit) as stopped:
-        main(argv)
-    out, err = capsys.readouterr()
-    return stopped.value.code, out, err
+# ---- verbs: grade, batch, summary, diff (the older forms: tests/grading/test_older_forms.py) -------------------
 
 
 def test_help_lists_each_verb_on_one_line(capsys, monkeypatch):
@@ -403,70 +358,6 @@ def test_each_verb_lists_its_own_options(capsys, verb, own, others):
 
 
 @pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        (["a.py"], ["grade", "a.py"]),
-        (["a.py", "--json", "r.json", "--device", "cpu", "--config", "c.toml"],
-         ["grade", "a.py", "--json", "r.json", "--device", "cpu", "--config", "c.toml"]),
-        (["--json", "r.json", "a.py"], ["grade", "--json", "r.json", "a.py"]),
-        (["--batch", "D", "--jobs", "4", "--csv", "g.csv", "--json-dir", "out", "--force"],
-         ["batch", "D", "--jobs", "4", "--csv", "g.csv", "--json-dir", "out", "--force"]),
-        (["--jobs", "4", "--batch=D"], ["batch", "D", "--jobs", "4"]),
-        (["--batch", "D", "--json-dir", "g", "--summary-only", "--csv", "c.csv"],
-         ["summary", "D", "--json-dir", "g", "--csv", "c.csv"]),
-        (["--diff", "old", "new", "--csv", "c.csv"], ["diff", "old", "new", "--csv", "c.csv"]),
-        (["--batch", "D", "--json-dir", "new", "--diff", "old", "--report", "r.html"],
-         ["batch", "D", "--json-dir", "new", "--diff", "old", "--report", "r.html"]),
-        (["grade", "a.py"], ["grade", "a.py"]),
-        (["batch", "D", "--jobs", "4"], ["batch", "D", "--jobs", "4"]),
-        (["summary", "D"], ["summary", "D"]),
-        (["diff", "old", "new"], ["diff", "old", "new"]),
-        (["--help"], ["--help"]),
-        ([], []),
-    ],
-)  # fmt: skip
-def test_the_older_forms_read_as_the_verb_they_mean(old, new):
-    """SPEC's and the docs' forms (`FILE`, `--batch DIR`, `--summary-only`, `--diff OLD NEW`) become the verb's
-    command line; a verb's own is kept as it is."""
-    assert verb_form(old) == new
-
-
-@pytest.mark.parametrize(
-    "old",
-    [
-        ["examples/class/bob.py", "--json", "r.json", "--device", "cpu", "--config", "c.toml"],
-        ["--batch", "submitted", "--jobs", "2", "--csv", "grades.csv", "--json-dir", "grades", "--force"],
-        ["--batch", "submitted", "--json-dir", "grades", "--shard", "3/8", "--jobs", "16"],
-        ["--batch", "submitted", "--json-dir", "grades", "--summary-only", "--csv", "grades.csv"],
-        ["--batch", "submitted", "--json-dir", "grades", "--summary-only", "--similarity"],
-        ["--diff", "grades", "grades-v2", "--csv", "changes.csv"],
-        ["--batch", "submitted", "--config", "v2.toml", "--json-dir", "grades-v2", "--diff", "grades", "--report",
-         "class-v2.html"],
-        ["--batch", "submitted", "--csv", "canvas.csv", "--csv-format", "canvas", "--roster", "export.csv"],
-    ],
-)  # fmt: skip
-def test_each_documented_older_form_parses_as_its_verb_form(old):
-    """An older form and the verb form it reads as give the same options, option by option."""
-    assert vars(command(old)) == vars(command(verb_form(old)))
-    assert command(old).verb == verb_form(old)[0]
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        (["--summary-only"], "use: sdpa-grade summary DIR"),
-        (["--json-dir", "grades", "--summary-only", "--csv", "g.csv"], "use: sdpa-grade summary DIR"),
-        (["--batch"], "use: sdpa-grade batch DIR"),
-        (["--jobs", "2", "--batch", "--json-dir", "g"], "use: sdpa-grade batch DIR"),
-    ],
-)
-def test_an_older_form_that_names_no_folder_is_refused_naming_the_verb(capsys, old, new):
-    """`--summary-only` without `--batch DIR`, or `--batch` without its DIR: exit 2, naming the verb's form."""
-    code, _, err = said(old, capsys)
-    assert code == 2 and new in err.strip().splitlines()[-1], err
-
-
-@pytest.mark.parametrize(
     ("argv", "option", "owners"),
     [
         (["grade", "a.py", "--jobs", "4"], "--jobs", "batch"),
@@ -486,34 +377,9 @@ def test_an_option_of_another_verb_is_refused_by_the_parser(capsys, argv, option
     assert f"it is an option of {owners}" in last, err
 
 
-@pytest.mark.parametrize("argv", [["grade", "a.py", "--html", "x.html"], ["a.py", "--html", "x.html"]])
-def test_a_page_asked_for_keeps_the_early_zygote(argv):
+def test_a_page_asked_for_keeps_the_early_zygote():
     """`--html` is grade's option, not a help request: one submission's grading still forks its zygote at the start."""
-    assert forks_zygote(argv, {"autograder.cli": None})
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        (["NOTHING", "--json", "OUT"], ["grade", "NOTHING", "--json", "OUT"]),
-        (["--batch", "CLASS", "--json-dir", "GRADES", "--summary-only"], ["summary", "CLASS", "--json-dir", "GRADES"]),
-        (["--diff", "NOWHERE", "CLASS"], ["diff", "NOWHERE", "CLASS"]),
-    ],
-    ids=["grade", "summary", "diff"],
-)
-def test_an_older_form_prints_and_exits_as_its_verb_form(tmp_path, old, new):
-    """`sdpa-grade FILE`, `--batch DIR --summary-only` and `--diff OLD NEW` print the same and exit the same as the
-    verb form they are read as (here: a missing file, a class with no results yet, a folder that is not there)."""
-    (tmp_path / "class" / "alice").mkdir(parents=True)
-    names = {"NOTHING": tmp_path / "nothing.py", "OUT": tmp_path / "results.json", "CLASS": tmp_path / "class",
-             "GRADES": tmp_path / "grades", "NOWHERE": tmp_path / "nowhere"}  # fmt: skip
-    done = []
-    for argv in (old, new):
-        result = run([str(BIN / "sdpa-grade"), *[str(names.get(word, word)) for word in argv]])
-        written = names["OUT"].read_text() if names["OUT"].exists() else None
-        names["OUT"].unlink(missing_ok=True)
-        done.append((result.returncode, result.stdout, result.stderr, written and json.loads(written)["output"]))
-    assert done[0] == done[1] and done[0][0] in (1, 2), done
+    assert forks_zygote(["grade", "a.py", "--html", "x.html"], {"autograder.cli": None})
 
 
 @pytest.mark.parametrize(
@@ -522,8 +388,6 @@ def test_an_older_form_prints_and_exits_as_its_verb_form(tmp_path, old, new):
         (["batch", "nowhere"], "sdpa-grade batch: nowhere is not a folder"),
         (["summary", "nowhere"], "sdpa-grade summary: nowhere is not a folder"),
         (["diff", "nowhere", "."], "sdpa-grade diff: nowhere is not a folder"),
-        (["--batch", "nowhere"], "sdpa-grade batch: nowhere is not a folder"),
-        (["--batch", "nowhere", "--summary-only"], "sdpa-grade summary: nowhere is not a folder"),
     ],
 )
 def test_each_verbs_messages_name_that_verb(tmp_path, capsys, monkeypatch, argv, said):

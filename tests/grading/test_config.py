@@ -146,7 +146,7 @@ def test_cli_refuses_bad_settings_before_running_student_code(tmp_path):
     """sdpa-grade exits 2 with the message, and grades nothing."""
     path = tmp_path / "bad.toml"
     path.write_text("[limits]\nmemory_mb = 'lots'\n")
-    result = run([str(BIN / "sdpa-grade"), str(REFERENCE), "--config", str(path)])
+    result = run([str(BIN / "sdpa-grade"), "grade", str(REFERENCE), "--config", str(path)])
     assert result.returncode == 2
     assert "Invalid limits.memory_mb 'lots'" in result.stderr
     assert "check" not in result.stdout

@@ -38,7 +38,7 @@ def test_batch_help_says_top_level_files_are_students_too():
 def test_a_missing_file_prints_only_its_reason(tmp_path):
     """sdpa-grade on a path that does not exist prints one line that says so, not a table of zeros."""
     out = tmp_path / "results.json"
-    result = run([str(BIN / "sdpa-grade"), str(tmp_path / "nothing.py"), "--json", str(out)], timeout=250)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(tmp_path / "nothing.py"), "--json", str(out)], timeout=120)
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
@@ -55,7 +55,7 @@ def test_html_page_of_an_nbgrader_submission_is_titled_with_the_student(tmp_path
     folder.mkdir(parents=True)
     (folder / "sdpa.ipynb").write_text("not a notebook")  # ungradable: the page is written all the same, fast
     page = tmp_path / "alice.html"
-    result = run([str(BIN / "sdpa-grade"), str(folder / "sdpa.ipynb"), "--html", str(page)], timeout=250)
+    result = run([str(BIN / "sdpa-grade"), "grade", str(folder / "sdpa.ipynb"), "--html", str(page)], timeout=120)
     assert result.returncode == 2, result.stderr
     assert "<title>Feedback: alice</title>" in page.read_text()
 
@@ -84,7 +84,7 @@ def test_public_tests_point_at_the_first_failing_function_not_the_first_stub(tmp
         "raise NotImplementedError('attention_scores is not implemented yet')", "return Q @ K.transpose(-2, -1)"
     ).replace("raise NotImplementedError('scale_scores is not implemented yet')", "return scores / d_k")
     folder = student_folder(tmp_path, source)
-    result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder, timeout=180)
+    result = run([str(BIN / "python"), "-m", "pytest"], cwd=folder, timeout=120)
     assert result.returncode == 1, result.stdout[-2000:]
     [next_line] = [line for line in result.stdout.splitlines() if line.startswith("Next:")]
     assert next_line.startswith("Next: fix scale_scores in attention.py"), next_line

@@ -78,15 +78,18 @@ def dot_product_variance(d_k, num_samples=10000, generator=None):
 @pytest.mark.slow  # one cold sdpa-grade: 15 s on idle cores
 @pytest.mark.timeout(120)
 def test_forked_zygote_holds_nothing_of_the_grading(tmp_path):
-    """The zygote forked at the start of `sdpa-grade FILE` leaves the student no module of the grader, no environment
-    variable, argument or frame of the grading process, and no byte of its settings file (read after the fork)."""
+    """The zygote forked at the start of `sdpa-grade grade FILE` leaves the student no module of the grader, no
+    environment variable, argument or frame of the grading process, and no byte of its settings file (read after the
+    fork)."""
     submission = tmp_path / "attention.py"
     submission.write_text(REFERENCE.read_text() + SEARCH)
     config = tmp_path / "settings.toml"
     config.write_text(f"# {MARKER} settings: a comment, read only by the grading process\n")
     out = tmp_path / MARKER / "results.json"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SDPA_LEAK": MARKER}
-    result = run([str(BIN / "sdpa-grade"), str(submission), "--json", str(out), "--config", str(config)], env=env)
+    result = run(
+        [str(BIN / "sdpa-grade"), "grade", str(submission), "--json", str(out), "--config", str(config)], env=env
+    )
     assert result.returncode == 0, result.stderr
     results = json.loads(out.read_text())
     variance = [test for test in results["tests"] if "dot_product_variance" in test["tags"]]
@@ -95,14 +98,13 @@ def test_forked_zygote_holds_nothing_of_the_grading(tmp_path):
 
 
 def test_only_a_fresh_grading_of_one_submission_forks_its_zygote():
-    """A batch, a diff, help, a seed on the command line, or a process with a grading loaded start the zygote afresh."""
+    """A batch, a diff, help, a seed on the command line, or a process with a grading loaded start the zygote afresh
+    (the older forms: tests/grading/test_older_forms.py)."""
     fresh = {"autograder.cli": None}
-    assert forks_zygote(["attention.py", "--json", "out.json", "--config", "c.toml"], fresh)
     assert forks_zygote(["grade", "attention.py", "--json", "out.json", "--config", "c.toml"], fresh)
-    for argv in (["--batch", "class"], ["--bat", "class"], ["--diff", "a", "b"], ["a.py", "--seed", "3"],
-                 ["a.py", "--seed=3"], ["-h"], ["--help"], ["batch", "class"], ["summary", "class"],
+    for argv in (["-h"], ["--help"], ["batch", "class"], ["summary", "class"],
                  ["diff", "a", "b"], ["grade", "a.py", "--seed", "3"], ["grade", "-h"], ["grade", "a.py", "--help"],
                  ["grade", "a.py", "--jobs", "2"], ["grade"]):  # fmt: skip
         assert not forks_zygote(argv, fresh), argv
     for loaded in ("pytest", "reference", "autograder.grade"):
-        assert not forks_zygote(["attention.py"], {**fresh, loaded: None}), loaded
+        assert not forks_zygote(["grade", "attention.py"], {**fresh, loaded: None}), loaded

@@ -65,7 +65,7 @@ def test_after_the_warm_up_a_grading_imports_nothing():
 
 
 def test_one_grading_starts_one_zygote():
-    """sdpa-grade FILE imports torch once: the reference's sandbox forks from the student's zygote; the grading
+    """sdpa-grade grade FILE imports torch once: the reference's sandbox forks from the student's zygote; the grading
     closes the zygote and each of the two sandboxes once."""
     report = graded("cold")
     assert report["score"] == total(), report["grader_error"]

@@ -1,5 +1,6 @@
-"""Every honest or mistaken submission of the grading cases (tests/grading_cases.py), graded in one real `sdpa-grade
-batch` run, scores exactly as stated; the attacks and broken files are tests/grading/test_grading_hostile.py's."""
+"""Every honest or mistaken submission of the grading cases (tests/grading_cases.py), graded by real `sdpa-grade
+batch` runs (a few parts of the class, each its own batch), scores exactly as stated; the attacks and broken files are
+tests/grading/test_grading_hostile.py's."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import pytest
 
 from autograder.checks import quiz
 from autograder.config import load_settings
-from tests.graded import Batch, class_of_cases, fast, is_work
+from tests.graded import Cases, is_work
 from tests.grading_cases import ABSENT, CASES, DEDUCTED
-from tests.helpers import BIN, FAST_LIMITS, REFERENCE, SUBMISSIONS, run, total
+from tests.helpers import BIN, REFERENCE, run, total
 
 pytestmark = pytest.mark.slow  # real batches: minutes in all
 
@@ -24,9 +25,10 @@ POINTS = load_settings().points
 SCORED = {name: points for name, points in POINTS.items() if name != "timing_gpu"}
 
 
-# the honest and mistaken submissions of the grading cases graded once, two at a time, as an instructor would (the
-# graded fixture); tests/grading/test_grading_hostile.py grades the rest
-GRADED = Batch(lambda folder: class_of_cases(folder, is_work), fast, timeout=1200)
+# the honest and mistaken submissions of the grading cases graded once, two at a time, as an instructor would, in
+# six parts of about 13 (the graded fixture: one batch of all 80 took 152 s); tests/grading/test_grading_hostile.py
+# grades the rest
+GRADED = Cases(is_work, parts=6)
 
 
 def load(graded, name):
@@ -34,13 +36,14 @@ def load(graded, name):
 
 
 def test_batch_finished_cleanly(graded):
-    """The batch exits 0 and prints the class summary."""
+    """Each part's batch exits 0 and prints the class summary."""
     result = graded["result"]
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Class summary" in result.stdout
     assert "Named mistakes" in result.stdout
 
 
+@GRADED.having("mistake_divide_by_dk", "mistake_loop_over_queries")
 def test_named_mistakes_travel_as_fields(graded):
     """A recognised mistake is a field of its test (extra_data), and the class summary counts it from there."""
     tests = load(graded, "mistake_divide_by_dk")["tests"]
@@ -50,16 +53,16 @@ def test_named_mistakes_travel_as_fields(graded):
     assert "a Python loop over positions or batches" in summary
 
 
-def test_a_hidden_mutation_is_flagged_and_a_wrong_function_accuses_nobody(graded):
+@GRADED.each(["mistake_mutation_hidden", "reference", "correct_einsum", "mistake_loop_over_queries",
+              "mistake_divide_by_dk"])  # fmt: skip
+def test_a_hidden_mutation_is_flagged_and_a_wrong_function_accuses_nobody(graded, name):
     """The class summary lists a mutation the student hid for review; a wrong function's wrong timed answers accuse
     nobody."""
     flagged = graded["result"].stdout.split("Flagged for review", 1)[1]
-    assert "  mistake_mutation_hidden: " in flagged
-    for name in ("reference", "correct_einsum", "mistake_loop_over_queries", "mistake_divide_by_dk"):
-        assert f"  {name}: " not in flagged
+    assert (f"  {name}: " in flagged) == (name == "mistake_mutation_hidden"), flagged
 
 
-@pytest.mark.parametrize("name", sorted(filter(is_work, CASES)))
+@GRADED.each(sorted(filter(is_work, CASES)))
 def test_submission_scores_exactly(graded, name):
     """The failing checks earn 0, the others full points, and the feedback names the problem."""
     failing, phrases = CASES[name]
@@ -80,45 +83,21 @@ def test_submission_scores_exactly(graded, name):
         ]["output"]
 
 
-@pytest.fixture(scope="module")
-def graded_deduct(tmp_path_factory):
-    """The submissions whose grade the policy changes, graded once more under `[scoring] borrowed = "deduct"`."""
-    base = tmp_path_factory.mktemp("deduct")
-    folder = base / "submissions"
-    folder.mkdir()
-    reference = REFERENCE.read_text()
-    for name in DEDUCTED:
-        overlay = (SUBMISSIONS / "overlays" / f"{name}.py").read_text()
-        (folder / f"{name}.py").write_text(f"{reference}\n\n# --- {name}.py ---\n{overlay}")
-    config = base / "deduct.toml"
-    config.write_text(f'{FAST_LIMITS}\n[scoring]\nborrowed = "deduct"\n')
-    out = base / "grades"
-    result = run(
-        [
-            str(BIN / "sdpa-grade"),
-            "batch",
-            str(folder),
-            "--jobs",
-            "2",
-            "--json-dir",
-            str(out),
-            "--config",
-            str(config),
-        ],
-        timeout=1200,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
+# the submissions whose grade the policy changes, graded once more under `[scoring] borrowed = "deduct"`, in two
+# parts (one batch of the 26 took 58 s)
+DEDUCT = Cases(DEDUCTED.__contains__, parts=2, settings='[scoring]\nborrowed = "deduct"\n')
 
 
-@pytest.mark.timeout(1300)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", sorted(DEDUCTED))
-def test_deduct_takes_the_points_of_before(graded_deduct, name):
+def test_deduct_takes_the_points_of_before(grading, name):
     """Under "deduct" a failure that builds on another function's mistake costs its points, and the gates it
     closes, as before the policy: exactly the default's losses and DEDUCTED's, and no "Correct once" anywhere."""
     failing = CASES[name][0] | DEDUCTED[name]
     assert not CASES[name][0] & DEDUCTED[name]
-    result = json.loads((graded_deduct / f"{name}.json").read_text())
+    graded = grading(DEDUCT, DEDUCT.part_of(name))
+    assert graded["result"].returncode == 0, graded["result"].stderr[-3000:]
+    result = graded["results"][name]
     scores = {test["name"].split(": ")[1]: test for test in result["tests"]}
     for check, points in SCORED.items():
         assert scores[check]["score"] == (0 if check in failing else points), f"{check}: {scores[check]['output']}"
@@ -126,7 +105,7 @@ def test_deduct_takes_the_points_of_before(graded_deduct, name):
     assert result["score"] == sum(p for check, p in SCORED.items() if check not in failing)
 
 
-@pytest.mark.parametrize("name", sorted(filter(is_work, ABSENT)))
+@GRADED.each(sorted(filter(is_work, ABSENT)))
 def test_no_cause_claimed_without_evidence(graded, name):
     """A hint names a cause only with evidence from the submission: the wrong claims listed in ABSENT never appear."""
     scores = {test["name"].split(": ")[1]: test for test in load(graded, name)["tests"]}
@@ -134,6 +113,7 @@ def test_no_cause_claimed_without_evidence(graded, name):
         assert phrase not in scores[check]["output"], scores[check]["output"]
 
 
+@GRADED.having("edge_dk_from_squeeze")
 def test_failed_value_check_carries_its_evidence(graded):
     """Where the output first differs travels as a structured field too (extra_data.evidence)."""
     tests = {test["name"].split(": ")[1]: test for test in load(graded, "edge_dk_from_squeeze")["tests"]}
@@ -143,6 +123,7 @@ def test_failed_value_check_carries_its_evidence(graded):
     assert tests["scores_shape"]["extra_data"]["evidence"] is None
 
 
+@GRADED.having("template")
 def test_template_scores_zero_with_a_reason(graded):
     """The untouched template earns nothing, integrity and timing included."""
     result = load(graded, "template")
@@ -156,6 +137,7 @@ def test_template_scores_zero_with_a_reason(graded):
     assert questions and all("is not the expected answer" in t["output"] for t in questions), questions
 
 
+@GRADED.having("reference")
 def test_grades_csv_and_resume(graded):
     """The CSV lists every student; a second run skips them all unless --force."""
     lines = (graded["base"] / "grades.csv").read_text().splitlines()
@@ -267,7 +249,7 @@ def test_ctrl_c_during_a_fork_still_stops_the_batch(tmp_path):
         (folder / f"student{index}.py").write_text(REFERENCE.read_text())
     command = [str(BIN / "sdpa-grade"), "batch", str(folder), "--jobs", "1", "--json-dir", str(out)]
     env = {**os.environ, "PYTHONPATH": str(hook)}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("sdpa-grade batch: interrupted: 0 of 3 results are saved")
@@ -290,7 +272,7 @@ def test_a_cause_shown_by_a_rerun_outranks_one_guessed_from_the_errors_size(tmp_
 
     path = overlaid(tmp_path, "misattr_builds_on_wrong_function")
     out = tmp_path / "result.json"
-    done = run([str(BIN / "sdpa-grade"), str(path), "--seed", str(seed), "--json", str(out)], timeout=300)
+    done = run([str(BIN / "sdpa-grade"), "grade", str(path), "--seed", str(seed), "--json", str(out)], timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     test = next(t for t in json.loads(out.read_text())["tests"] if t["name"].endswith(": sdpa_matches_torch"))
     assert test["score"] == test["max_score"]  # carried forward, as before

@@ -170,7 +170,9 @@ def test_a_refused_import_names_the_students_line_and_the_list():
 
 
 def grade(path: Path, *options: str) -> dict:
-    result = run([str(BIN / "sdpa-grade"), str(path), "--json", str(path.with_suffix(".json")), *options], timeout=600)
+    result = run(
+        [str(BIN / "sdpa-grade"), "grade", str(path), "--json", str(path.with_suffix(".json")), *options], timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(path.with_suffix(".json").read_text())
 

@@ -106,7 +106,7 @@ def _gradescope(course, base) -> dict[str, tuple[float, float]]:
     their time, the assignment's due date (the settings') and, for the extended student, their own due date."""
     bundle = base / "autograder.zip"
     built = run([str(BIN / "sdpa-build"), "--gradescope", str(bundle), "--config", str(course / "course.toml")],
-                cwd=ROOT, timeout=600)  # fmt: skip
+                cwd=ROOT, timeout=120)  # fmt: skip
     assert built.returncode == 0, built.stderr
     root = unpack(bundle, base / "gradescope")
     done = setup(root)
@@ -124,7 +124,7 @@ def _gradescope(course, base) -> dict[str, tuple[float, float]]:
         shutil.copy(course / "submitted" / name / "sdpa" / "sdpa.ipynb", root / "submission" / "sdpa.ipynb")
         (root / "submission_metadata.json").write_text(json.dumps(metadata))
         graded = run([shutil.which("bash"), str(root / "source" / "run_autograder")], cwd=root / "source",
-                     env=clean_env(AUTOGRADER_ROOT=str(root)), timeout=600)  # fmt: skip
+                     env=clean_env(AUTOGRADER_ROOT=str(root)), timeout=120)  # fmt: skip
         assert graded.returncode == 0, graded.stdout + graded.stderr
         result = json.loads((root / "results" / "results.json").read_text())
         scores[name] = (result["extra_data"]["late"]["raw_score"], result["score"])
@@ -170,7 +170,7 @@ def test_a_batch_gives_each_student_the_one_total(collected, tmp_path):
     course, _, expected = collected
     batch = run([str(BIN / "sdpa-grade"), "batch", str(course / "submitted"), "--config", str(course / "course.toml"),
                  "--json-dir", str(tmp_path / "grades"), "--csv", str(tmp_path / "batch.csv")],
-                timeout=900)  # fmt: skip
+                timeout=120)  # fmt: skip
     assert batch.returncode == 0, batch.stderr
     batched = {
         name: (float(row["raw_score"]), float(row["score"])) for name, row in _csv(tmp_path / "batch.csv").items()
@@ -187,7 +187,7 @@ def test_grading_alone_gives_each_student_the_one_total(collected, tmp_path):
     for name in STUDENTS:
         out = tmp_path / "alone" / f"{name}.json"
         graded = run([str(BIN / "sdpa-grade"), "grade", str(course / "submitted" / name / "sdpa" / "sdpa.ipynb"),
-                      "--config", str(course / "course.toml"), "--json", str(out)], timeout=600)  # fmt: skip
+                      "--config", str(course / "course.toml"), "--json", str(out)], timeout=120)  # fmt: skip
         assert graded.returncode == 0, graded.stderr
         result = json.loads(out.read_text())
         alone[name] = (result["extra_data"]["late"]["raw_score"], result["score"])
@@ -195,7 +195,7 @@ def test_grading_alone_gives_each_student_the_one_total(collected, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_the_gradescope_bundle_gives_each_student_the_one_total(collected, tmp_path):
     """The Gradescope bundle built with the course's settings, each notebook uploaded with Gradescope's metadata."""
     course, _, expected = collected

@@ -57,7 +57,7 @@ def test_sdpa_grade_ends_whole_with_its_output_flushed_and_its_folders_gone(tmp_
     scratch.mkdir()
     out = tmp_path / "results.json"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(scratch)}
-    graded = run([str(BIN / "sdpa-grade"), str(REFERENCE), "--json", str(out)], env=env)
+    graded = run([str(BIN / "sdpa-grade"), "grade", str(REFERENCE), "--json", str(out)], env=env)
     assert graded.returncode == 0, graded.stderr
     full = f"{total():g}/{maximum():g}"  # an attention.py: its knowledge check not handed in
     assert graded.stdout.rstrip().splitlines()[-1].split() == ["total", full], graded.stdout[-500:]

@@ -50,7 +50,7 @@ def live_code(page: str) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(120)
 def test_markup_in_a_notebook_does_not_run_in_the_nbgrader_feedback_page(nbgrader_course):
     """<script>, <img onerror> and a javascript: link in a student's markdown cell, through the real
     nbgrader autograde and generate_feedback with the course's config: the page shows none of them live,

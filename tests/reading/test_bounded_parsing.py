@@ -296,7 +296,7 @@ def _nbgrader(*args, cwd, env, check=True):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(120)
 def test_a_pasted_solution_cell_does_not_stop_the_class(tmp_path):
     """A class of two: the first pasted a copy of a solution cell (Jupyter copies its nbgrader grade id) and answered
     the variance question with a 401-digit integer; the second is honest. nbgrader used to stop the class at the first

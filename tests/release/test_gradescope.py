@@ -210,7 +210,9 @@ def test_an_import_outside_the_list_is_graded_alike_here_and_on_gradescope(grade
     assert result.returncode == 0, result.stdout + result.stderr
     (tmp_path / "attention.py").write_text(text)
     config = root / "source" / "config.toml"  # the bundle's settings, the same for both
-    local = run([str(BIN / "sdpa-grade"), "attention.py", "--json", "here.json", "--config", str(config)], cwd=tmp_path)
+    local = run(
+        [str(BIN / "sdpa-grade"), "grade", "attention.py", "--json", "here.json", "--config", str(config)], cwd=tmp_path
+    )
     assert local.returncode == 0, local.stdout + local.stderr
     here = json.loads((tmp_path / "here.json").read_text())
     assert run([str(BIN / "python"), "-c", "import matplotlib"]).returncode == 0  # installed here, not there
@@ -232,7 +234,9 @@ def test_plain_wheel_install_grades_outside_the_repository(wheel, tmp_path):
     student = tmp_path / "student"
     student.mkdir()
     (student / "attention.py").write_text(submission_text("correct"))
-    result = run([str(venv / "bin" / "sdpa-grade"), "attention.py", "--json", "results.json"], cwd=student, env=env)
+    result = run(
+        [str(venv / "bin" / "sdpa-grade"), "grade", "attention.py", "--json", "results.json"], cwd=student, env=env
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads((student / "results.json").read_text())["score"] == total()
 

@@ -17,7 +17,7 @@ MODES = ["root", "unprivileged"]
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
 def test_three_graders_beside_two_busy_processes_grade_as_alone(mode):
     """3 `sdpa-grade` at once, each with its own TMPDIR, beside 2 busy processes, on a correct, a wrong and a

@@ -39,11 +39,11 @@ def _reference_and_attacks(base):
 
 # the reference (the yardstick) and the two time attacks, graded with the quick settings, the worker root or
 # unprivileged (the graded fixture)
-GRADED = Sandboxed(_reference_and_attacks, QUICK, timeout=300)
+GRADED = Sandboxed(_reference_and_attacks, QUICK, timeout=120)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(120)
 def test_the_quick_settings_fail_no_honest_check(graded):
     """The reference earns every point under the 2 s call limit and the 45 s budget."""
     result = graded["results"]["reference"]["result"]
