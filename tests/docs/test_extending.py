@@ -137,13 +137,15 @@ def test_a_student_is_sent_to_the_new_function(extended, tmp_path):
     assert f"Next: implement {FUNCTION} in attention.py (2 function(s) still to write)" in result.stdout
 
 
-def grade(root, source: str, name: str, folder=None) -> dict:
-    """results.json of ``source`` graded by ``root``'s grader (in ``folder``, or the copy's graded/NAME)."""
+def grade(root, source: str, name: str, folder=None, seed: int | None = None) -> dict:
+    """results.json of ``source`` graded by ``root``'s grader (in ``folder``, or the copy's graded/NAME; with
+    ``--seed seed`` where one is given)."""
     submission = (folder or root / "graded" / name) / "attention.py"
     submission.parent.mkdir(parents=True, exist_ok=True)
     submission.write_text(source)
     out = submission.with_name("results.json")
-    result = run([sys.executable, "-c", GRADE, "grade", str(submission), "--json", str(out)], root)
+    seeded = [] if seed is None else ["--seed", str(seed)]
+    result = run([sys.executable, "-c", GRADE, "grade", str(submission), *seeded, "--json", str(out)], root)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(out.read_text())
 
@@ -182,13 +184,15 @@ def test_a_function_built_on_the_attention_is_charged_an_attention_mistake_once(
     """The guide's windowed_attention calls the student's scaled_dot_product_attention; its check file holds no
     evidence code. A scale bug (divide by d_k) costs scale_scores' check once: windowed_values, run again with the
     attention answered by the reference, passes and keeps its points. Seen failing with the substituted run turned
-    off (windowed_values lost its points too)."""
+    off (windowed_values lost its points too). Graded with seed 1, which drew a window of one key while the guide's
+    check drew windows from 1: each query then sees itself alone, whatever the scale, and windowed_values passed
+    outright, carrying nothing (seen failing on 5 of seeds 0-13; none with windows from 2)."""
     copy, build = extended
     assert build.returncode == 0, build.stderr
     reference = (copy / "reference" / "attention.py").read_text()
     wrong = reference.replace("return scores / math.sqrt(d_k)", "return scores / d_k")
     assert wrong != reference
-    tests = {test["name"].split(": ")[-1]: test for test in checks_of(grade(copy, wrong, "scale"))}
+    tests = {test["name"].split(": ")[-1]: test for test in checks_of(grade(copy, wrong, "scale", seed=1))}
     lost = {check for check, test in tests.items() if test["score"] < test["max_score"]}
     assert lost == {"scale_values"}
     assert tests[BUILT_CHECK]["extra_data"]["carried"] == ["scaled_dot_product_attention"]

@@ -81,9 +81,57 @@ def nbgrader_feedback(base: Path) -> Path:
     return course / "feedback" / "bob" / "sdpa" / "sdpa.html"
 
 
+def _feedback(base: Path) -> Path:
+    _sdpa_grade("grade", "class/bob.py", "--config", "course.toml", "--submitted-at", "2026-12-03T03:00:00-05:00",
+                "--html", "bob.html", cwd=base)  # fmt: skip
+    return base / "bob.html"
+
+
+def _dashboard(base: Path) -> Path:
+    _sdpa_grade("batch", "class", "--jobs", "2", "--json-dir", "grades", "--config", "course.toml",
+                "--times", "times.csv", "--similarity", "--report", "class.html", cwd=base)  # fmt: skip
+    return base / "class.html"
+
+
+def _similarity(base: Path) -> Path:
+    """Ten students of the measured corpus, which ships graded: one pair (a planted copy) is listed, side by side."""
+    for folder in ("class", "results"):
+        (base / "corpus" / folder).mkdir(parents=True)
+        for name in CORPUS:
+            suffix = ".py" if folder == "class" else ".json"
+            shutil.copy(ROOT / "tests" / "similarity" / folder / f"{name}{suffix}", base / "corpus" / folder)
+    _sdpa_grade("summary", "corpus/class", "--json-dir", "corpus/results", "--similarity",
+                "--report", "corpus.html", cwd=base)  # fmt: skip
+    assert 'class="side-by-side"' in (base / "corpus.html").read_text(encoding="utf-8"), "no pair listed"
+    return base / "corpus.html"
+
+
+class Pages:
+    """Each kind of page, written by the real commands when a test first asks for it, once for the module: each test
+    pays for the commands of its own page (all five at once took 101 s in one test's setup)."""
+
+    MAKERS = {
+        "feedback": _feedback,
+        "dashboard": _dashboard,
+        "dashboard's feedback page": lambda base: base / "class-feedback" / "bob.html",  # written with the dashboard
+        "similarity": _similarity,
+        "nbgrader feedback": nbgrader_feedback,
+    }
+
+    def __init__(self, base: Path):
+        self.base, self.made = base, {}
+
+    def __getitem__(self, kind: str) -> Path:
+        if kind == "dashboard's feedback page":
+            self["dashboard"]
+        if kind not in self.made:
+            self.made[kind] = self.MAKERS[kind](self.base)
+        return self.made[kind]
+
+
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory) -> dict[str, Path]:
-    """Each kind of page, written by the real commands."""
+def pages(tmp_path_factory) -> Pages:
+    """The pages of each kind (``Pages``), in a class folder with a late student and a deadline."""
     if shutil.which(CHROMIUM) is None:
         pytest.skip(f"no {CHROMIUM} here (Debian's chromium; .ci/install-chromium installs it)")
     base = tmp_path_factory.mktemp("pages")
@@ -93,26 +141,7 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     shutil.copy(base / "class" / "alice.py", base / "class" / "dave.py")
     shutil.copy(base / "class" / "bob.py", base / "class" / "erin.py")
     shutil.copy(base / "class" / "bob.py", base / "class" / f"{ONE_WORD}.py")
-    _sdpa_grade("grade", "class/bob.py", "--config", "course.toml", "--submitted-at", "2026-12-03T03:00:00-05:00",
-                "--html", "bob.html", cwd=base)  # fmt: skip
-    _sdpa_grade("batch", "class", "--jobs", "2", "--json-dir", "grades", "--config", "course.toml",
-                "--times", "times.csv", "--similarity", "--report", "class.html", cwd=base)  # fmt: skip
-    # ten students of the measured corpus, which ships graded: one pair (a planted copy) is listed, side by side
-    for folder in ("class", "results"):
-        (base / "corpus" / folder).mkdir(parents=True)
-        for name in CORPUS:
-            suffix = ".py" if folder == "class" else ".json"
-            shutil.copy(ROOT / "tests" / "similarity" / folder / f"{name}{suffix}", base / "corpus" / folder)
-    _sdpa_grade("summary", "corpus/class", "--json-dir", "corpus/results", "--similarity",
-                "--report", "corpus.html", cwd=base)  # fmt: skip
-    assert 'class="side-by-side"' in (base / "corpus.html").read_text(encoding="utf-8"), "no pair listed"
-    return {
-        "feedback": base / "bob.html",
-        "dashboard": base / "class.html",
-        "dashboard's feedback page": base / "class-feedback" / "bob.html",
-        "similarity": base / "corpus.html",
-        "nbgrader feedback": nbgrader_feedback(base),
-    }
+    return Pages(base)
 
 
 @pytest.fixture(scope="module")
