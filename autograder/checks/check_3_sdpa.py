@@ -84,12 +84,15 @@ def test_sdpa_lesson_shape(loaded, draw, settings):
 def test_sdpa_matches_torch(loaded, draw, settings):
     """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes.
 
-    Masks (T_q, T_k), (B, 1, 1, T_k) and (B, H, T_q, T_k), each with more queries than keys and with fewer, and 3-D
-    inputs; edge shapes: 2-D inputs, B = 1, T_q = 1 (without a mask and with a padding mask), T_k = 1, d_k = 1; more
+    No mask and masks (T_q, T_k), (B, 1, 1, T_k) and (B, H, T_q, T_k), each with fewer queries than keys and with
+    more, on every draw and in that order, and 3-D inputs; edge shapes: 2-D inputs, B = 1, T_q = 1 (without a mask and with a padding mask), T_k = 1, d_k = 1; more
     heads than the batch.
     """
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
     B, H = sorted((B, H))  # more heads than the batch, on every run
+    # fewer queries than keys first, then more, whatever the draw: a mistake of either order shows on every grading
+    # and is worded the same way on every seed
+    (T_q, T_k, _), (_, _, more) = both_orders(T_q, T_k)
     Q, K, V = draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_k, d_v)
     cases = [
         ("without a mask", None),
@@ -102,17 +105,18 @@ def test_sdpa_matches_torch(loaded, draw, settings):
         oracle = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
         with held:
             _compare(loaded, settings, label, Q, K, V, mask=mask, oracle=oracle)
-    # the same masks with the query and key lengths swapped: more queries than keys and fewer, under every mask, on
-    # every draw (the drawn order alone would leave an error on one of them to half the gradings)
+    # the same cases with the query and key lengths swapped: more queries than keys, without a mask and under every
+    # mask, on every draw (the drawn order alone would leave an error of one order to half the gradings)
     Qs, Ks, Vs = draw.normal(B, H, T_k, d_k), draw.normal(B, H, T_q, d_k), draw.normal(B, H, T_q, d_v)
     for label, mask in (
+        ("without a mask", None),
         ("with a (T_q, T_k) mask", draw.mask(T_k, T_q)),
         ("with a (B, 1, 1, T_k) padding mask", draw.mask(B, 1, 1, T_q)),
         ("with a (B, H, T_q, T_k) mask", draw.mask(B, H, T_k, T_q)),
     ):
         oracle = F.scaled_dot_product_attention(Qs, Ks, Vs, attn_mask=mask)
         with held:
-            _compare(loaded, settings, f"{label}, the query and key lengths swapped", Qs, Ks, Vs, mask, oracle=oracle)
+            _compare(loaded, settings, f"{label}, {more}", Qs, Ks, Vs, mask, oracle=oracle)
     Q3, K3, V3 = Q[:, 0], K[:, 0], V[:, 0]
     with held:
         _compare(loaded, settings, "on (B, T, d) inputs", Q3, K3, V3, oracle=F.scaled_dot_product_attention(Q3, K3, V3))
