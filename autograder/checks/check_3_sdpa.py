@@ -85,8 +85,8 @@ def test_sdpa_matches_torch(loaded, draw, settings):
     """Agrees with F.scaled_dot_product_attention without a mask, with broadcast bool masks, and on edge shapes.
 
     No mask and masks (T_q, T_k), (B, 1, 1, T_k) and (B, H, T_q, T_k), each with fewer queries than keys and with
-    more, on every draw and in that order, and 3-D inputs; edge shapes: 2-D inputs, B = 1, T_q = 1 (without a mask and with a padding mask), T_k = 1, d_k = 1; more
-    heads than the batch.
+    more, on every draw and in that order, and 3-D inputs; edge shapes: 2-D inputs, B = 1, T_q = 1 (without a mask
+    and with a padding mask), T_k = 1, d_k = 1; more heads than the batch.
     """
     B, H, T_q, T_k, d_k, d_v = draw.sizes(6)
     B, H = sorted((B, H))  # more heads than the batch, on every run
