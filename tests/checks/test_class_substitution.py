@@ -1,0 +1,53 @@
+"""A class of the reference stands in as a function does (checks/substitution.py): a mistake in KVCache alone costs
+KVCache's own checks, and attend_with_cache's keep their points, carried to KVCache, once attend_with_cache passes with
+the cache's every call answered by the reference (replayed on the grader's side). The part's checks run in this process
+(tests/decoding_cases.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder.assignment.catalogue import catalogue
+from autograder.checks import substitution
+from tests.decoding_cases import SETTINGS, graded
+from tests.helpers import SUBMISSIONS, with_overlay
+
+CACHE_CHECKS = {entry.check for entry in catalogue() if entry.function == "KVCache"}
+OVERLAYS_TOP_LEFT = SUBMISSIONS / "overlays" / "mistake_decoding_top_left.py"
+DECODE_CHECKS = {entry.check for entry in catalogue() if entry.function == "attend_with_cache"}
+
+
+@pytest.mark.timeout(120)
+def test_a_kvcache_mistake_costs_only_kvcaches_checks():
+    """The cache grown on the head axis: KVCache's checks lose their points, attend_with_cache's keep theirs (carried)
+    and say that it builds on KVCache."""
+    found = graded("mistake_cache_head_axis", 0)
+    lost = {check: points for check, (points, _, _) in found.items() if points}
+    assert lost == {check: SETTINGS.points[check] for check in CACHE_CHECKS}
+    for check in DECODE_CHECKS:
+        assert "it builds on KVCache" in found[check][2], check
+
+
+@pytest.mark.timeout(120)
+def test_a_mistake_in_attend_with_cache_itself_is_not_freed_by_the_cache():
+    """attend_with_cache aligned top-left beside the same cache mistake: with the reference's cache it still fails,
+    so its checks lose their points besides KVCache's."""
+    found = graded(None, 0, source=with_overlay("mistake_cache_head_axis") + "\n" + OVERLAYS_TOP_LEFT.read_text())
+    lost = {check for check, (points, _, _) in found.items() if points}
+    assert CACHE_CHECKS <= lost
+    assert {"decoding_matches_full_pass", "decoding_alignment"} <= lost
+
+
+def test_the_grader_replays_a_question_on_the_references_class():
+    """A question about a class is its constructor's arguments and the calls made so far: answered by replaying them on
+    a fresh object of the reference's class, its last call's result; a method the class lacks gets no answer."""
+    K, V = torch.randn(2, 3, 4), torch.randn(2, 3, 5)
+    question = [1, 6, "append", 2, K[:, :2], V[:, :2], "append", 2, K[:, 2:], V[:, 2:], "__len__", 0]
+    assert substitution._value("KVCache", question) == 3
+    K_all, V_all = substitution._value("KVCache", question[:-2])
+    assert torch.equal(K_all, K) and torch.equal(V_all, V)
+    with pytest.raises(substitution.Refused):
+        substitution._value("KVCache", [1, 6, "__class__", 0])
+    with pytest.raises(substitution.Refused):
+        substitution._value("KVCache", [1, 6, *["__len__", 0] * (substitution.MAX_STEPS + 1)])
