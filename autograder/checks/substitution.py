@@ -10,12 +10,25 @@ arguments, on its own side, and runs the call again, until a call asks nothing n
 reference's results cross, never its code; whatever f does with them comes back to the grader alone, and the student
 receives nothing of the run but the verdict (the check's points, kept or not).
 
-If the check passes so, its loss is carried to the functions that stood in and were called in the complete runs
-(``Outcome.builds_on``; the attention answered, its own steps are not called):
-scoring keeps its points where each of them loses points of its own (autograder/scoring.py). Which functions may stand
+A class stands in by the same rule (the decoding part's KVCache for attend_with_cache): an object's answers are a
+function of its constructor's arguments and the calls made on it so far, so the worker's stand-in object
+(``recording._stand_in_class``) asks, for each call of a method (dunders such as ``len()`` included) or read of a public
+attribute, the question ``[n, *constructor's arguments, method, m, *its arguments, ...]``, and the grader answers it by
+making the reference's class with those arguments and replaying the calls on it (``_replayed``): the last call's
+result, if it is plain (tensors, numbers, tuples of them: ``_result``), is the answer; the object stays here. A question
+is read with its bounds before anything runs (``_steps``: ``MAX_STEPS`` calls, ``MAX_ELEMENTS`` elements in all, only
+methods the reference's class defines); its gradients are the reference's vector-Jacobian product over every tensor
+of the calls so far, so a gradient reaches every earlier call's arguments (the keys and values of each append).
+
+If the check passes so, its loss is carried to the functions and classes that stood in and were called in the complete
+runs (``Outcome.builds_on``; the attention answered, its own steps are not called):
+scoring keeps its points where each of them loses points of its own (autograder/scoring.py). Which may stand
 in is decided once, here, for every function (``candidates``): those that f calls in the reference (read from its
-source, assignment/composition.py) or that the student's f entered, each defined before f, and each failing a check of
-its own earlier in this grading. A timed call is timed on the student's code as it is; its answers, where the check
+source, assignment/composition.py) or that the student's f entered (a class: one of its methods ran), each defined
+before f, each failing a check of its own earlier in this grading, and each a function or a class the grader can answer
+for (``_replayable``: not a torch module, whose answers rest on the weights loaded into it).
+
+A timed call is timed on the student's code as it is; its answers, where the check
 reads them, are the substituted call's on the same inputs (``Substituted.timed``); a memory check's memory is measured
 on the student's code as it is, its answer the substituted call's (``Substituted(measured=True)``).
 """

@@ -10,6 +10,7 @@ import torch
 
 from autograder.assignment.catalogue import catalogue
 from autograder.checks import substitution
+from autograder.sandbox.student_side import serving
 from tests.decoding_cases import SETTINGS, graded
 from tests.helpers import SUBMISSIONS, with_overlay
 
@@ -51,3 +52,42 @@ def test_the_grader_replays_a_question_on_the_references_class():
         substitution._value("KVCache", [1, 6, "__class__", 0])
     with pytest.raises(substitution.Refused):
         substitution._value("KVCache", [1, 6, *["__len__", 0] * (substitution.MAX_STEPS + 1)])
+
+
+SOURCE = """
+import torch
+from torch import Tensor
+
+
+class Cache:
+    def __init__(self) -> None:
+        self.K: Tensor | None = None
+
+    def append(self, K_new: Tensor) -> Tensor:
+        self.K = K_new if self.K is None else torch.cat([self.K, K_new], dim=-2)
+        return self.K
+
+    def __len__(self) -> int:
+        return 0 if self.K is None else self.K.size(-2)
+
+
+Alias = Cache
+
+
+def use(K: Tensor) -> Tensor:
+    cache = Alias()
+    repr(K)  # torch's Tensor.__repr__, written in Python: not the submission's
+    return cache.append(K) * len(cache)
+"""
+
+
+def test_a_call_records_the_submissions_classes_whose_methods_it_ran(tmp_path):
+    """A class enters a call's record when one of its own methods runs, by the name it was defined with; an imported
+    class (torch's Tensor) is never recorded nor touched, and the class's methods are its own again after the call."""
+    path = tmp_path / "attention.py"
+    path.write_text(SOURCE)
+    module = serving._load(str(path), guard=False)  # here: the code guard is the sandbox's (test_fused_attention)
+    before = dict(vars(module.Cache)), dict(vars(torch.Tensor))
+    reply = serving._call(module, {"target": "use", "args": [torch.randn(2, 3, 4)]})
+    assert reply["ok"] and reply["entered"] == ["Cache"]
+    assert (dict(vars(module.Cache)), dict(vars(torch.Tensor))) == before

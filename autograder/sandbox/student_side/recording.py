@@ -2,7 +2,7 @@
 
 The fused-attention ops it ran and the library functions written in Python that compute attention it reached
 (``_recorder``: a torch function mode and a dispatch mode, on every thread the submission starts: ``_record_threads``),
-and which of the submission's own functions the call entered (``_entered``),
+and which of the submission's own functions and classes the call entered (``_entered``),
 for the hint "it builds on X". Runs beside student code: the standard library and torch only
 (student_side/__init__.py).
 """
@@ -389,12 +389,24 @@ def _stand_in_class(name: str, cls, table: _Table, entered: set[str]):
     return type(cls.__name__, (), namespace)
 
 
+def _own_class(value) -> bool:
+    """A class the submission defines: one of its own methods was compiled from the submission's file (attention.py,
+    or a notebook's cell, "cellN/attention.py"), not an imported one (torch's ``Tensor``, ``nn.Module``)."""
+    return isinstance(value, type) and any(
+        isinstance(method, types.FunctionType) and os.path.basename(method.__code__.co_filename) == "attention.py"
+        for method in vars(value).values()
+    )
+
+
 def _spaces(module, name: str, value) -> list[dict]:
-    """The namespaces the submission's code looks ``name`` up in, each holding ``value`` there: the module's own (where
-    the grader's requests find it) and the globals of its functions (a notebook's, the module's again)."""
-    found = []
-    owners = [value] if isinstance(value, types.FunctionType) else list(_methods(value).values())
-    for space in [vars(module), *(getattr(owner, "__globals__", None) for owner in owners)]:
+    """The namespaces the submission's code looks ``name`` up in, each holding ``value`` there: a function's globals
+    (the module, or a notebook's globals); for a class, the module's own too (where the grader's requests find it)."""
+    if isinstance(value, types.FunctionType):
+        owners, found = [value], []
+    else:
+        owners, found = list(_methods(value).values()), [vars(module)] if vars(module).get(name) is value else []
+    for owner in owners:
+        space = getattr(owner, "__globals__", None)
         if isinstance(space, dict) and space.get(name) is value and all(space is not seen for seen in found):
             found.append(space)
     return found
@@ -427,11 +439,10 @@ def _entered(module, table: _Table | None = None):
     patched, methods = [], []
     substitute = table.cases if table is not None else {}
     for name, value in list(vars(module).items()):
-        if isinstance(value, type) and name in substitute:
+        if _own_class(value) and name in substitute:
             entering = _stand_in_class(name, value, table, entered)
-        elif isinstance(value, type):
-            spaces = _spaces(module, name, value)
-            if spaces:  # the submission's own class (its methods' globals hold it): its methods recorded
+        elif _own_class(value):
+            if name == value.__name__:  # by the name it was defined with: an alias's methods are the same methods
                 methods += _recording_class(name, value, entered)
             continue
         elif not isinstance(value, types.FunctionType):
@@ -449,7 +460,7 @@ def _entered(module, table: _Table | None = None):
         for space, name, value, entering in patched:
             if space.get(name) is entering:  # what the student's code put there itself stays
                 space[name] = value
-        for cls, attr, function, wrapper in methods:
+        for cls, attr, function, wrapper in reversed(methods):
             if vars(cls).get(attr) is wrapper:
                 setattr(cls, attr, function)
 
