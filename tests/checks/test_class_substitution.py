@@ -48,8 +48,15 @@ def test_the_grader_replays_a_question_on_the_references_class():
     assert substitution._value("KVCache", question) == 3
     K_all, V_all = substitution._value("KVCache", question[:-2])
     assert torch.equal(K_all, K) and torch.equal(V_all, V)
-    with pytest.raises(substitution.Refused):
-        substitution._value("KVCache", [1, 6, "__class__", 0])
+    assert substitution._value("KVCache", [1, 6, *question[2:6], "__getattribute__", 1, "max_len"]) == 6
+    for refused in (
+        [1, 6, "__class__", 0],  # not a method the class defines
+        [1, 6, "__getattribute__", 1, "_secret"],  # not a public attribute
+        [1, 6, "__getattribute__", 1, "append"],  # a method, not a plain result: the reference's code stays here
+        [1, 6, "append", 2, K[:, :2]],  # calls that do not read as such
+    ):
+        with pytest.raises(substitution.Refused):
+            substitution._value("KVCache", refused)
     with pytest.raises(substitution.Refused):
         substitution._value("KVCache", [1, 6, *["__len__", 0] * (substitution.MAX_STEPS + 1)])
 
