@@ -3,9 +3,10 @@ model decodes, one token or chunk at a time against a cache of past keys and val
 groups of query heads. Graded against F.scaled_dot_product_attention(..., enable_gqa=True) and the full causal pass.
 
 The part builds on the student's own attention: whether a failure builds on the student's own
-scaled_dot_product_attention (for grouped_query_attention) or grouped_query_attention (for attend_with_cache) is
-decided outside these checks, as for every function, by running the check again with it answered by the reference
-(checks/substitution.py)."""
+scaled_dot_product_attention (for grouped_query_attention), or grouped_query_attention or KVCache (for
+attend_with_cache), is decided outside these checks, as for every function, by running the check again with it
+answered by the reference (checks/substitution.py; the class KVCache by replaying each object's calls on the
+reference's class)."""
 
 import math
 

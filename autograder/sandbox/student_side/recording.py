@@ -2,7 +2,7 @@
 
 The fused-attention ops it ran and the library functions written in Python that compute attention it reached
 (``_recorder``: a torch function mode and a dispatch mode, on every thread the submission starts: ``_record_threads``),
-and which of the submission's own functions the call entered (``_entered``),
+and which of the submission's own functions and classes the call entered (``_entered``),
 for the hint "it builds on X". Runs beside student code: the standard library and torch only
 (student_side/__init__.py).
 """
@@ -225,17 +225,11 @@ def _copy(value):
     return value.clone() if hasattr(value, "clone") else value
 
 
-def _stand_in(name: str, function, table: _Table, entered: set[str]):
-    """``function`` answered, for one call, by the grader's table (``_Table``): on arguments the table holds (bound as
-    the student's own signature binds them) it returns the reference's result, through autograd with the reference's
-    vector-Jacobian product as its backward; on any other it notes the question and runs the student's own. The
-    grader asks this to see whether the student's caller passes a check once ``name`` is right ("correct once X is
-    fixed")."""
-    import inspect
-
+def _answered_class(name: str, table: _Table):
+    """An autograd function that returns the grader's answer to one call of ``name`` (its ``value``), with the
+    reference's vector-Jacobian product, asked of the table, as its backward: gradients for the call's floating-point
+    tensor arguments (``tensors``), each a tensor the student's code passed."""
     import torch
-
-    signature = inspect.signature(function)
 
     class Answered(torch.autograd.Function):
         @staticmethod
@@ -253,6 +247,34 @@ def _stand_in(name: str, function, table: _Table, entered: set[str]):
                 grads = [None] * ctx.count
             return (None, None, *grads)
 
+    return Answered
+
+
+def _answer(Answered, given: list, value):
+    """The grader's ``value`` for a call on ``given``: through autograd (``Answered``) where one of its floating-point
+    tensor arguments requires a gradient, else a copy."""
+    import torch
+
+    tensors = [given[i] for i in _differentiable(given)]
+    holds = isinstance(value, torch.Tensor) or (
+        isinstance(value, (tuple, list)) and any(isinstance(item, torch.Tensor) for item in value)
+    )  # a number (len()) has no gradient
+    if holds and torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return Answered.apply([_detached(g) for g in given], value, *tensors)
+    return tuple(_copy(item) for item in value) if isinstance(value, (tuple, list)) else _copy(value)
+
+
+def _stand_in(name: str, function, table: _Table, entered: set[str]):
+    """``function`` answered, for one call, by the grader's table (``_Table``): on arguments the table holds (bound as
+    the student's own signature binds them) it returns the reference's result, through autograd with the reference's
+    vector-Jacobian product as its backward; on any other it notes the question and runs the student's own. The
+    grader asks this to see whether the student's caller passes a check once ``name`` is right ("correct once X is
+    fixed")."""
+    import inspect
+
+    signature = inspect.signature(function)
+    Answered = _answered_class(name, table)
+
     @functools.wraps(function)
     def standing_in(*args, **kwargs):
         entered.add(name)
@@ -262,39 +284,185 @@ def _stand_in(name: str, function, table: _Table, entered: set[str]):
         found, value = table.value(name, given)
         if not found:
             return function(*args, **kwargs)
-        tensors = [given[i] for i in _differentiable(given)]
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            return Answered.apply([_detached(g) for g in given], value, *tensors)
-        return tuple(_copy(item) for item in value) if isinstance(value, (tuple, list)) else _copy(value)
+        return _answer(Answered, given, value)
 
     return standing_in
 
 
+# Names a class's stand-in never takes from the student's class: how an object is made, looked up and set
+_NOT_STANDING_IN = frozenset(
+    {"__init__", "__new__", "__del__", "__getattr__", "__getattribute__", "__setattr__", "__delattr__"}
+    | {"__init_subclass__", "__class_getitem__", "__subclasshook__", "__set_name__", "__reduce__", "__reduce_ex__"}
+)
+READ = "__getattribute__"  # a question's step that reads a public attribute of the object (its one argument: the name)
+
+
+def _methods(cls) -> dict:
+    """The plain functions the student's class and its own bases define (``object``'s not), each by name, the
+    nearest first: what its objects answer, dunders included (``len(cache)``)."""
+    found: dict = {}
+    for klass in cls.__mro__[:-1]:
+        for attr, value in vars(klass).items():
+            if isinstance(value, types.FunctionType) and attr not in found and attr not in _NOT_STANDING_IN:
+                found[attr] = value
+    return found
+
+
+def _called_on(thing, method: str, args: tuple, kwargs: dict):
+    """One step of a question on an object: a call of its ``method``, or a read of an attribute (``READ``)."""
+    return getattr(thing, args[0]) if method == READ else getattr(thing, method)(*args, **kwargs)
+
+
+def _stand_in_class(name: str, cls, table: _Table, entered: set[str]):
+    """A class that stands in for the student's ``cls`` during one call: each method the student's class has (its
+    dunders too) is answered by the grader's table. An object's answers are a function of its constructor's arguments
+    and the calls made on it so far, so the question of one call is all of them, flat: ``[n, *constructor's
+    arguments, method, m, *its arguments, ..., this method, k, *its arguments]`` (each bound as the student's own
+    signature binds it; a read of a public attribute the object does not hold is the step ``READ``, its one argument
+    the name). The grader answers it by making the reference's class with those arguments and replaying the calls
+    (checks/substitution.py). A call the table cannot answer is noted and answered by the student's own object, made
+    and brought to the same point then (every later call goes to it too), so that one run asks what it can."""
+    import inspect
+
+    made = inspect.signature(cls)
+    methods = _methods(cls)
+    Answered = _answered_class(name, table)
+
+    def flat(init: list, steps: list) -> list:
+        question = [len(init), *init]
+        for method, given in steps:
+            question += [method, len(given), *given]
+        return question
+
+    def step(self, method: str, args: tuple, kwargs: dict, signature):
+        state = object.__getattribute__(self, "_standing_in")
+        entered.add(name)
+        given = [args[0]] if signature is None else _given(signature, args, kwargs)
+        if given is None:  # the student's own method would not bind them either: its own error, from its own object
+            return _called_on(own(state), method, args, kwargs)
+        state["steps"].append((method, given))
+        state["calls"].append((method, args, kwargs))
+        question = flat(state["init"], state["steps"])
+        found, value = table.value(name, question)
+        if state["own"] is not None or not found:  # the student's own object kept at the same point
+            mine = _called_on(own(state, replayed=len(state["calls"]) - 1), method, args, kwargs)
+            if not found:
+                return mine
+        return _answer(Answered, question, value)
+
+    def own(state: dict, replayed: int | None = None):
+        """The student's own object, made with the same arguments, with the calls before this one replayed on it."""
+        if state["own"] is None:
+            state["own"] = cls(*state["made"][0], **state["made"][1])
+            for method, args, kwargs in state["calls"][:replayed]:
+                _called_on(state["own"], method, args, kwargs)
+        return state["own"]
+
+    def method_of(method: str, function):
+        signature = inspect.signature(function)
+        parameters = list(signature.parameters.values())[1:]  # less self
+        unbound = signature.replace(parameters=parameters)
+
+        @functools.wraps(function)
+        def answered(self, *args, **kwargs):
+            return step(self, method, args, kwargs, unbound)
+
+        return answered
+
+    def __init__(self, *args, **kwargs):
+        entered.add(name)
+        init = _given(made, args, kwargs)
+        if init is None:  # arguments the student's own class does not take: its own error
+            cls(*args, **kwargs)
+            raise TypeError(f"{name}() does not take these arguments")
+        state = {"init": init, "made": (args, kwargs), "steps": [], "calls": [], "own": None}
+        object.__setattr__(self, "_standing_in", state)
+
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("_"):
+            raise AttributeError(attribute)
+        return step(self, READ, (attribute,), {}, None)
+
+    namespace = {attr: method_of(attr, function) for attr, function in methods.items()}
+    namespace.update({"__init__": __init__, "__getattr__": __getattr__, "__doc__": cls.__doc__})
+    namespace["__module__"] = cls.__module__
+    return type(cls.__name__, (), namespace)
+
+
+def _own_class(value) -> bool:
+    """A class the submission defines: one of its own methods was compiled from the submission's file (attention.py,
+    or a notebook's cell, "cellN/attention.py"), not an imported one (torch's ``Tensor``, ``nn.Module``)."""
+    return isinstance(value, type) and any(
+        isinstance(method, types.FunctionType) and os.path.basename(method.__code__.co_filename) == "attention.py"
+        for method in vars(value).values()
+    )
+
+
+def _spaces(module, name: str, value) -> list[dict]:
+    """The namespaces the submission's code looks ``name`` up in, each holding ``value`` there: a function's globals
+    (the module, or a notebook's globals); for a class, the module's own too (where the grader's requests find it)."""
+    if isinstance(value, types.FunctionType):
+        owners, found = [value], []
+    else:
+        owners, found = list(_methods(value).values()), [vars(module)] if vars(module).get(name) is value else []
+    for owner in owners:
+        space = getattr(owner, "__globals__", None)
+        if isinstance(space, dict) and space.get(name) is value and all(space is not seen for seen in found):
+            found.append(space)
+    return found
+
+
+def _recording_class(name: str, cls, entered: set[str]) -> list:
+    """The methods the student's class itself defines, each wrapped in place for the block (``_recording``): entering
+    one enters the class. Returns what to put back: (class, attribute, method, wrapper)."""
+    patched = []
+    for attr, function in list(vars(cls).items()):
+        if isinstance(function, types.FunctionType) and attr not in ("__new__", "__init_subclass__"):
+            wrapper = _recording(name, function, entered)
+            try:
+                setattr(cls, attr, wrapper)
+            except (AttributeError, TypeError):  # a class that refuses it: not recorded
+                continue
+            patched.append((cls, attr, function, wrapper))
+    return patched
+
+
 @contextlib.contextmanager
 def _entered(module, table: _Table | None = None):
-    """The names of the module's own functions that the block calls by their global names (the name each one
-    was defined with). Each is wrapped, for the block only, in the namespace its callers look it up in
-    (``__globals__``: the module, or a notebook's globals). Evidence for a hint ("it builds on X"),
-    never for a grade. ``table`` holds the grader's answers for the functions it names: each of them stands in for
-    the block with those answers (``_stand_in``)."""
+    """The names of the module's own functions and classes that the block calls by their global names (the name each
+    one was defined with), a class when one of its own methods is entered. Each function is wrapped, for the block
+    only, in the namespace its callers look it up in (``__globals__``: the module, or a notebook's globals); each
+    class's methods in the class. Evidence for a hint ("it builds on X"), never for a grade. ``table`` holds the
+    grader's answers for the functions and classes it names: each of them stands in for the block with those answers
+    (``_stand_in``, ``_stand_in_class``: a class replaced by its stand-in where it is looked up)."""
     entered: set[str] = set()
-    patched = []
+    patched, methods = [], []
     substitute = table.cases if table is not None else {}
-    for name, function in list(vars(module).items()):
-        space = getattr(function, "__globals__", None) if isinstance(function, types.FunctionType) else None
-        if space is not None and space.get(name) is function:
-            if name in substitute:
-                entering = _stand_in(name, function, table, entered)
-            else:
-                entering = _recording(name, function, entered)
+    for name, value in list(vars(module).items()):
+        if _own_class(value) and name in substitute:
+            entering = _stand_in_class(name, value, table, entered)
+        elif _own_class(value):
+            if name == value.__name__:  # by the name it was defined with: an alias's methods are the same methods
+                methods += _recording_class(name, value, entered)
+            continue
+        elif not isinstance(value, types.FunctionType):
+            continue
+        elif name in substitute:
+            entering = _stand_in(name, value, table, entered)
+        else:
+            entering = _recording(name, value, entered)
+        for space in _spaces(module, name, value):
             space[name] = entering
-            patched.append((space, name, function, entering))
+            patched.append((space, name, value, entering))
     try:
         yield entered
     finally:
-        for space, name, function, entering in patched:
+        for space, name, value, entering in patched:
             if space.get(name) is entering:  # what the student's code put there itself stays
-                space[name] = function
+                space[name] = value
+        for cls, attr, function, wrapper in reversed(methods):
+            if vars(cls).get(attr) is wrapper:
+                setattr(cls, attr, function)
 
 
 class _Memory:
