@@ -147,6 +147,26 @@ def _charges(stat: Path | None) -> tuple[int, int] | None:
         return None
 
 
+def _kernel_usage(group: Path | None, name: str = "usage_in_bytes") -> int | None:
+    """The bytes of kernel memory charged to the memory cgroup ``group`` now (``usage_in_bytes``) or at its high-water
+    mark (``max_usage_in_bytes``); None where there is no such group or file."""
+    if group is None:
+        return None
+    try:
+        return int((group / f"memory.kmem.{name}").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _reset_kernel_mark(group: Path) -> bool:
+    """The high-water mark of ``group``'s kernel memory set back to what it holds now (True where it took)."""
+    try:
+        (group / "memory.kmem.max_usage_in_bytes").write_text("0")
+        return True
+    except OSError:
+        return False
+
+
 def _reaped(pid: int) -> str | None:
     fields = stat_fields(pid)
     return fields[_REAPED_FAULTS] if fields is not None and len(fields) > _REAPED_FAULTS else None
@@ -176,12 +196,15 @@ class Taken:
     ``ended``, whether a process ran during the call and ended before the grader could read it; ``touched``, the bytes
     of their pages the call read or wrote, summed, wherever and whenever those pages were taken (None: not read);
     ``charged``, the more of the bytes the kernel charged to the sandbox's memory cgroup while the call ran and those
-    it took back (None: no such group)."""
+    it took back (None: no such group); ``kernel``, the most kernel memory the group held while the call ran, above the
+    least it held at the call's start or when its process was probed, before any student code ran (None: no group that
+    counts it)."""
 
     grown: int
     ended: bool
     touched: int | None = None
     charged: int | None = None
+    kernel: int | None = None
 
 
 @dataclass
@@ -192,11 +215,14 @@ class Peak:
     descendants: bool = True  # the processes below ``pid`` too (False: ``pid`` alone, a test's own process)
     accessed: bool = True  # clear and count the pages calls touch (False: a test's own process)
     stat: Path | None = None  # the sandbox's memory cgroup's memory.stat (cgroup v1), where it has one
+    kernel: Path | None = None  # the sandbox's memory cgroup, where it counts its kernel memory (cgroup v1's kmem)
     usable: bool = False  # the reset worked on this child before any student code ran
     why: str = "not measured yet"
     _before: dict[int, tuple[int, str | None]] | None = field(default=None, repr=False)
     _copied: dict[bytes, int] = field(default_factory=dict, repr=False)  # the libraries' copied pages, at the probe
     _charges: tuple[int, int] | None = field(default=None, repr=False)  # the group's pgpgin and pgpgout at start
+    _kernel_floor: int | None = field(default=None, repr=False)  # the group's kernel memory at the probe
+    _kernel_start: int | None = field(default=None, repr=False)  # the least of that and its kernel memory at start
 
     def probe(self, pid: int) -> None:
         """Whether the grader can reset and read ``pid``'s mark: tried once, on a fresh child, before it loads."""
@@ -206,6 +232,8 @@ class Peak:
             self._copied = _copied(pid)
             peak = peak and _clear_accessed(pid) and _touched_kib(pid, self._copied) is not None
         self.usable = peak
+        # the kernel memory the group holds before any student code runs: its keeper's, the sandbox's, the worker's
+        self._kernel_floor = _kernel_usage(self.kernel) if self.kernel and _reset_kernel_mark(self.kernel) else None
         self.why = "" if self.usable else f"the kernel did not let the grader use /proc/{pid}/clear_refs and smaps"
 
     def _processes(self) -> list[int]:
@@ -217,6 +245,11 @@ class Peak:
         if not self.usable or self.pid is None:
             return
         self._charges = _charges(self.stat)
+        self._kernel_start = None
+        if self._kernel_floor is not None:
+            _reset_kernel_mark(self.kernel)  # where it fails now, the mark since it last took: never less
+            now = _kernel_usage(self.kernel)
+            self._kernel_start = None if now is None else min(now, self._kernel_floor)
         before = {}
         for pid in self._processes():
             _reset(pid)  # where it fails now, the mark since the process started: never less
@@ -252,4 +285,6 @@ class Peak:
         charged = None
         if charges is not None and self._charges is not None:
             charged = max(now_ - then for now_, then in zip(charges, self._charges)) * os.sysconf("SC_PAGE_SIZE")
-        return Taken(grown << 10, ended, touched << 10 if pages else None, charged)
+        mark = _kernel_usage(self.kernel, "max_usage_in_bytes") if self._kernel_start is not None else None
+        kernel = None if mark is None else max(mark - self._kernel_start, 0)
+        return Taken(grown << 10, ended, touched << 10 if pages else None, charged, kernel)

@@ -38,6 +38,9 @@ ATTACKS = [
     "attack_memory_rooms_at_import",
     "attack_memory_tmpfs",  # the matrix in files of the sandbox's tmpfs, never mapped: the kernel charged them
     "attack_memory_memfd",  # the matrix in memfds, never mapped: the kernel charged them
+    # the matrix parked in kernel memory, no page of any process or file: the buffers of pipes, of Unix socket pairs
+    "attack_memory_pipes",
+    "attack_memory_sockets",
 ]
 # a seventh: the matrix built in a forked child process that ends before the call returns
 FORKED = "attack_memory_forked"
