@@ -43,7 +43,23 @@ the grader's, outside the sandbox. The worker keeps what a call frees for that c
 (``recording._keep_freed``), so that an honest call that frees and takes its blocks again is charged about its peak.
 cgroup v2's ``memory.stat`` has no such count: there (and without a group) ``charged`` is None and those ways go unseen.
 The count is of charging events, and a huge page is one (the kernel's rule), so memory taken in transparent huge pages
-is counted short where the machine grants them; kernel memory (pipe buffers) is in no page count at all.
+is counted short where the machine grants them.
+
+Kernel memory is in no page count at all: a call that parks the matrix in pipe buffers (many pipes, each grown with
+``F_SETPIPE_SZ``) or in the queues of Unix socket pairs, and reads it back, maps nothing, touches no page of its own
+and is charged no user page. cgroup v1 charges that memory to the group's kernel-memory counter
+(``memory.kmem.usage_in_bytes``, pipe and socket buffers as written, page tables and kernel objects too), whose
+high-water mark (``memory.kmem.max_usage_in_bytes``) the grader may set back to the usage now by writing to it. So when
+the child is probed, before any student code runs, the grader reads that usage (the keeper's, the sandbox's and the
+worker's own kernel memory: the floor); before every call it resets the mark and reads the usage; after the answer it
+reads the mark: ``Taken.kernel`` is the mark above the lesser of the floor and the usage at the call's start, the
+most kernel memory the sandbox held while the call ran beyond what it held before any student code ran, so that
+buffers filled at import or by an earlier call and drained and filled again during this one count too. Honest calls
+hold next to none (page tables: 2 MiB a GiB mapped). The files are the grader's, outside the sandbox: the worker can
+neither read nor reset them. cgroup v2 has no high-water mark of kernel memory alone (``memory.peak`` is all the
+group's memory, resettable only from Linux 6.12; ``memory.stat``'s ``kernel`` and ``sock`` say what is held now, not
+during the call), and nothing is read there (this project's machines run cgroup v1, where it could be tested):
+``kernel`` is None, and a matrix parked in kernel buffers and given back before the call returns goes unseen.
 """
 
 from __future__ import annotations
