@@ -50,6 +50,7 @@ NAMES = [
     "attack_memory_memfd",
     "attack_memory_pipes",
     "attack_memory_sockets",
+    "attack_memory_pipes_at_import",
 ]
 
 
