@@ -74,9 +74,9 @@ def _lost(result: dict) -> dict[str, str]:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ATTACKS)
 def test_a_full_matrix_built_out_of_the_workers_sight_loses_the_memory_check_alone(tmp_path, mode, name):
-    """The whole process's peak and the pages the call touched, measured by the grader, show the matrix whatever
-    thread, library, dtype, lifetime or memory taken beforehand made it, and whatever the code could observe; only
-    blockwise_memory's points go."""
+    """The whole process's peak, the pages the call touched, the pages charged to the sandbox and the kernel memory it
+    held, measured by the grader, show the matrix whatever thread, library, dtype, lifetime, memory taken beforehand or
+    kernel buffer held it, and whatever the code could observe; only blockwise_memory's points go."""
     result = _graded(mode, tmp_path, name)
     lost = _lost(result)
     assert list(lost) == ["blockwise_memory"], lost
