@@ -7,12 +7,13 @@ tests/submissions/overlays) is loaded in one worker, as a grading loads it; for 
 checks' sizes, then the memory check's three calls (without a mask, causal, with a (T_q, T_k) mask) on inputs drawn
 as autograder/checks/check_6_blockwise.py draws them. For each call: ``grown`` (how far the sandbox's memory rose at
 its peak, ``Reply.grown_bytes``), ``touched`` (the pages it read or wrote, ``Reply.touched_bytes``), both above the
-call's inputs, and ``charged`` (the pages the kernel gave the sandbox's memory cgroup or took back, the more of the
-two, ``Reply.charged_bytes``; the inputs are the grader's pages, never charged to the sandbox), against the allowance
-(half the (T_q, T_k) matrix). Prints one row per submission: the medians and
-ranges in MiB, and how many calls were over the allowance, and how many of those were over it again on the call
-that followed (the check measures a call over it once more on a fresh draw, and fails only then). Paste the table
-into docs/performance.md ("The memory check's margins").
+call's inputs, ``charged`` (the pages the kernel gave the sandbox's memory cgroup or took back, the more of the two,
+``Reply.charged_bytes``; the inputs are the grader's pages, never charged to the sandbox), and ``kernel`` (the most
+kernel memory the group held during the call, above the least it held at the call's start or before any student code
+ran: pipe and socket buffers, page tables, ``Reply.kernel_bytes``), against the allowance (half the (T_q, T_k)
+matrix). Prints one row per submission: the medians and ranges in MiB, how many calls were over the allowance, and how
+many of those were over it again on the call that followed (the check measures a call over it once more on a fresh
+draw, and fails only then). Paste the table into docs/performance.md ("The memory check's margins").
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ NAMES = [
     "attack_memory_rooms_at_import",
     "attack_memory_tmpfs",
     "attack_memory_memfd",
+    "attack_memory_pipes",
+    "attack_memory_sockets",
+    "attack_memory_pipes_at_import",
 ]
 
 
@@ -70,9 +74,9 @@ def _calls(draw: Draw):
         yield (Q, K, V, mask, is_causal, block_size)
 
 
-def measure(name: str, seeds: int) -> list[tuple[float, float, float, float]]:
-    """(grown, touched, charged, allowance), in MiB, for each of the memory check's calls (the first two above the
-    inputs)."""
+def measure(name: str, seeds: int) -> list[tuple[float, float, float, float, float]]:
+    """(grown, touched, charged, kernel, allowance), in MiB, for each of the memory check's calls (the first two above
+    the inputs)."""
     settings = load_settings(environ={})
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -96,6 +100,7 @@ def measure(name: str, seeds: int) -> list[tuple[float, float, float, float]]:
                     matrix = math.prod(Q.shape[:-1]) * K.size(-2) * Q.element_size()
                     mib = [(reply.grown_bytes - inputs) / 2**20, (reply.touched_bytes - inputs) / 2**20]
                     mib.append((reply.charged_bytes or 0) / 2**20)
+                    mib.append((reply.kernel_bytes or 0) / 2**20)
                     rows.append((*mib, matrix // memory_check.MATRIX_SHARE / 2**20))
     return rows
 
@@ -111,16 +116,15 @@ def main() -> None:
     options = parser.parse_args()
     names = options.only.split(",") if options.only else NAMES
     print(
-        "| submission | grown above inputs, MiB | touched above inputs, MiB | charged, MiB | over the allowance"
-        " | twice in a row |"
+        "| submission | grown above inputs, MiB | touched above inputs, MiB | charged, MiB | kernel, MiB"
+        " | over the allowance | twice in a row |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for name in names:
         rows = measure(name, options.seeds)
-        over = [max(grown, touched, charged) > allowance for grown, touched, charged, allowance in rows]
+        over = [max(row[:-1]) > row[-1] for row in rows]
         twice = sum(1 for first, second in zip(over, over[1:]) if first and second)
-        grown, touched, charged = ([r[column] for r in rows] for column in range(3))
-        spreads = " | ".join(_spread(column) for column in (grown, touched, charged))
+        spreads = " | ".join(_spread([row[column] for row in rows]) for column in range(4))
         print(f"| {name} | {spreads} | {sum(over)} of {len(rows)} | {twice} |", flush=True)
 
 

@@ -224,11 +224,12 @@ def _mib(count: int) -> str:
 def test_blockwise_memory(loaded, draw, settings):
     """Takes far less memory than the (T_q, T_k) matrix of scores: the grader measures the whole worker process from
     outside it (how far its resident set rose while the call ran, how much of its memory the call read or wrote,
-    wherever that memory was taken, and how many pages the kernel gave the sandbox or took back from it while the call
-    ran, files in memory included: every thread, every library, numpy included, every dtype), on inputs drawn afresh
-    with T_k in the thousands, without a mask, with is_causal=True and with a (T_q, T_k) mask. A call may take its
-    inputs and half that matrix besides (a call over it is measured again on inputs drawn afresh, and fails only if
-    over it again); its outputs must be right too.
+    wherever that memory was taken, how many pages the kernel gave the sandbox or took back from it while the call
+    ran, files in memory included, and the most kernel memory the sandbox held, pipe and socket buffers included: every
+    thread, every library, numpy included, every dtype), on inputs drawn afresh with T_k in the thousands, without a
+    mask, with is_causal=True and with a (T_q, T_k) mask. A call may take its inputs and half that matrix besides (a
+    call over it is measured again on inputs drawn afresh, and fails only if over it again); its outputs must be right
+    too.
     """
     held = Cases()
     # first a call of the value checks' sizes, measured as every call is (nothing tells it from theirs): what the
@@ -255,8 +256,9 @@ def test_blockwise_memory(loaded, draw, settings):
 def _measure(loaded, draw, settings, label: str, masked: bool, is_causal: bool, again: bool = False) -> bool:
     """One call on inputs drawn here: the outputs of some queries, drawn, compared with torch's, and the memory the
     call's process took or touched while it ran, as the grader measured it from outside the worker
-    (``reply.grown_bytes``, ``reply.touched_bytes``), against its inputs and a share of the matrix. True where it was
-    over that allowance (the first time; ``again``: fails instead)."""
+    (``reply.grown_bytes``, ``reply.touched_bytes``, ``reply.charged_bytes``, ``reply.kernel_bytes``), against its
+    inputs and a share of the matrix. True where it was over that allowance (the first time; ``again``: fails
+    instead)."""
     lead = MEMORY_LEADS[draw.integer(0, len(MEMORY_LEADS) - 1)]
     per = math.prod(lead)  # batches and heads
     T_q, T_k = draw.integer(*MEMORY_QUERIES) // per, draw.integer(*MEMORY_KEYS)
@@ -298,7 +300,8 @@ def _measure(loaded, draw, settings, label: str, masked: bool, is_causal: bool, 
     budget = inputs + matrix // MATRIX_SHARE
     touched = reply.touched_bytes or 0  # None: a runner that counts no pages (a test's, tests/in_process.py)
     charged = reply.charged_bytes or 0  # None: no memory cgroup that counts its pages (cgroup v2, or none)
-    used = max(reply.grown_bytes, touched, charged)
+    kernel = reply.kernel_bytes or 0  # None: no memory cgroup that counts its kernel memory (cgroup v2, or none)
+    used = max(reply.grown_bytes, touched, charged, kernel)
     if used <= budget:
         return False
     if not again:
@@ -312,8 +315,9 @@ def _measure(loaded, draw, settings, label: str, masked: bool, is_causal: bool, 
     fail(
         f"blockwise_attention {where} took {_mib(used)} of memory while it ran (the grader's measure of the whole"
         f" process: every thread and library): its memory rose {_mib(reply.grown_bytes)}, it read or wrote"
-        f" {_mib(touched)}, wherever that memory was taken, and the kernel gave its sandbox or took back"
-        f" {_mib(charged)} of pages (files in memory included); allowed: {_mib(budget)}, its inputs and half"
+        f" {_mib(touched)}, wherever that memory was taken, the kernel gave its sandbox or took back"
+        f" {_mib(charged)} of pages (files in memory included), and its sandbox held up to {_mib(kernel)} of kernel"
+        f" memory (pipe and socket buffers included); allowed: {_mib(budget)}, its inputs and half"
         f" the (T_q, T_k) matrix of scores, which is {_mib(matrix)}{largest}; the same on inputs drawn before these",
         hint="compute the scores of one block of keys at a time, (T_q, block_size), keep only the running maximum,"
         " sum and output between blocks, and let each block go before the next",

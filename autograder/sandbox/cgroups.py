@@ -285,6 +285,19 @@ class Cgroups:
         return None
 
     @property
+    def kernel_memory(self) -> Path | None:
+        """The submission's memory group where it counts the kernel memory charged to the group (cgroup v1's
+        ``memory.kmem.usage_in_bytes`` and its resettable high-water mark ``memory.kmem.max_usage_in_bytes``: pipe
+        and socket buffers, page tables, kernel objects; sandbox/memory.py); None otherwise (cgroup v2 has no
+        resettable mark of it, and no group no files)."""
+        if not self.procs:
+            return None
+        for folder in self.folders:
+            if all((folder / f"memory.kmem.{name}").exists() for name in ("usage_in_bytes", "max_usage_in_bytes")):
+                return folder
+        return None
+
+    @property
     def cpu_group(self) -> Path | None:
         """The group whose CPU weight the whole submission shares; None where the cpu controller was not usable."""
         return self._weight[0] if self._weight and self.procs else None

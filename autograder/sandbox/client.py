@@ -154,6 +154,7 @@ class Sandbox(Runner):
             self.folder.name, memory_bytes=self.limits["memory_bytes"], processes=self.limits["processes"], owner=owner
         )
         self._peak.stat = self.cgroups.memory_stat  # the pages the kernel charges the submission (memory.py)
+        self._peak.kernel = self.cgroups.kernel_memory  # the kernel memory charged to the submission (memory.py)
         self._client = self._zygote.client()
         return self
 
@@ -342,6 +343,7 @@ class Sandbox(Runner):
             reply.grown_bytes = None if taken is None else taken.grown
             reply.touched_bytes = None if taken is None else taken.touched
             reply.charged_bytes = None if taken is None else taken.charged
+            reply.kernel_bytes = None if taken is None else taken.kernel
             reply.ran_processes = taken is not None and taken.ended
             reply.unmeasured = self._peak.why or ("" if taken is not None else "the student's process was gone")
         return reply

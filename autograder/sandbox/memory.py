@@ -43,7 +43,23 @@ the grader's, outside the sandbox. The worker keeps what a call frees for that c
 (``recording._keep_freed``), so that an honest call that frees and takes its blocks again is charged about its peak.
 cgroup v2's ``memory.stat`` has no such count: there (and without a group) ``charged`` is None and those ways go unseen.
 The count is of charging events, and a huge page is one (the kernel's rule), so memory taken in transparent huge pages
-is counted short where the machine grants them; kernel memory (pipe buffers) is in no page count at all.
+is counted short where the machine grants them.
+
+Kernel memory is in no page count at all: a call that parks the matrix in pipe buffers (many pipes, each grown with
+``F_SETPIPE_SZ``) or in the queues of Unix socket pairs, and reads it back, maps nothing, touches no page of its own
+and is charged no user page. cgroup v1 charges that memory to the group's kernel-memory counter
+(``memory.kmem.usage_in_bytes``, pipe and socket buffers as written, page tables and kernel objects too), whose
+high-water mark (``memory.kmem.max_usage_in_bytes``) the grader may set back to the usage now by writing to it. So when
+the child is probed, before any student code runs, the grader reads that usage (the keeper's, the sandbox's and the
+worker's own kernel memory: the floor); before every call it resets the mark and reads the usage; after the answer it
+reads the mark: ``Taken.kernel`` is the mark above the lesser of the floor and the usage at the call's start, the
+most kernel memory the sandbox held while the call ran beyond what it held before any student code ran, so that
+buffers filled at import or by an earlier call and drained and filled again during this one count too. Honest calls
+hold next to none (page tables: 2 MiB a GiB mapped). The files are the grader's, outside the sandbox: the worker can
+neither read nor reset them. cgroup v2 has no high-water mark of kernel memory alone (``memory.peak`` is all the
+group's memory, resettable only from Linux 6.12; ``memory.stat``'s ``kernel`` and ``sock`` say what is held now, not
+during the call), and nothing is read there (this project's machines run cgroup v1, where it could be tested):
+``kernel`` is None, and a matrix parked in kernel buffers and given back before the call returns goes unseen.
 """
 
 from __future__ import annotations
@@ -147,6 +163,26 @@ def _charges(stat: Path | None) -> tuple[int, int] | None:
         return None
 
 
+def _kernel_usage(group: Path | None, name: str = "usage_in_bytes") -> int | None:
+    """The bytes of kernel memory charged to the memory cgroup ``group`` now (``usage_in_bytes``) or at its high-water
+    mark (``max_usage_in_bytes``); None where there is no such group or file."""
+    if group is None:
+        return None
+    try:
+        return int((group / f"memory.kmem.{name}").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _reset_kernel_mark(group: Path) -> bool:
+    """The high-water mark of ``group``'s kernel memory set back to what it holds now (True where it took)."""
+    try:
+        (group / "memory.kmem.max_usage_in_bytes").write_text("0")
+        return True
+    except OSError:
+        return False
+
+
 def _reaped(pid: int) -> str | None:
     fields = stat_fields(pid)
     return fields[_REAPED_FAULTS] if fields is not None and len(fields) > _REAPED_FAULTS else None
@@ -176,12 +212,15 @@ class Taken:
     ``ended``, whether a process ran during the call and ended before the grader could read it; ``touched``, the bytes
     of their pages the call read or wrote, summed, wherever and whenever those pages were taken (None: not read);
     ``charged``, the more of the bytes the kernel charged to the sandbox's memory cgroup while the call ran and those
-    it took back (None: no such group)."""
+    it took back (None: no such group); ``kernel``, the most kernel memory the group held while the call ran, above the
+    least it held at the call's start or when its process was probed, before any student code ran (None: no group that
+    counts it)."""
 
     grown: int
     ended: bool
     touched: int | None = None
     charged: int | None = None
+    kernel: int | None = None
 
 
 @dataclass
@@ -192,11 +231,14 @@ class Peak:
     descendants: bool = True  # the processes below ``pid`` too (False: ``pid`` alone, a test's own process)
     accessed: bool = True  # clear and count the pages calls touch (False: a test's own process)
     stat: Path | None = None  # the sandbox's memory cgroup's memory.stat (cgroup v1), where it has one
+    kernel: Path | None = None  # the sandbox's memory cgroup, where it counts its kernel memory (cgroup v1's kmem)
     usable: bool = False  # the reset worked on this child before any student code ran
     why: str = "not measured yet"
     _before: dict[int, tuple[int, str | None]] | None = field(default=None, repr=False)
     _copied: dict[bytes, int] = field(default_factory=dict, repr=False)  # the libraries' copied pages, at the probe
     _charges: tuple[int, int] | None = field(default=None, repr=False)  # the group's pgpgin and pgpgout at start
+    _kernel_floor: int | None = field(default=None, repr=False)  # the group's kernel memory at the probe
+    _kernel_start: int | None = field(default=None, repr=False)  # the least of that and its kernel memory at start
 
     def probe(self, pid: int) -> None:
         """Whether the grader can reset and read ``pid``'s mark: tried once, on a fresh child, before it loads."""
@@ -206,6 +248,8 @@ class Peak:
             self._copied = _copied(pid)
             peak = peak and _clear_accessed(pid) and _touched_kib(pid, self._copied) is not None
         self.usable = peak
+        # the kernel memory the group holds before any student code runs: its keeper's, the sandbox's, the worker's
+        self._kernel_floor = _kernel_usage(self.kernel) if self.kernel and _reset_kernel_mark(self.kernel) else None
         self.why = "" if self.usable else f"the kernel did not let the grader use /proc/{pid}/clear_refs and smaps"
 
     def _processes(self) -> list[int]:
@@ -217,6 +261,11 @@ class Peak:
         if not self.usable or self.pid is None:
             return
         self._charges = _charges(self.stat)
+        self._kernel_start = None
+        if self._kernel_floor is not None:
+            _reset_kernel_mark(self.kernel)  # where it fails now, the mark since it last took: never less
+            now = _kernel_usage(self.kernel)
+            self._kernel_start = None if now is None else min(now, self._kernel_floor)
         before = {}
         for pid in self._processes():
             _reset(pid)  # where it fails now, the mark since the process started: never less
@@ -252,4 +301,6 @@ class Peak:
         charged = None
         if charges is not None and self._charges is not None:
             charged = max(now_ - then for now_, then in zip(charges, self._charges)) * os.sysconf("SC_PAGE_SIZE")
-        return Taken(grown << 10, ended, touched << 10 if pages else None, charged)
+        mark = _kernel_usage(self.kernel, "max_usage_in_bytes") if self._kernel_start is not None else None
+        kernel = None if mark is None else max(mark - self._kernel_start, 0)
+        return Taken(grown << 10, ended, touched << 10 if pages else None, charged, kernel)

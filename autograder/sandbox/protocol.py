@@ -100,6 +100,10 @@ class Reply:
     # calls: the more of the bytes the kernel charged to the submission's memory cgroup while the call ran (any page:
     # a process's, a tmpfs file's, a memfd's) and those it took back from it (memory.py); None where no group counts
     charged_bytes: int | None = None
+    # calls: the most kernel memory (pipe and socket buffers, page tables, kernel objects) the submission's memory
+    # cgroup held while the call ran, above the least it held at the call's start or before any student code ran
+    # (memory.py); None where no group counts it
+    kernel_bytes: int | None = None
     unmeasured: str = "not measured by this runner"
     ran_processes: bool = False  # a process ran during the call and ended before the runner could read its memory
 

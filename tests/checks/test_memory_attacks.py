@@ -6,7 +6,9 @@ measure; the reference and a real chunked port keep it. An eighth writes the mat
 import, which adds nothing to the process's peak: the grader's count of the pages the call touched shows it. Four more
 build it where neither the peak nor the touched pages see it: in room the call freed (taken again between calls by a
 thread of its own, or taken at import), or unmapped in tmpfs files or memfds; the kernel's count of the pages charged
-to the sandbox shows them. Graded with the worker root and unprivileged."""
+to the sandbox shows them. Three park it in kernel memory, which no page count sees: in pipes or Unix socket pairs
+made by the call, or in pipes filled at import; the kernel memory the sandbox held during the call, above what it held
+before any student code ran, shows them. Graded with the worker root and unprivileged."""
 
 from __future__ import annotations
 
@@ -38,6 +40,13 @@ ATTACKS = [
     "attack_memory_rooms_at_import",
     "attack_memory_tmpfs",  # the matrix in files of the sandbox's tmpfs, never mapped: the kernel charged them
     "attack_memory_memfd",  # the matrix in memfds, never mapped: the kernel charged them
+    # the matrix parked in kernel memory, no page of any process or file: the buffers of pipes, of Unix socket pairs;
+    # the kernel memory the sandbox held while the call ran shows it
+    "attack_memory_pipes",
+    "attack_memory_sockets",
+    # the same in pipes filled at import, drained and filled again by each call: no rise above the call's start, but
+    # above what the sandbox held before any student code ran
+    "attack_memory_pipes_at_import",
 ]
 # a seventh: the matrix built in a forked child process that ends before the call returns
 FORKED = "attack_memory_forked"
@@ -65,9 +74,9 @@ def _lost(result: dict) -> dict[str, str]:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ATTACKS)
 def test_a_full_matrix_built_out_of_the_workers_sight_loses_the_memory_check_alone(tmp_path, mode, name):
-    """The whole process's peak and the pages the call touched, measured by the grader, show the matrix whatever
-    thread, library, dtype, lifetime or memory taken beforehand made it, and whatever the code could observe; only
-    blockwise_memory's points go."""
+    """The whole process's peak, the pages the call touched, the pages charged to the sandbox and the kernel memory it
+    held, measured by the grader, show the matrix whatever thread, library, dtype, lifetime, memory taken beforehand or
+    kernel buffer held it, and whatever the code could observe; only blockwise_memory's points go."""
     result = _graded(mode, tmp_path, name)
     lost = _lost(result)
     assert list(lost) == ["blockwise_memory"], lost

@@ -79,15 +79,18 @@ def test_a_record_that_is_not_plain_numbers_is_a_wire_failure():
 
 def test_a_worker_cannot_claim_a_measure():
     """What a call took is the runner's own reading: a worker's answer that names one is not believed."""
-    answer = {"ok": True, "value": None, "grown_bytes": 0, "touched_bytes": 0, "charged_bytes": 0, "unmeasured": ""}
-    reply = reply_from(answer, 0.0)
+    answer = {"ok": True, "value": None, "grown_bytes": 0, "touched_bytes": 0, "charged_bytes": 0, "kernel_bytes": 0}
+    reply = reply_from({**answer, "unmeasured": ""}, 0.0)
     assert reply.grown_bytes is None and reply.touched_bytes is None and reply.charged_bytes is None
+    assert reply.kernel_bytes is None
     assert reply.unmeasured
 
 
 # Calls whose memory the grader must see however it is taken: MiB held at once, by a thread, by numpy, as int32
 TAKERS = """
+import fcntl
 import os
+import socket
 import threading
 import numpy
 import torch
@@ -141,6 +144,79 @@ def in_freed_room(Q):
     _room.clear()  # the room the call before took, freed
     held = torch.ones(int(Q.size(0)) << 18)
     return Q.sum() + held[0]
+
+
+def _pipe():
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(write_end, 1031, 1 << 20)  # F_SETPIPE_SZ: 1 MiB where the kernel lets this user
+    except OSError:
+        pass
+    return read_end, write_end
+
+
+def _socket_pair():
+    return tuple(end.detach() for end in socket.socketpair())
+
+
+def _parked_in(make, mib):
+    # kernel buffers, each filled until full (its writing end never blocks), holding mib MiB together
+    pairs, left = [], mib << 20
+    while left > 0:
+        pairs.append(make())
+        os.set_blocking(pairs[-1][1], False)
+        try:
+            while left > 0:
+                left -= os.write(pairs[-1][1], bytes(min(left, 1 << 16)))
+        except BlockingIOError:
+            pass
+    return pairs
+
+
+def _close(pairs):
+    for pair in pairs:
+        for end in pair:
+            os.close(end)
+
+
+def in_pipes(Q):
+    _close(_parked_in(_pipe, int(Q.size(0))))
+    return Q.sum()
+
+
+def in_sockets(Q):
+    _close(_parked_in(_socket_pair, int(Q.size(0))))
+    return Q.sum()
+
+
+_parked = []
+
+
+def park_in_pipes(Q):
+    _parked[:] = _parked_in(_pipe, int(Q.size(0)))
+    return Q.sum()
+
+
+def let_go(Q):
+    _close(_parked)
+    _parked.clear()
+    return Q.sum()
+
+
+def refill_parked(Q):
+    # each pipe drained, then filled again: the kernel memory never rises above the call's start
+    for read_end, write_end in _parked:
+        os.set_blocking(read_end, False)
+        size = 0
+        try:
+            while True:
+                size += len(os.read(read_end, 1 << 16))
+        except BlockingIOError:
+            pass  # empty
+        view = memoryview(bytes(size))
+        while view:
+            view = view[os.write(write_end, view) :]
+    return Q.sum()
 """
 
 
@@ -196,6 +272,44 @@ def test_the_kernel_charges_memory_the_peak_and_the_pages_cannot_see(sandbox, ta
         unseen = statistics.median(max(reply.grown_bytes, reply.touched_bytes) for reply in replies) / 2**20
     print(f"{target}: median charged for 1 MiB {charged[1]:.1f} MiB, for 48 MiB {charged[48]:.1f} MiB")
     assert charged[48] >= 46 and charged[1] < 8 and unseen < 8, (charged, unseen)
+
+
+def _unseen(reply) -> float:
+    """The most of the figures other than the kernel memory, in MiB."""
+    return max(reply.grown_bytes, reply.touched_bytes, reply.charged_bytes or 0) / 2**20
+
+
+@pytest.mark.parametrize("target", ["in_pipes", "in_sockets"])
+def test_the_kernel_memory_the_sandbox_holds_shows_pipe_and_socket_buffers(sandbox, target):
+    """N MiB parked in pipes or Unix socket buffers are kernel memory: no process's page, no page charged as user
+    memory; the sandbox's kernel memory shows about N MiB for N = 48, a few for N = 1."""
+    if sandbox._peak.kernel is None:
+        pytest.skip("no cgroup v1 memory group counts the sandbox's kernel memory here")
+    kernel, unseen = {}, {}
+    for mib in (1, 48):
+        replies = [sandbox.call(target, (torch.zeros(mib, 2),), timeout=30, pages=True) for _ in range(3)]
+        assert all(reply.ok and reply.kernel_bytes is not None for reply in replies), replies[0].unmeasured
+        kernel[mib] = statistics.median(reply.kernel_bytes for reply in replies) / 2**20
+        unseen[mib] = statistics.median(_unseen(reply) for reply in replies)
+    print(f"{target}: median kernel memory for 1 MiB {kernel[1]:.1f} MiB, for 48 MiB {kernel[48]:.1f} MiB")
+    assert kernel[48] >= 46 and kernel[1] < 8 and unseen[48] < 8, (kernel, unseen)
+
+
+def test_kernel_memory_held_from_before_the_call_counts_in_it(sandbox):
+    """48 MiB parked in pipes by an earlier call, drained and filled again by this one, never rise above the call's
+    start: counted all the same (above what the sandbox held before any student code ran), and no longer once they
+    are let go."""
+    if sandbox._peak.kernel is None:
+        pytest.skip("no cgroup v1 memory group counts the sandbox's kernel memory here")
+    replies = [sandbox.call("park_in_pipes", (torch.zeros(48, 2),), timeout=30)]
+    held = [sandbox.call("refill_parked", (torch.zeros(1, 2),), timeout=30, pages=True) for _ in range(3)]
+    replies.append(sandbox.call("let_go", (torch.zeros(1, 2),), timeout=30))
+    after = [sandbox.call("refill_parked", (torch.zeros(1, 2),), timeout=30, pages=True) for _ in range(3)]
+    assert all(reply.ok for reply in replies + held + after), [reply.describe() for reply in replies + held + after]
+    kernel = [statistics.median(reply.kernel_bytes for reply in replies) / 2**20 for replies in (held, after)]
+    unseen = statistics.median(_unseen(reply) for reply in held)
+    print(f"refill_parked: median kernel memory with 48 MiB parked {kernel[0]:.1f} MiB, after {kernel[1]:.1f} MiB")
+    assert kernel[0] >= 46 and kernel[1] < 8 and unseen < 8, (kernel, unseen)
 
 
 def _measured(folder):
