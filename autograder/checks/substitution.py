@@ -43,7 +43,7 @@ import torch
 
 from autograder.assignment.composition import calls
 from autograder.checks.student import FUNCTIONS, Student, StudentFault
-from autograder.sandbox.protocol import Reply, RequestRefused
+from autograder.sandbox.protocol import MEMORY_FIELDS, Reply, RequestRefused
 from autograder.sandbox.student_side.recording import READ
 from reference import attention as ref
 
@@ -283,9 +283,8 @@ class Substituted(Student):
         reply = self._substituted(target, args, kwargs, options)
         if self.measured:  # the memory the student's own code takes, on the same inputs; the answer is the above's
             plain = self._sandbox.call(target, args, kwargs, timeout=self._timeout, **options)
-            reply.grown_bytes, reply.unmeasured = plain.grown_bytes, plain.unmeasured
-            reply.touched_bytes, reply.charged_bytes = plain.touched_bytes, plain.charged_bytes
-            reply.ran_processes, reply.memory = plain.ran_processes, plain.memory
+            for name in MEMORY_FIELDS:
+                setattr(reply, name, getattr(plain, name))
         return reply
 
     def _substituted(self, target: str, args: tuple, kwargs: dict, options: dict) -> Reply:

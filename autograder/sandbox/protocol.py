@@ -229,3 +229,16 @@ def mutated(sent: tuple, after: list) -> list[bool]:
             same = isinstance(now, torch.Tensor) and now.shape == before.shape and now.dtype == before.dtype
             changed.append(not (same and torch.equal(now, before)))
     return changed
+
+
+# every figure of a call's memory in a Reply, measured by the runner: what a rerun of the call with other answers
+# (checks/substitution.py, a memory check's substituted call) takes over from the student's own call as it is
+MEMORY_FIELDS = (
+    "grown_bytes",
+    "touched_bytes",
+    "charged_bytes",
+    "kernel_bytes",
+    "unmeasured",
+    "ran_processes",
+    "memory",
+)

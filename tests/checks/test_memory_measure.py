@@ -15,7 +15,7 @@ import torch
 
 from autograder.config import load_settings
 from autograder.sandbox.client import Sandbox
-from autograder.sandbox.protocol import Failure, reply_from
+from autograder.sandbox.protocol import MEMORY_FIELDS, Failure, Reply, reply_from
 from reference import attention as ref
 from tests.graded import Batch
 from tests.helpers import checks_of, with_overlay
@@ -84,6 +84,15 @@ def test_a_worker_cannot_claim_a_measure():
     assert reply.grown_bytes is None and reply.touched_bytes is None and reply.charged_bytes is None
     assert reply.kernel_bytes is None
     assert reply.unmeasured
+
+
+def test_a_substituted_memory_check_takes_every_figure_of_the_students_own_call():
+    """A memory check run again with a function it builds on answered by the reference (checks/substitution.py) is
+    measured on the student's own call: every figure of that call's memory crosses (``MEMORY_FIELDS``), a figure
+    added to the reply included (the kernel's count was left behind once: a pipe-parked matrix unseen in a rerun)."""
+    figures = {f.name for f in dataclasses.fields(Reply) if f.name.endswith("_bytes")}
+    assert figures <= set(MEMORY_FIELDS), sorted(figures - set(MEMORY_FIELDS))
+    assert {"unmeasured", "ran_processes", "memory"} <= set(MEMORY_FIELDS)
 
 
 # Calls whose memory the grader must see however it is taken: MiB held at once, by a thread, by numpy, as int32
