@@ -196,54 +196,9 @@ def overlay(tmp_path: Path):
 LONGEST = 120
 
 
-# The test files that take longest, started first, longest first. `--dist loadfile` hands each worker a whole file
-# when it is nearly done with its last, in the order of the collection; pytest-xdist would order the files by their
-# number of tests, and put these, a few long tests each, last, where one worker ran them while the other waited.
-# The rest follow in xdist's own order. A file named here that is gone is only a name: the order is a hint, never a
-# check. Estimated from the slowest tests of the fresh clones' runs (2026-12-07, two quiet cores): 450 s for
-# test_grading.py down to 45 s for test_shard.py.
-STARTED_FIRST = (
-    "tests/release/test_gradescope.py",  # first: the Gradescope set-up it makes is shared (gradescope_set_up)
-    "tests/grading/test_grading.py",
-    "tests/grading/test_grading_hostile.py",
-    "tests/checks/test_honest_idioms.py",
-    "tests/checks/test_blockwise_part.py",
-    "tests/nbgrader/test_workflow.py",
-    "tests/course/test_slurm.py",
-    "tests/course/test_deadline_class.py",
-    "tests/course/test_diff.py",
-    "tests/checks/test_decoding_part.py",
-    "tests/render/test_accessibility.py",
-    "tests/sandbox/test_hostile.py",
-    "tests/sandbox/test_time_bounds.py",
-    "tests/grading/test_one_total.py",
-    "tests/sandbox/test_side_by_side.py",
-    "tests/nbgrader/test_editors.py",
-    "tests/release/test_template.py",
-    "tests/course/test_shard.py",
-)
-
-
-def pytest_configure(config):
-    """Keep the collection's order for xdist's ``--dist loadfile`` (pytest_collection_modifyitems sets it)."""
-    if hasattr(config.option, "loadscopereorder"):
-        config.option.loadscopereorder = False
-
-
 def pytest_collection_modifyitems(config, items):
-    """Refuse the run where a collected test declares a timeout over ``LONGEST``, naming each; then order the files:
-    ``STARTED_FIRST`` first, in its order, then the others by their number of tests, most first (xdist's order)."""
+    """Refuse the run where a collected test declares a timeout over ``LONGEST``, naming each."""
     declared = ((item.nodeid, mark.args[0]) for item in items for mark in item.iter_markers("timeout") if mark.args)
     too_long = [f"{nodeid}: timeout({seconds})" for nodeid, seconds in declared if seconds > LONGEST]
     if too_long:
         raise pytest.UsageError(f"a test may declare at most {LONGEST} s (tests/conftest.py):\n" + "\n".join(too_long))
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[_file_of(item)] = counts.get(_file_of(item), 0) + 1
-    first = {name: index for index, name in enumerate(STARTED_FIRST)}
-    items.sort(key=lambda item: (first.get(_file_of(item), len(first)), -counts[_file_of(item)]))
-
-
-def _file_of(item) -> str:
-    """The test file of ``item``, as xdist's ``--dist loadfile`` groups it: its node id before the first ``::``."""
-    return item.nodeid.split("::", 1)[0]

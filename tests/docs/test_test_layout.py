@@ -56,12 +56,3 @@ def test_one_graded_fixture():
     by the module's ``GRADED`` (tests/graded.py): no module or folder defines another."""
     paths = [*TESTS.glob("*/test_*.py"), *TESTS.glob("*/conftest.py"), *TESTS.glob("*.py")]
     assert sorted(str(path.relative_to(TESTS)) for path in paths if "graded" in _fixtures(path)) == ["conftest.py"]
-
-
-def test_each_file_started_first_is_a_test_file():
-    """tests/conftest.py's STARTED_FIRST (the long files, started first under xdist) names test files that exist,
-    each once: a renamed file would drop to xdist's order unseen."""
-    from tests.conftest import STARTED_FIRST
-
-    assert [name for name in STARTED_FIRST if not (ROOT / name).is_file()] == []
-    assert len(set(STARTED_FIRST)) == len(STARTED_FIRST)
