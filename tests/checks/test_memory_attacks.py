@@ -57,12 +57,14 @@ def _files(base: Path) -> list[Path]:
     return [reference, *ports, *attacks]
 
 
-# every file graded with the part on, the worker root or unprivileged, in four parts of three or four with a zygote
-# each (the graded fixture): one zygote a file started 28 Pythons and 28 zygotes for 14 files in two modes
+# every file graded with the part on, the worker root or unprivileged, in parts of at most four with a zygote each
+# (the graded fixture): the attacks four at a time, then the honest code; one zygote a file started 28 Pythons and 28
+# zygotes for 14 files in two modes
+PART = 4
 GRADED = Sandboxed(
     _files,
     limits=ON,
-    parts=(tuple(ATTACKS[:4]), tuple(ATTACKS[4:8]), (*ATTACKS[8:], FORKED), tuple(HONEST)),
+    parts=(*(tuple([*ATTACKS, FORKED][at : at + PART]) for at in range(0, len(ATTACKS) + 1, PART)), tuple(HONEST)),
 )
 
 
