@@ -3,6 +3,7 @@ helpers that are not fixtures live in tests/helpers.py)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,74 @@ def grading(tmp_path_factory):
         return done[what, mode]
 
     return grade
+
+
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory):
+    """``shared(key, make)``: the folder ``make(folder)`` filled for ``key``, made once for the whole session, its
+    xdist workers together (a folder under the session's base folder, which the workers share), and where it was
+    made (a venv in it is not moved): the first worker to ask makes it, holding a lock, and the others wait for it
+    and read it; a ``make`` that raised raises again for each later asker, with its message."""
+    import fcntl
+    import hashlib
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+    root.mkdir(exist_ok=True)
+
+    def once(key: str, make) -> Path:
+        folder = root / hashlib.sha256(key.encode()).hexdigest()[:16]
+        done, failed = Path(f"{folder}.done"), Path(f"{folder}.failed")
+        with open(f"{folder}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes: by the maker, or at its death
+            if not done.exists() and not failed.exists():
+                shutil.rmtree(folder, ignore_errors=True)  # a maker killed half-way
+                folder.mkdir()
+                try:
+                    make(folder)
+                except BaseException as error:
+                    failed.write_text(f"{type(error).__name__}: {error}")
+                    raise
+                done.touch()
+        if failed.exists():
+            raise RuntimeError(f"made once for the session, and it failed: {failed.read_text()}")
+        return folder
+
+    return once
+
+
+@pytest.fixture(scope="session")
+def gradescope_set_up(shared):
+    """``gradescope_set_up(bundle, folder)``: the Gradescope bundle unpacked into ``folder``/autograder as Gradescope
+    does, with the venv its setup.sh makes: setup.sh runs once in the session for each setup.sh and wheel (a bundle
+    built with other settings differs in its config.toml alone, which stays its own), and its venv is linked as
+    ``folder``/autograder/venv. Returns (the fake /autograder, setup.sh's finished run)."""
+    import hashlib
+    import json
+    import subprocess
+    import zipfile
+
+    from tests.helpers import setup, unpack
+
+    def set_up(bundle: Path, folder: Path) -> tuple[Path, subprocess.CompletedProcess]:
+        root = unpack(bundle, folder)
+        source = root / "source"
+        (wheel,) = source.glob("*.whl")
+        with zipfile.ZipFile(wheel) as archive:  # the files' hashes, not the archive's times
+            record = archive.read(next(name for name in archive.namelist() if name.endswith(".dist-info/RECORD")))
+        key = "\0".join(["gradescope setup.sh", (source / "setup.sh").read_text(), wheel.name, record.decode()])
+
+        def make(into: Path) -> None:
+            done = setup(unpack(bundle, into))
+            fields = {"args": done.args, "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+            (into / "setup.json").write_text(json.dumps(fields))
+
+        made = shared(hashlib.sha256(key.encode()).hexdigest(), make)
+        (root / "venv").symlink_to(made / "autograder" / "venv", target_is_directory=True)
+        return root, subprocess.CompletedProcess(**json.loads((made / "setup.json").read_text()))
+
+    return set_up
 
 
 @pytest.fixture(scope="session")

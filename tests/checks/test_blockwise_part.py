@@ -28,9 +28,7 @@ from tests.helpers import (
     nbgrader,
     quiz_points,
     run,
-    setup,
     tracked_copy,
-    unpack,
 )
 
 ON = ROOT / "tests" / "blockwise_on.toml"
@@ -172,14 +170,13 @@ def test_on_the_nbgrader_cycle_grades_the_part_as_sdpa_grade_does(built, tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_on_the_gradescope_bundle_grades_the_part(built, tmp_path):
+def test_on_the_gradescope_bundle_grades_the_part(built, tmp_path, gradescope_set_up):
     """Built in the copy (a build with a settings file writes the hand-out it describes into the project it builds)."""
     bundle = tmp_path / "autograder.zip"
     build = [str(BIN / "sdpa-build"), "--root", str(built), "--gradescope", str(bundle), "--config", str(ON)]
     result = run(build, cwd=built)
     assert result.returncode == 0, result.stderr
-    root = unpack(bundle, tmp_path)
-    installed = setup(root)
+    root, installed = gradescope_set_up(bundle, tmp_path)  # its setup.sh run once in the session
     assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-2000:]
     (root / "submission").mkdir()
     (root / "submission" / "attention.py").write_text(REFERENCE.read_text())

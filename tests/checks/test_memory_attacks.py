@@ -19,7 +19,8 @@ import pytest
 
 from autograder.config import load_settings
 from autograder.sandbox.processes import readable_by_others
-from tests.attacks import MODES, checks_of, grade_all, overlaid
+from tests.attacks import checks_of, overlaid
+from tests.graded import Sandboxed, worker_of
 from tests.helpers import FAST_LIMITS, ROOT, SUBMISSIONS
 
 ON = FAST_LIMITS + "[parts]\nblockwise_attention = true\n"
@@ -56,28 +57,36 @@ HONEST = ["reference", "sub_quadratic_chunks"]
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
 
-def _graded(mode: str, base: Path, name: str) -> dict:
-    """``name`` graded alone, the part on, with a zygote of its own in ``mode`` (one file a test: each within its time
-    on a busy machine): the reference itself, the chunked port or an attack, each appended to the reference."""
-    if name == "reference":
-        path = base / "reference.py"
-        path.write_text((ROOT / "reference" / "attention.py").read_text())
-    else:
-        path = overlaid(base, name, SUBMISSIONS / ("honest_blockwise" if name in HONEST else "overlays"))
-    return grade_all(mode, base, [path], limits=ON, timeout=100)["results"][name]["result"]
+def _files(base: Path) -> list[Path]:
+    """The reference itself, the chunked port and each attack, appended to the reference, as files under ``base``."""
+    reference = base / "reference.py"
+    reference.write_text((ROOT / "reference" / "attention.py").read_text())
+    attacks = [overlaid(base, name) for name in [*ATTACKS, FORKED]]
+    ports = [overlaid(base, name, SUBMISSIONS / "honest_blockwise") for name in HONEST if name != "reference"]
+    return [reference, *ports, *attacks]
+
+
+# every file graded with the part on, the worker root or unprivileged, in parts of at most four with a zygote each
+# (the graded fixture): the attacks four at a time, then the honest code; one zygote a file started 28 Pythons and 28
+# zygotes for 14 files in two modes
+PART = 4
+GRADED = Sandboxed(
+    _files,
+    limits=ON,
+    parts=(*(tuple([*ATTACKS, FORKED][at : at + PART]) for at in range(0, len(ATTACKS) + 1, PART)), tuple(HONEST)),
+)
 
 
 def _lost(result: dict) -> dict[str, str]:
     return {name: test["output"] for name, test in checks_of(result).items() if test["score"] < test["max_score"]}
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", ATTACKS)
-def test_a_full_matrix_built_out_of_the_workers_sight_loses_the_memory_check_alone(tmp_path, mode, name):
+@GRADED.each(ATTACKS)
+def test_a_full_matrix_built_out_of_the_workers_sight_loses_the_memory_check_alone(graded, name):
     """The whole process's peak, the pages the call touched, the pages charged to the sandbox and the kernel memory it
     held, measured by the grader, show the matrix whatever thread, library, dtype, lifetime, memory taken beforehand or
     kernel buffer held it, and whatever the code could observe; only blockwise_memory's points go."""
-    result = _graded(mode, tmp_path, name)
+    result = graded["results"][name]["result"]
     lost = _lost(result)
     assert list(lost) == ["blockwise_memory"], lost
     assert result["score"] == TOTAL - POINTS["blockwise_memory"]
@@ -88,22 +97,22 @@ def test_a_full_matrix_built_out_of_the_workers_sight_loses_the_memory_check_alo
     assert "compute the scores of one block of keys at a time" in message
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_a_matrix_built_in_a_process_that_ends_during_the_call_loses_the_memory_check_alone(tmp_path, mode):
+@GRADED.each([FORKED])
+def test_a_matrix_built_in_a_process_that_ends_during_the_call_loses_the_memory_check_alone(graded, name):
     """A process that ran and ended during the call took memory nobody can read any more: the check says so."""
-    result = _graded(mode, tmp_path, FORKED)
+    result = graded["results"][name]["result"]
     lost = _lost(result)
     assert list(lost) == ["blockwise_memory"], lost
     assert result["score"] == TOTAL - POINTS["blockwise_memory"]
     assert "ran another process that ended during the call (os.fork, multiprocessing)" in lost["blockwise_memory"]
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", HONEST)
-def test_blockwise_code_keeps_the_memory_check(tmp_path, mode, name):
+@GRADED.each(HONEST)
+def test_blockwise_code_keeps_the_memory_check(request, graded, name):
     """The reference's online softmax and a real port (Rabe & Staats-style chunks under checkpoint) earn every
     point of the part."""
+    mode = worker_of(request.node.callspec.params["graded"])
     if name != "reference" and mode != "root" and not readable_by_others(STDLIB):
         pytest.skip(f"an unprivileged worker cannot read {STDLIB} (a folder above it is closed to others)")
-    result = _graded(mode, tmp_path, name)
+    result = graded["results"][name]["result"]
     assert _lost(result) == {} and result["score"] == TOTAL

@@ -15,7 +15,7 @@ import pytest
 
 from autograder.checks.quiz import POINTS, QUESTIONS
 from autograder.config import load_settings
-from tests.helpers import BIN, ROOT, answered, clean_env, nbgrader, run, setup, unpack
+from tests.helpers import BIN, ROOT, answered, clean_env, nbgrader, run
 
 SOURCE = ROOT / "assignments" / "source" / "sdpa" / "sdpa.ipynb"
 
@@ -101,15 +101,14 @@ def _csv(path) -> dict[str, dict[str, str]]:
         return {row.get("student_id") or row["student"]: row for row in csv.DictReader(handle)}
 
 
-def _gradescope(course, base) -> dict[str, tuple[float, float]]:
+def _gradescope(course, base, set_up) -> dict[str, tuple[float, float]]:
     """Each student's notebook uploaded to the bundle built with the course's settings, Gradescope's metadata giving
     their time, the assignment's due date (the settings') and, for the extended student, their own due date."""
     bundle = base / "autograder.zip"
     built = run([str(BIN / "sdpa-build"), "--gradescope", str(bundle), "--config", str(course / "course.toml")],
                 cwd=ROOT, timeout=120)  # fmt: skip
     assert built.returncode == 0, built.stderr
-    root = unpack(bundle, base / "gradescope")
-    done = setup(root)
+    root, done = set_up(bundle, base / "gradescope")  # its setup.sh run once in the session
     assert done.returncode == 0, done.stdout + done.stderr
     scores = {}
     for name, (handed_in, _, _) in STUDENTS.items():
@@ -196,7 +195,7 @@ def test_grading_alone_gives_each_student_the_one_total(collected, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_the_gradescope_bundle_gives_each_student_the_one_total(collected, tmp_path):
+def test_the_gradescope_bundle_gives_each_student_the_one_total(collected, tmp_path, gradescope_set_up):
     """The Gradescope bundle built with the course's settings, each notebook uploaded with Gradescope's metadata."""
     course, _, expected = collected
-    assert _gradescope(course, tmp_path) == expected
+    assert _gradescope(course, tmp_path, gradescope_set_up) == expected

@@ -70,10 +70,9 @@ def wheel(bundle, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gradescope(bundle, tmp_path_factory):
-    """A fake /autograder, set up by the bundle's setup.sh."""
-    root = unpack(bundle, tmp_path_factory.mktemp("gradescope"))
-    result = setup(root)
+def gradescope(bundle, tmp_path_factory, gradescope_set_up):
+    """A fake /autograder, set up by the bundle's setup.sh (run once in the session for its setup.sh and wheel)."""
+    root, result = gradescope_set_up(bundle, tmp_path_factory.mktemp("gradescope"))
     assert result.returncode == 0, result.stdout + result.stderr
     return root, result
 
@@ -137,7 +136,8 @@ def test_bundle_grades_with_its_own_install(gradescope):
     code = "import autograder, reference; print(autograder.__file__, reference.__file__)"
     where = run([str(root / "venv" / "bin" / "python"), "-c", code], cwd=root, env=clean_env())
     assert where.returncode == 0, where.stderr
-    assert all(Path(path).is_relative_to(root / "venv") for path in where.stdout.split()), where.stdout
+    venv = (root / "venv").resolve()  # the session's one venv of this setup.sh and wheel, linked here
+    assert all(Path(path).resolve().is_relative_to(venv) for path in where.stdout.split()), where.stdout
 
 
 def test_correct_submission_gets_full_marks(gradescope):
