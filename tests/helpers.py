@@ -27,6 +27,12 @@ BUILD = "import sys; from autograder.cli import build; sys.exit(build())"
 FAST_LIMITS = "[limits]\ncall_timeout = 5.0\nload_timeout = 5.0\nafter_hang_timeout = 1.0\nmemory_mb = 2048\n"
 
 
+def words_of(text: str) -> str:
+    """Feedback with its numbers masked (sizes, errors, indices): each grading draws its own inputs, so where a result
+    differs and by how much change from seed to seed; what was found and its likely cause must not."""
+    return re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
+
+
 def with_overlay(overlay: str | None) -> str:
     """The reference's source with ``tests/submissions/overlays/<overlay>.py`` appended after a newline (the
     reference's alone for None): a submission that differs from the reference by the overlay's definitions."""

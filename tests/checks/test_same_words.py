@@ -11,8 +11,6 @@ machine, so the runner below raises the sandbox's own exception where the sandbo
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from autograder.config import load_settings
@@ -20,7 +18,7 @@ from autograder.grade import _pytest
 from autograder.plugin import GradingPlugin, Outcome
 from autograder.sandbox.client import GraderBusy
 from autograder.status import Status
-from tests.helpers import with_overlay
+from tests.helpers import with_overlay, words_of
 from tests.in_process import InProcess
 
 SETTINGS = load_settings(environ={})
@@ -47,7 +45,7 @@ def _graded(runner: InProcess, seed: int, selected: str) -> dict[str, Outcome]:
 def _words(outcome: Outcome) -> tuple:
     """What a check says, without the draw's numbers (sizes, errors, indices): its status, its feedback with every
     number as #, its named mistake, likely cause, flag and the functions it builds on."""
-    message = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", outcome.message)
+    message = words_of(outcome.message)
     return (outcome.status, message, outcome.mistake, outcome.cause, outcome.flag, outcome.builds_on)
 
 

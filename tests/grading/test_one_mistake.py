@@ -4,12 +4,11 @@ checks and nothing else (gates included), under the default policy. The value ch
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from autograder.scoring import score
 from autograder.status import Status
+from tests.helpers import words_of
 from tests.one_mistake import ONE_FUNCTION, SETTINGS, beyond, graded, lost, outcomes, own_checks, timed
 
 SEED = 3
@@ -46,18 +45,12 @@ def test_a_cause_is_named_only_where_it_holds_on_every_shape_tried():
     assert transposed.mistake == "transpose_12"
 
 
-def _words(text: str) -> str:
-    """Feedback with its numbers masked: each grading draws its own inputs, so where a result differs and by how
-    much change from seed to seed; what was found and its likely cause must not."""
-    return re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
-
-
 @pytest.mark.timeout(120)
 def test_the_same_file_gets_the_same_words_on_every_seed():
     """Divide by d_k (once seen with no "Likely cause" at all, 1 grading of 29): on several seeds every check's
     feedback, its named cause and its hint included, reads the same, numbers aside."""
     words = [
-        {check: _words(text) for check, (_, _, text) in graded("mistake_divide_by_dk", seed).items()}
+        {check: words_of(text) for check, (_, _, text) in graded("mistake_divide_by_dk", seed).items()}
         for seed in (0, 1, 2, 5)
     ]
     assert all(found == words[0] for found in words[1:]), [
