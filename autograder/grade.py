@@ -156,11 +156,19 @@ class Unreadable(Runner):
         pass
 
 
+def measures_memory(settings: Settings) -> bool:
+    """Whether a check of ``settings`` reads what a call takes (the blockwise part's memory check): then the sandbox
+    measures every call's memory, every call alike (sandbox/memory.py), and otherwise none, its cost (a fifth of a
+    grading's CPU time: the page walks and the collections after each call) spared."""
+    return settings.parts.blockwise_attention
+
+
 def run_checks(grading: Grading) -> Grading:
     """Run the hidden checks against the submission's sandbox (and the reference's, started when a check needs
     it). This stage owns them and the zygote they fork from: each is closed once, by the ``with`` block."""
     limits = dataclasses.asdict(grading.settings.limits)
     imports = list(grading.settings.imports.allowed)  # plain names, as the limits cross
+    measured = measures_memory(grading.settings)
     # the grading's time budget counts from its start: no call of the student's is waited on past it
     deadline = time.monotonic() + grading.settings.limits.grading_budget - (time.perf_counter() - grading.started)
     with contextlib.ExitStack() as owned:
@@ -171,7 +179,13 @@ def run_checks(grading: Grading) -> Grading:
             # the worker starts importing torch now, while pytest starts and collects the checks
             zygote = grading.zygote or owned.enter_context(Zygote())
             box = Sandbox(
-                grading.source, limits, zygote=zygote, device=grading.device, imports=imports, deadline=deadline
+                grading.source,
+                limits,
+                zygote=zygote,
+                device=grading.device,
+                imports=imports,
+                deadline=deadline,
+                measure_memory=measured,
             )
             student = owned.enter_context(box)
 
@@ -186,7 +200,15 @@ def run_checks(grading: Grading) -> Grading:
             student's (last in, first out).
             """
             reference = owned.enter_context(
-                Sandbox(REFERENCE, limits, zygote=zygote, device=grading.device, block_fused=False, imports=imports)
+                Sandbox(
+                    REFERENCE,
+                    limits,
+                    zygote=zygote,
+                    device=grading.device,
+                    block_fused=False,
+                    imports=imports,
+                    measure_memory=measured,
+                )
             )
             reference.load()
             return reference

@@ -149,14 +149,14 @@ def _parametrises_graded(metafunc) -> bool:
 
 @pytest.fixture
 def sandbox(tmp_path: Path):
-    """``sandbox(source)``: a sandbox (not yet started) for ``source`` written as this test's attention.py, with a
-    2 GB memory limit, 64 kB of output, 10 s to load and 1 s after a hang."""
+    """``sandbox(source, **options)``: a sandbox (not yet started) for ``source`` written as this test's attention.py,
+    with a 2 GB memory limit, 64 kB of output, 10 s to load and 1 s after a hang (``options``: Sandbox's own)."""
     from autograder.sandbox.client import Sandbox
 
-    def make(source: str) -> Sandbox:
+    def make(source: str, **options) -> Sandbox:
         path = tmp_path / "attention.py"
         path.write_text(source)
-        return Sandbox(path, limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1))
+        return Sandbox(path, limits(memory_mb=2048, output_kb=64, load_timeout=10, after_hang_timeout=1), **options)
 
     return make
 

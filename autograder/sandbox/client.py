@@ -94,6 +94,7 @@ class Sandbox(Runner):
         block_fused: bool = True,
         imports: Sequence[str] | None = None,
         deadline: float | None = None,
+        measure_memory: bool = True,
     ) -> None:
         """A sandbox for ``submission`` (its worker starts on ``__enter__``; ``load()`` when needed), forked from
         ``zygote`` (a batch's, or the grading's); without one, the sandbox starts and closes a zygote of its own.
@@ -107,6 +108,9 @@ class Sandbox(Runner):
         self.submission = submission
         self.imports = None if imports is None else list(imports)
         self.block_fused = block_fused  # fused attention unreachable in the worker (blocking._block_fused)
+        # every call's memory measured (memory.py), the worker readied for it: only where a check reads the figures
+        # (grade.measures_memory); then every call alike, so that none can tell a measured call from another
+        self.measure_memory = measure_memory
         self.require_sandbox = bool(limits["require_sandbox"])
         self.confinement: dict[str, str] = {}
         self.after_hang_timeout = limits["after_hang_timeout"]
@@ -284,7 +288,7 @@ class Sandbox(Runner):
     ) -> Reply:
         """One request and its answer, all of it within ``timeout`` (a timed request: each of its two answers)."""
         pid, conn = self._child
-        measured = request["op"] == "call"  # every call alike: none is measured differently from another
+        measured = self.measure_memory and request["op"] == "call"  # every call alike: none measured otherwise
         if measured:
             self._peak.start()
         started = time.perf_counter()
@@ -417,6 +421,7 @@ class Sandbox(Runner):
         ours, theirs = socket.socketpair()
         paths = {**self._zygote.paths(bool(self.limits["cuda"]), self.imports), "cgroups": self.cgroups.procs}
         spec = {"scratch": str(self.scratch), "limits": self.limits, "block_fused": self.block_fused, **paths}
+        spec["measured"] = self.measure_memory
         spec["seccomp"] = self._zygote.seccomp
         spec = json.dumps({**spec, "imports": self.imports}).encode()
         socket.send_fds(self._client, [b"S" + spec], [theirs.fileno()])
@@ -429,7 +434,8 @@ class Sandbox(Runner):
         self.restarts += 1
         self.confinement = confinement(ours, self.load_timeout)  # sent before any student code ran
         self._measured = _student_process(self._child[0])
-        self._peak.probe(self._measured)  # before any student code runs
+        if self.measure_memory:
+            self._peak.probe(self._measured)  # before any student code runs
         self._whole = self.cgroups.counts(self._measured)  # one clock for this child's life, chosen here
         if not self.cgroups.procs or not self.confinement.get("cgroups", "missing").startswith("missing"):
             self.confinement["cgroups"] = self.cgroups.describe()  # which groups: the grader made them

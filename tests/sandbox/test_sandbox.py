@@ -12,8 +12,12 @@ import pytest
 import torch
 
 from autograder.checks.student import Student
+from autograder.config import load_settings
+from autograder.grade import measures_memory
 from autograder.sandbox.client import GraderBusy, Sandbox
-from tests.helpers import limits
+from tests.helpers import ROOT, limits
+
+BLOCKWISE_ON = ROOT / "tests" / "blockwise_on.toml"
 
 PROBE = """
 import importlib.util, os, sys, torch
@@ -58,6 +62,33 @@ def test_in_place_changes_are_seen_by_the_grader(sandbox):
         box.load()
         reply = Student(box, timeout=10).run("padding_mask", torch.tensor([1, 2]), 3)
     assert reply.ok and reply.mutated == [True, False]
+
+
+GROWS = """
+import gc, torch
+
+def attention_scores(Q, K):
+    taken = torch.ones(8 << 20)  # 32 MiB, freed on return
+    return torch.tensor([float(gc.get_freeze_count() > 0), float(taken[0])])
+"""
+
+
+@pytest.mark.parametrize("measured", [True, False], ids=["part_on", "part_off"])
+def test_memory_is_measured_on_every_call_or_on_none(sandbox, measured):
+    """Where a check reads what a call takes (the blockwise part on: grade.measures_memory), every call's memory is
+    measured and the worker settles after each request (its objects frozen out of later collections, recording._settle);
+    elsewhere no call is, and the worker's collections are Python's own. Seen failing with every call measured."""
+    settings = load_settings(BLOCKWISE_ON if measured else None)
+    assert measures_memory(settings) == measured
+    with sandbox(GROWS, measure_memory=measures_memory(settings)) as box:
+        assert box.load().ok
+        replies = [box.call("attention_scores", (torch.zeros(1), torch.zeros(1)), timeout=10) for _ in range(2)]
+    for reply in replies:
+        assert reply.ok and reply.value.tolist() == [float(measured), 1.0]
+        if measured:
+            assert reply.grown_bytes >= 24 << 20 and reply.touched_bytes is None  # pages: only where asked
+        else:
+            assert reply.grown_bytes is None and reply.touched_bytes is None and reply.kernel_bytes is None
 
 
 def test_a_hung_function_is_not_waited_on_twice(sandbox):

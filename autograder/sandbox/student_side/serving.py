@@ -299,8 +299,10 @@ def _serve(conn: socket.socket, spec: dict) -> None:
     if "broken" in report:  # half-built: say so and run nothing
         wire.send(conn, {"sandbox": report})
         os._exit(1)
-    recording._map_in_libraries()  # before the grader first measures this process (sandbox/memory.py)
-    recording._keep_freed()  # a call's freed memory kept for its own reuse until it ends (sandbox/memory.py)
+    measured = spec.get("measured", True)  # the grader measures every call's memory (sandbox/memory.py), or none
+    if measured:
+        recording._map_in_libraries()  # before the grader first measures this process (sandbox/memory.py)
+        recording._keep_freed()  # a call's freed memory kept for its own reuse until it ends (sandbox/memory.py)
     if spec.get("block_fused", True):
         blocking._block_fused()
     if spec.get("imports") is not None:
@@ -340,8 +342,9 @@ def _serve(conn: socket.socket, spec: dict) -> None:
                 reply = _call(module, request, conn)
         except BaseException as exc:  # noqa: BLE001 - the student's SystemExit and KeyboardInterrupt too
             reply = _error(exc)
-        if not (isinstance(request, dict) and request.get("op") == "time"):  # a timed run's answer waits for nothing
-            recording._settle()  # a later call's collection walks only what it made (recording._settle)
+        # a later call's collection walks only what it made (recording._settle); a timed run's answer waits for nothing
+        if measured and not (isinstance(request, dict) and request.get("op") == "time"):
+            recording._settle()
         try:
             wire.send(conn, reply)  # nothing written where it is over the wire's bounds (wire.bounded)
         except wire.WireError as error:  # the student's result: not of a kind or size the wire carries
