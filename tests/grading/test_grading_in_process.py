@@ -7,14 +7,17 @@ reason, and the slow batch grades every case for real.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
 from autograder.assignment.catalogue import catalogue
-from autograder.scoring import GATED
-from tests.grading_cases import ABSENT, CASES
+from autograder.render.text import output_text
+from autograder.scoring import GATED, score
+from tests.grading_cases import ABSENT, CASES, DEDUCTED
 from tests.helpers import SUBMISSIONS
-from tests.one_mistake import graded
+from tests.one_mistake import SETTINGS, outcomes
 
 SEED = 3
 GATES = {entry.check for entry in catalogue() if entry.category in GATED}
@@ -97,6 +100,21 @@ GATES_MEASURED = {
     "cheat_patch_handler": "integrity's scan and timing's measure",
 }
 JUDGED = sorted(set(CASES) - set(SANDBOX_ONLY))
+# the cases whose score the policy changes, scored again under `[scoring] borrowed = "deduct"` from their outcomes here:
+# the checks run alike under either policy (scoring.score is a function of their outcomes and the settings); the
+# others, and one of these, are graded so in a real batch (tests/grading/test_grading.py)
+# (not those whose timing check loses under "deduct" for its wrong timed answers, which this harness takes as passed:
+# a causal mask's mistake leaves the attention's central check passing, so its gates are not withheld)
+TIMED_ANSWERS = {"mistake_causal_bottom_right", "mistake_causal_bottom_right_flash", "mistake_causal_flipped"}
+DEDUCTED_HERE = sorted(set(DEDUCTED) & set(JUDGED) - set(GATES_MEASURED) - TIMED_ANSWERS)
+DEDUCT = SETTINGS.replace("scoring", borrowed="deduct")
+_outcomes = functools.cache(outcomes)  # a case's checks run once for this module's tests
+
+
+def graded(name: str, settings=SETTINGS) -> dict[str, tuple[float, float, str]]:
+    """check -> (score, max_score, results.json's output) for the case ``name`` at SEED, scored under ``settings``."""
+    found = _outcomes(None if name == "reference" else name, SEED)
+    return {item.outcome.check: (item.score, item.max_score, output_text(item)) for item in score(found, settings)}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -137,7 +155,7 @@ def test_a_case_loses_in_process_what_it_loses_in_the_batch(name):
     """The checks that earn nothing are CASES' (its gates too, unless they lose for a measure taken only in the
     sandbox), each hint says what CASES names, and ABSENT's claims are not made."""
     failing, phrases = CASES[name]
-    checks = graded(None if name == "reference" else name, SEED)
+    checks = graded(name)
     lost = {check for check, (score, max_score, _) in checks.items() if score < max_score}
     expected = {check for check in checks if check != "timing_gpu"} if failing == {"*"} else failing
     if name in GATES_MEASURED:  # the gates the harness passes may lose for their measure in the sandbox alone
@@ -151,3 +169,20 @@ def test_a_case_loses_in_process_what_it_loses_in_the_batch(name):
         assert any(p in output for p in ((phrase,) if isinstance(phrase, str) else phrase)), f"{check}: {output}"
     for check, phrase in ABSENT.get(name, {}).items():
         assert phrase not in checks[check][2], f"{check}: {checks[check][2]}"
+
+
+@pytest.mark.parametrize("name", DEDUCTED_HERE)
+def test_deduct_takes_the_points_of_before(name):
+    """Under "deduct" a failure that builds on another function's mistake costs its points, and the gates it closes,
+    as before the policy: exactly the default's losses and DEDUCTED's, and no "Correct once" anywhere (the case's
+    outcomes above, scored again)."""
+    failing = CASES[name][0] | DEDUCTED[name]
+    assert not CASES[name][0] & DEDUCTED[name]
+    checks = graded(name, DEDUCT)
+    for check, (earned, worth, output) in checks.items():
+        if check != "timing_gpu":  # 0 of 0 without a GPU
+            assert earned == (0 if check in failing else worth), f"{check}: {output}"
+        assert "Correct once" not in output, f"{check}: {output}"
+    assert sum(earned for earned, _, _ in checks.values()) == sum(
+        worth for check, (_, worth, _) in checks.items() if check not in failing
+    )
