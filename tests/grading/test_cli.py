@@ -377,8 +377,10 @@ def test_an_option_of_another_verb_is_refused_by_the_parser(capsys, argv, option
     assert f"it is an option of {owners}" in last, err
 
 
-def test_a_page_asked_for_keeps_the_early_zygote():
+def test_a_page_asked_for_keeps_the_early_zygote(tmp_path, monkeypatch):
     """`--html` is grade's option, not a help request: one submission's grading still forks its zygote at the start."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").touch()
     assert forks_zygote(["grade", "a.py", "--html", "x.html"], {"autograder.cli": None})
 
 

@@ -97,10 +97,15 @@ def test_forked_zygote_holds_nothing_of_the_grading(tmp_path):
     assert variance and all(test["score"] == test["max_score"] for test in variance), [t["output"] for t in variance]
 
 
-def test_only_a_fresh_grading_of_one_submission_forks_its_zygote():
+def test_only_a_fresh_grading_of_one_submission_forks_its_zygote(tmp_path, monkeypatch):
     """A batch, a diff, help, a seed on the command line, or a process with a grading loaded start the zygote afresh
-    (the older forms: tests/grading/test_older_forms.py)."""
+    (the older forms: tests/grading/test_older_forms.py); a submission that is not there starts none (it is told at
+    once)."""
     fresh = {"autograder.cli": None}
+    monkeypatch.chdir(tmp_path)
+    assert not forks_zygote(["grade", "attention.py", "--json", "out.json"], fresh)
+    (tmp_path / "attention.py").touch()
+    (tmp_path / "a.py").touch()
     assert forks_zygote(["grade", "attention.py", "--json", "out.json", "--config", "c.toml"], fresh)
     for argv in (["-h"], ["--help"], ["batch", "class"], ["summary", "class"],
                  ["diff", "a", "b"], ["grade", "a.py", "--seed", "3"], ["grade", "-h"], ["grade", "a.py", "--help"],

@@ -138,14 +138,19 @@ def test_an_older_form_prints_and_exits_as_its_verb_form(tmp_path, old, new):
     assert done[0] == done[1] and done[0][0] in (1, 2), done
 
 
-def test_an_older_html_request_keeps_the_early_zygote():
+def test_an_older_html_request_keeps_the_early_zygote(tmp_path, monkeypatch):
     """`sdpa-grade FILE --html PAGE` is read as grade's: one grading still forks its zygote at the start."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").touch()
     assert forks_zygote(["a.py", "--html", "x.html"], {"autograder.cli": None})
 
 
-def test_an_older_form_forks_the_zygote_only_where_its_verb_form_does():
+def test_an_older_form_forks_the_zygote_only_where_its_verb_form_does(tmp_path, monkeypatch):
     """`sdpa-grade FILE` forks its zygote at the start; `--batch`, `--diff` and a seed on the command line do not."""
     fresh = {"autograder.cli": None}
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "attention.py").touch()
+    (tmp_path / "a.py").touch()
     assert forks_zygote(["attention.py", "--json", "out.json", "--config", "c.toml"], fresh)
     for argv in (["--batch", "class"], ["--bat", "class"], ["--diff", "a", "b"], ["a.py", "--seed", "3"],
                  ["a.py", "--seed=3"]):  # fmt: skip
