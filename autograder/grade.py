@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import secrets
 import tempfile
@@ -158,8 +159,8 @@ class Unreadable(Runner):
 
 def measures_memory(settings: Settings) -> bool:
     """Whether a check of ``settings`` reads what a call takes (the blockwise part's memory check): then the sandbox
-    measures every call's memory, every call alike (sandbox/memory.py), and otherwise none, its cost (a fifth of a
-    grading's CPU time: the page walks and the collections after each call) spared."""
+    measures every call's memory, every call alike (sandbox/memory.py), and otherwise none, its cost (about a third of
+    an honest grading's CPU time: the page walks and the collections after each call) spared."""
     return settings.parts.blockwise_attention
 
 
@@ -168,7 +169,6 @@ def run_checks(grading: Grading) -> Grading:
     it). This stage owns them and the zygote they fork from: each is closed once, by the ``with`` block."""
     limits = dataclasses.asdict(grading.settings.limits)
     imports = list(grading.settings.imports.allowed)  # plain names, as the limits cross
-    measured = measures_memory(grading.settings)
     # the grading's time budget counts from its start: no call of the student's is waited on past it
     deadline = time.monotonic() + grading.settings.limits.grading_budget - (time.perf_counter() - grading.started)
     with contextlib.ExitStack() as owned:
@@ -178,16 +178,17 @@ def run_checks(grading: Grading) -> Grading:
         else:
             # the worker starts importing torch now, while pytest starts and collects the checks
             zygote = grading.zygote or owned.enter_context(Zygote())
-            box = Sandbox(
-                grading.source,
-                limits,
-                zygote=zygote,
-                device=grading.device,
-                imports=imports,
-                deadline=deadline,
-                measure_memory=measured,
-            )
-            student = owned.enter_context(box)
+        # the student's and the reference's sandboxes alike: one zygote, one device, one import rule, one measure
+        sandbox = functools.partial(
+            Sandbox,
+            limits=limits,
+            zygote=zygote,
+            device=grading.device,
+            imports=imports,
+            measure_memory=measures_memory(grading.settings),
+        )
+        if not grading.ungradable:
+            student = owned.enter_context(sandbox(grading.source, deadline=deadline))
 
         def connect() -> Runner:
             student.load()
@@ -199,17 +200,7 @@ def run_checks(grading: Grading) -> Grading:
             student's sandbox has fused attention blocked: the reference's is trusted code. Closed before the
             student's (last in, first out).
             """
-            reference = owned.enter_context(
-                Sandbox(
-                    REFERENCE,
-                    limits,
-                    zygote=zygote,
-                    device=grading.device,
-                    block_fused=False,
-                    imports=imports,
-                    measure_memory=measured,
-                )
-            )
+            reference = owned.enter_context(sandbox(REFERENCE, block_fused=False))
             reference.load()
             return reference
 
