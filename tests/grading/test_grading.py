@@ -16,8 +16,7 @@ import pytest
 from autograder.checks import quiz
 from autograder.config import load_settings
 from tests.graded import Cases, is_work
-from tests.grading.test_grading_in_process import DEDUCTED_HERE
-from tests.grading_cases import ABSENT, CASES, DEDUCTED
+from tests.grading_cases import ABSENT, CASES, DEDUCTED, DEDUCTED_HERE
 from tests.helpers import BIN, REFERENCE, run, total
 
 pytestmark = pytest.mark.slow  # real batches: minutes in all

@@ -15,98 +15,13 @@ import torch
 from autograder.assignment.catalogue import catalogue
 from autograder.render.text import output_text
 from autograder.scoring import GATED, score
-from tests.grading_cases import ABSENT, CASES, DEDUCTED
+from tests.grading_cases import ABSENT, CASES, DEDUCTED, DEDUCTED_HERE, GATES_MEASURED, JUDGED, SANDBOX_ONLY
 from tests.helpers import SUBMISSIONS
 from tests.one_mistake import SETTINGS, outcomes
 
 SEED = 3
 GATES = {entry.check for entry in catalogue() if entry.category in GATED}
 
-# never run here: what the case does is done to the process that runs it, or is judged by the worker alone
-SANDBOX_ONLY = {
-    **dict.fromkeys(
-        (
-            "syntax_error",
-            "import_error",
-            "run_program_at_import",
-            "write_outside_at_import",
-            "loop_at_import",
-            "sys_exit_at_import",
-            "os_exit_at_import",
-            "not_graded_at_import",
-        ),
-        "a whole file, not an overlay on the reference: its load is the sandbox's",
-    ),
-    "hang_in_softmax": "loops for ever: only the worker's call limit ends it",
-    "os_exit_in_call": "ends the process that calls it",
-    "segfault": "ends the process that calls it",
-    "memory_blowup": "takes the memory the worker's limit refuses",
-    "kill_zygote": "kills its parent process",
-    "background_process": "leaves processes that only the sandbox ends",
-    "cheat_work_in_helpers": "forks helper processes at import, which only the sandbox ends",
-    "read_stdin": "reads the standard input, which only the worker closes",
-    "flood_output": "writes megabytes to the standard output, which only the worker bounds",
-    "fake_results": "writes results.json files outside its folder",
-    "sys_exit_in_call": "raises SystemExit, which the worker turns into the student's error",
-    "steal_reference": "reads the grader's reference, hidden only from the worker",
-    "cheat_fused": "fused attention is blocked in the worker alone",
-    "cheat_fused_getattr": "fused attention is blocked in the worker alone",
-    "cheat_fused_in_thread": "fused attention is blocked in the worker alone",
-    "cheat_fused_raw_thread": "fused attention is blocked in the worker alone",
-    "cheat_fused_record_off": "fused attention is blocked in the worker alone",
-    "fused_undo_block": "fused attention is blocked in the worker alone",
-    "fused_vmap": "fused attention is blocked in the worker alone",
-    "fused_onnx_smuggled": "fused attention is blocked in the worker alone",
-    "fused_interpreter_mha": "code built at run time is refused by the worker's guard alone",
-    "attack_annotation_fstring": "code built at run time is refused by the worker's guard alone",
-    "fused_onnx_attention": "fused attention is blocked in the worker alone",
-    "attack_python_attention_raw_thread": "fused attention is blocked in the worker alone",
-    "forged_empty_gradients": "forges the worker's replies: the wire's checks judge it",
-    "forged_markers": "forges the worker's replies: the wire's checks judge it",
-    "wire_bomb_reply": "forges the worker's replies: the wire's checks judge it",
-    "wire_unhashable_reply": "forges the worker's replies: the wire's checks judge it",
-    "trickle_reply": "forges the worker's replies: the wire's checks judge it",
-    "tensor_subclass": "a tensor subclass is refused where a reply crosses the wire",
-    "mistake_mutation_hidden": "hides its mutation from this process; the worker's copies show it",
-}
-# run here, their value checks judged: their gates lose points for what integrity's scan or timing's measure finds,
-# which this harness takes as passed (what it judges of them is the withholding alone)
-GATES_MEASURED = {
-    **dict.fromkeys(
-        (
-            "cheat_content_cache",
-            "cheat_memoised_loop",
-            "mistake_loop_only_when_causal",
-            "mistake_loop_only_without_mask",
-            "mistake_loop_output_product",
-            "mistake_loop_over_batches",
-            "mistake_loop_over_heads",
-            "mistake_loop_over_queries",
-            "mistake_causal_ignored",
-            "misattr_causal_blamed_without_mask",
-            "terminal_escapes",
-        ),
-        "timing's measure (a loop, a wrong or raising timed answer)",
-    ),
-    **dict.fromkeys(
-        (
-            "cheat_mutation_after_copies",
-            "patch_torch_compare",
-            "shrink_shared_memory",
-            "attack_blockwise_unmeasured",
-        ),
-        "integrity's scan of the source",
-    ),
-    "cheat_patch_handler": "integrity's scan and timing's measure",
-}
-JUDGED = sorted(set(CASES) - set(SANDBOX_ONLY))
-# the cases whose score the policy changes, scored again under `[scoring] borrowed = "deduct"` from their outcomes here:
-# the checks run alike under either policy (scoring.score is a function of their outcomes and the settings); the
-# others, and one of these, are graded so in a real batch (tests/grading/test_grading.py)
-# (not those whose timing check loses under "deduct" for its wrong timed answers, which this harness takes as passed:
-# a causal mask's mistake leaves the attention's central check passing, so its gates are not withheld)
-TIMED_ANSWERS = {"mistake_causal_bottom_right", "mistake_causal_bottom_right_flash", "mistake_causal_flipped"}
-DEDUCTED_HERE = sorted(set(DEDUCTED) & set(JUDGED) - set(GATES_MEASURED) - TIMED_ANSWERS)
 DEDUCT = SETTINGS.replace("scoring", borrowed="deduct")
 _outcomes = functools.cache(outcomes)  # a case's checks run once for this module's tests
 
