@@ -1,10 +1,11 @@
 """The optional blockwise part's named mistakes on many seeds: the checks each loses, always or on some seeds.
 
-    PYTHONPATH=. .venv/bin/python bench/blockwise_mistakes.py [--seeds 50] [--jobs 2] [--only NAME,...] [--until HH:MM]
+    PYTHONPATH=. .venv/bin/python bench/blockwise_mistakes.py [--seeds 50] [--first 0] [--jobs 2] [--only NAME,...]
+        [--until HH:MM]
 
 Each submission of tests/blockwise_mistakes.py (``MISTAKES``, ``edge_blockwise_query_slices``, and ``CARRIED``: two
 built on a wrong ``scale_scores``, which must lose its check alone) is graded with the part on, its checks in this
-process (the memory check's measure included), on seeds 0 to N-1; every seed must hold what the tests hold on a few
+process (the memory check's measure included), on seeds F to F+N-1 (``--first``, 0 unless given); every seed must hold what the tests hold on a few
 (``holds``: the checks it always loses lost, no others than those it may lose, its mistake named and never another):
 a seed that does not is listed, with what it broke. Prints a Markdown table for
 docs/grading.md: per submission, the checks lost on every seed, those lost on some seeds with how many, and the
@@ -46,6 +47,7 @@ def _one(name: str, seed: int) -> tuple[set[str], str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--first", type=int, default=0, help="the first seed (a run that finishes another's)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", default="", help="comma-separated submission names")
     parser.add_argument("--until", help="HH:MM UTC: start no seed after it (the table holds the seeds done)")
@@ -56,14 +58,14 @@ def main() -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {options.jobs} jobs, load {load()}", flush=True)
     found: dict[str, list] = {name: [] for name in names}
     with ProcessPoolExecutor(options.jobs) as pool:
-        for seed in range(options.seeds):
-            if seed and until is not None and time.time() > until:  # one seed at least
+        for seed in range(options.first, options.first + options.seeds):
+            if seed > options.first and until is not None and time.time() > until:  # one seed at least
                 break
             for name, result in zip(names, pool.map(_one, names, [seed] * len(names))):
                 found[name].append(result)
             print(f"seed {seed} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     seeds = len(found[names[0]])
-    print(f"{seeds} seeds each (0 to {seeds - 1}), the part's checks in this process")
+    print(f"{seeds} seeds each ({options.first} to {options.first + seeds - 1}), the part's checks in this process")
     print("| submission | always lost | lost on some seeds | seeds that differed |")
     print("|---|---|---|---|")
     for name, results in found.items():
@@ -71,7 +73,8 @@ def main() -> None:
         always = sorted(check for check, count in counts.items() if count == seeds)
         some = sorted((check, count) for check, count in counts.items() if count < seeds)
         shown = ", ".join(f"{check} ({count}/{seeds})" for check, count in some) or "none"
-        off = "; ".join(f"{seed}: {broken}" for seed, (_, broken) in enumerate(results) if broken) or "none"
+        numbered = enumerate(results, options.first)
+        off = "; ".join(f"{seed}: {broken}" for seed, (_, broken) in numbered if broken) or "none"
         print(f"| `{name}` | {', '.join(always) or 'none'} | {shown} | {off} |")
     print(f"\n{seeds} seeds, {time.perf_counter() - started:.0f} s wall, load {load()}")
 
