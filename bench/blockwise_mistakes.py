@@ -5,9 +5,9 @@
 
 Each submission of tests/blockwise_mistakes.py (``MISTAKES``, ``edge_blockwise_query_slices``, and ``CARRIED``: two
 built on a wrong ``scale_scores``, which must lose its check alone) is graded with the part on, its checks in this
-process (the memory check's measure included), on seeds F to F+N-1 (``--first``, 0 unless given); every seed must hold what the tests hold on a few
-(``holds``: the checks it always loses lost, no others than those it may lose, its mistake named and never another):
-a seed that does not is listed, with what it broke. Prints a Markdown table for
+process (the memory check's measure included), on seeds F to F+N-1 (F: ``--first``, 0 unless given); every seed
+must hold what the tests hold on a few (``holds``: the checks it always loses lost, no others than those it may lose,
+its mistake named and never another): a seed that does not is listed, with what it broke. Prints a Markdown table for
 docs/grading.md: per submission, the checks lost on every seed, those lost on some seeds with how many, and the
 seeds that differed from what the tests hold.
 """
