@@ -82,10 +82,12 @@ def timed(overlay: str | None, seed: int) -> list[Outcome]:
 
 def graded(overlay: str | None, seed: int) -> dict[str, tuple[float, float, str]]:
     """check -> (score, max_score, results.json's output), for the reference with ``overlay``, at ``seed``."""
-    return {
-        item.outcome.check: (item.score, item.max_score, output_text(item))
-        for item in score(outcomes(overlay, seed), SETTINGS)
-    }
+    return scored(outcomes(overlay, seed))
+
+
+def scored(found: list[Outcome], settings=SETTINGS) -> dict[str, tuple[float, float, str]]:
+    """check -> (score, max_score, results.json's output) of the outcomes ``found``, scored under ``settings``."""
+    return {item.outcome.check: (item.score, item.max_score, output_text(item)) for item in score(found, settings)}
 
 
 def lost(overlay: str | None, seed: int) -> dict[str, float]:

@@ -13,11 +13,10 @@ import pytest
 import torch
 
 from autograder.assignment.catalogue import catalogue
-from autograder.render.text import output_text
-from autograder.scoring import GATED, score
+from autograder.scoring import GATED
 from tests.grading_cases import ABSENT, CASES, DEDUCTED, DEDUCTED_HERE, GATES_MEASURED, JUDGED, SANDBOX_ONLY
 from tests.helpers import SUBMISSIONS
-from tests.one_mistake import SETTINGS, outcomes
+from tests.one_mistake import SETTINGS, outcomes, scored
 
 SEED = 3
 GATES = {entry.check for entry in catalogue() if entry.category in GATED}
@@ -28,8 +27,7 @@ _outcomes = functools.cache(outcomes)  # a case's checks run once for this modul
 
 def graded(name: str, settings=SETTINGS) -> dict[str, tuple[float, float, str]]:
     """check -> (score, max_score, results.json's output) for the case ``name`` at SEED, scored under ``settings``."""
-    found = _outcomes(None if name == "reference" else name, SEED)
-    return {item.outcome.check: (item.score, item.max_score, output_text(item)) for item in score(found, settings)}
+    return scored(_outcomes(None if name == "reference" else name, SEED), settings)
 
 
 @pytest.fixture(scope="module", autouse=True)
