@@ -182,10 +182,15 @@ class Limits:
         " in about the time of an honest one (honest calls take milliseconds)"
     )
     load_timeout: float = setting("seconds the submission may take to load (import)")
-    check_timeout: float = setting("seconds for a whole check (pytest-timeout), a backstop above the per-call limit")
+    check_timeout: float = setting(
+        "seconds for a whole check by the wall clock (pytest-timeout), a backstop above the per-call limit: the"
+        " student's time-out where the student's own time in the check took a busy_factor-th of it, else a grader"
+        " error (the machine too busy)"
+    )
     grading_budget: float = setting(
         "seconds one whole grading may take by the wall clock, from its start to its result: once they are spent no"
-        " call of the student's is waited on, and every check still to run fails as the student's time-out (the"
+        " call of the student's is waited on, and every check still to run fails as the student's time-out where the"
+        " student's own time took a busy_factor-th of them, else as a grader error (the machine too busy; the"
         " results file is still written). An honest grading takes about 8 to 12 s (docs/performance.md); a hostile one"
         " that hangs costs a call_timeout and a few after_hang_timeouts more. 120 s is ten times an honest grading,"
         " well under Gradescope's 10 minutes, and bounds how long one student holds a batch's slot"
@@ -202,7 +207,8 @@ class Limits:
     )
     busy_factor: float = setting(
         "a call that the machine's load stretches past this many times its limit, by the wall clock, is the grader's"
-        " error (the machine is too busy to grade fairly), never the student's time-out",
+        " error (the machine is too busy to grade fairly), never the student's time-out; so is a check or a grading"
+        " that runs out of its limit while the student's own time in it is under this many-th of that limit",
         minimum=1.0,
     )
     require_sandbox: bool = setting(REQUIRE_SANDBOX)

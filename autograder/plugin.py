@@ -28,9 +28,11 @@ from autograder.checks.pictures import picture
 from autograder.checks.student import FUNCTIONS, Reference, Student, StudentFault
 from autograder.checks.substitution import Substituted, candidates
 from autograder.config import Settings
-from autograder.sandbox.protocol import Failure, GraderFault, Runner
+from autograder.sandbox.protocol import Failure, GraderBusy, GraderFault, Runner, busy_message
 from autograder.status import Category, Status
 
+# a check past its limit (pytest-timeout) where the student's own time took a busy_factor-th of it at least
+TIMED_OUT = "the check ran out of time (the student's code is far too slow or stuck)"
 FACTS = ("function", "category", "points", "exercises", "picture")  # what every check's marker declares
 
 
@@ -88,6 +90,7 @@ class GradingPlugin:
         self._connect_failed: Exception | None = None
         self._reference: Reference | None = None
         self._deadline = deadline  # time.monotonic() when the grading's time budget runs out; None: no budget
+        self._own_at_check = 0.0  # the student's own time (its runner's) when the current check started
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line(
@@ -117,14 +120,29 @@ class GradingPlugin:
         """Once the grading's time budget has run out, every check still to run fails as the student's time-out,
         before any of it runs (the runner refuses the student's calls by then too); a GPU check on a machine without
         CUDA is shown not run, as always, so the maximum score stays the same for every submission."""
+        self._own_at_check = self._own_seconds()
         if self._deadline is not None and time.monotonic() >= self._deadline:
             if "gpu" in item.fixturenames and self._no_gpu():
                 pytest.skip(self._no_gpu())  # not run, as for every submission here: one maximum score for all
             budget = self._settings.limits.grading_budget
+            if self._machines(budget, self._own_at_check):
+                raise GraderBusy(busy_message("the grading", budget, self._own_at_check))
             raise StudentFault(
                 f"not run: the grading's time budget of {budget:g} s ran out before this check "
                 "(the submission's calls together took too long)"
             )
+
+    def _own_seconds(self) -> float:
+        """The student's own time in its calls so far (its runner's count; none before it is started, or where the
+        runner keeps none)."""
+        count = getattr(self._runner, "own_seconds", None)
+        return 0.0 if count is None else count()
+
+    def _machines(self, limit: float, own: float) -> bool:
+        """Whether a wall-clock ``limit`` that ran out is the machine's, not the student's: the student's own time in
+        it (``own``) was under a ``busy_factor``-th of it, as for a call (the grader and the student both waited for
+        a CPU, or the grader's own work took the time)."""
+        return own < limit / self._settings.limits.busy_factor
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
@@ -194,6 +212,10 @@ class GradingPlugin:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             facts = item.get_closest_marker("check").kwargs
             status, message = _status(report, call)
+            if status == Status.FAILED and message == TIMED_OUT:  # the check's own limit (pytest-timeout), by the clock
+                limit, own = float(item.config.getoption("timeout")), self._own_seconds() - self._own_at_check
+                if self._machines(limit, own):
+                    status, message = Status.GRADER_ERROR, busy_message("the check", limit, own)
             error = call.excinfo.value if call.excinfo else None
             fields = ("mistake", "cause", "evidence", "flag")  # a CheckFailure's, an IntegrityFlag's
             mistake, cause, evidence, flag = (getattr(error, key, None) for key in fields)
@@ -396,6 +418,6 @@ def _status(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[Status, s
     if isinstance(error, (CheckFailure, StudentFault)):
         return Status.FAILED, str(error)
     if call.excinfo and call.excinfo.typename == "Failed" and "Timeout" in str(error):
-        return Status.FAILED, "the check ran out of time (the student's code is far too slow or stuck)"
+        return Status.FAILED, TIMED_OUT
     detail = "".join(traceback.format_exception(error)) if error else str(report.longrepr)
     return Status.GRADER_ERROR, detail

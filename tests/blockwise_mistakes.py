@@ -13,6 +13,7 @@ from autograder.grade import _pytest
 from autograder.plugin import GradingPlugin
 from autograder.render.text import output_text
 from autograder.scoring import score
+from autograder.status import Status
 from tests.helpers import ROOT, with_overlay
 from tests.in_process import InProcess
 
@@ -50,9 +51,15 @@ def graded(overlay: str | None, seed: int, selected: str = "blockwise") -> dict:
     plugin = GradingPlugin(lambda: runner, SETTINGS, seed, "cpu")
     _pytest(plugin, "-k", selected, "--timeout", "120")
     return {
-        item.outcome.check: (item.max_score - item.score, item.outcome.mistake, output_text(item))
+        item.outcome.check: (item.max_score - item.score, item.outcome.mistake, _said(item))
         for item in score(list(plugin.outcomes.values()), SETTINGS)
     }
+
+
+def _said(item) -> str:
+    """A check's feedback, and for the grader's error what it said (the instructor's log: a machine too busy, say)."""
+    text = output_text(item)
+    return f"{text} [{item.outcome.message}]" if item.outcome.status is Status.GRADER_ERROR else text
 
 
 def holds(overlay: str, seed: int, found: dict | None = None) -> None:

@@ -26,7 +26,16 @@ from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.cleanup import remove_tree
 from autograder.sandbox.memory import Peak
 from autograder.sandbox.processes import NOBODY, become_subreaper, children, kill_orphans
-from autograder.sandbox.protocol import Failure, GraderFault, Reply, RequestRefused, Runner, reply_from
+from autograder.sandbox.protocol import (
+    Failure,
+    GraderBusy,
+    GraderFault,
+    Reply,
+    RequestRefused,
+    Runner,
+    busy_message,
+    reply_from,
+)
 from autograder.sandbox.report import SandboxMissing, confinement, describe, held
 from autograder.sandbox.student_side import wire
 from autograder.sandbox.zygote import START_TIMEOUT, Zygote
@@ -55,10 +64,6 @@ class _OutOfBudget(Exception):
 # from the request: a reply whose first byte comes just before the limit has only this long for the rest)
 _READ_GRACE = 0.1
 
-
-class GraderBusy(GraderFault):
-    """A call outlasted its limit by the wall clock while the student's process had not had that much time (the
-    machine kept it waiting for a CPU): the grader's failure, never the student's lost points."""
 
 
 def _run_delay(pid: int) -> float:
@@ -133,6 +138,7 @@ class Sandbox(Runner):
         self.load_reply: Reply | None = None
         self._child: tuple[int, socket.socket] | None = None
         self._measured: int | None = None  # the student's process in the current child (_student_process)
+        self._own = 0.0  # the student's own time in every request so far, as each request's limit counts it (_answer)
         self._whole = False  # whether its CPU time is read from the submission's cgroup
         self._peak = Peak()  # the sandbox's peak memory, reset and read around every call (memory.py)
         self._zygote = zygote
@@ -193,8 +199,15 @@ class Sandbox(Runner):
     def _out_of_budget(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
+    def own_seconds(self) -> float:
+        """The student's own time in this sandbox's requests so far: each request's, as its limit counts it."""
+        return self._own
+
     def _budget_reply(self) -> Reply:
-        """The student's time-out once the whole grading's budget has run out."""
+        """The student's time-out once the whole grading's budget has run out, where the student's own time took at
+        least a ``busy_factor``-th of it; else the machine's load spent it (GraderBusy)."""
+        if self._own < self.budget / self.busy_factor:
+            raise GraderBusy(busy_message("the grading", self.budget, self._own))
         message = f"the grading's time budget of {self.budget:g} s ran out (its calls together took too long)"
         return Reply.hang(message)
 
@@ -386,6 +399,12 @@ class Sandbox(Runner):
             own = wall - ((_run_delay(pid) - delayed) if pid else 0.0)
             return wall, max(own, self._own_cpu() - cpu)
 
+        try:
+            return self._answer_within(conn, timeout, own_time)
+        finally:  # however it ended (answered, the student's time-out, the machine's): the student's time it took
+            self._own += own_time()[1]
+
+    def _answer_within(self, conn: socket.socket, timeout: float, own_time) -> object:
         wait = timeout
         while True:
             if self.deadline is not None:

@@ -40,6 +40,19 @@ class GraderFault(BaseException):
     on a busy machine, and the same file would get other words (tests/checks/test_same_words.py)."""
 
 
+class GraderBusy(GraderFault):
+    """A limit ran out by the wall clock while the student's code had not had that much of its own time (the machine
+    kept it, or the grader, waiting for a CPU): the grader's failure, never the student's lost points."""
+
+
+def busy_message(what: str, limit: float, own: float) -> str:
+    """Why a limit that ran out by the clock is the machine's, not the student's (GraderBusy)."""
+    return (
+        f"{what} ran out of its {limit:g} s by the clock while the student's code had {own:.1f} s of its own time:"
+        " the machine is too busy to grade fairly"
+    )
+
+
 class RequestRefused(GraderFault):
     """The grader's own request is over the wire's bounds (wire.bounded): refused by the runner before anything is
     written, so the worker stays in step; the grader's error, never the student's lost points. (A substituted call's
@@ -158,6 +171,11 @@ class Runner(Protocol):
     ) -> Reply:
         """Call ``target`` once per entry of ``inputs``, timed from outside; ``outputs`` gives each result's
         (shape, dtype). The reply's ``seconds``, ``cpu_seconds`` and ``outputs`` are the measurement."""
+        ...
+
+    def own_seconds(self) -> float:
+        """The student's own time in every request so far (each call's, as its limit counts it: the wall clock less
+        the time the machine kept the student's process from a CPU): what the grading's wall-clock limits charge."""
         ...
 
     def close(self) -> None:

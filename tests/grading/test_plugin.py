@@ -171,10 +171,11 @@ def test_the_proxies_are_made_once_and_raise_no_pytest_deprecation(tmp_path):
 
 
 def test_a_spent_grading_budget_leaves_the_gpu_check_not_run():
-    """The hidden checks run with the grading's time budget already spent (as a loop over queries spends it at half a
-    CPU, docs/performance.md): every CPU check fails as the student's time-out without reaching the student's code,
-    and the GPU check is not run, as for every submission on a machine without CUDA, so the maximum is the usual
-    one (before: a failed GPU check, 2 points more)."""
+    """The hidden checks run with the grading's time budget already spent, before any student code ran (the machine's
+    load spent it: a budget the student's own calls spend is the student's time-out, tests/grading/test_busy_machine.py
+    and tests/sandbox/test_time_bounds.py): every CPU check is the grader's error, which a batch grades again, without
+    reaching the student's code, and the GPU check is not run, as for every submission on a machine without CUDA, so
+    the maximum is the usual one (before: a failed GPU check, 2 points more)."""
     from autograder import scoring
     from autograder.grade import run_pytest
 
@@ -186,7 +187,8 @@ def test_a_spent_grading_budget_leaves_the_gpu_check_not_run():
     outcomes = plugin.outcomes
     gpu = outcomes.pop("timing_gpu")
     assert (gpu.status, gpu.message) == ("not-run", "the grading machine has no CUDA device"), gpu
-    assert outcomes and all(o.status == "failed" and "time budget" in o.message for o in outcomes.values())
+    busy = "the grading ran out of its 120 s by the clock while the student's code had 0.0 s of its own time"
+    assert outcomes and all(o.status == "grader-error" and busy in o.message for o in outcomes.values())
     scored = scoring.score([*outcomes.values(), gpu], settings)
     full = sum(points for check, points in settings.points.items() if check != "timing_gpu")
     assert sum(s.max_score for s in scored) == full and sum(s.score for s in scored) == 0

@@ -1,0 +1,110 @@
+"""The grading's wall-clock limits (a check's, pytest-timeout's; the whole grading's budget) are the student's
+time-out only where the student's own time took at least a ``busy_factor``-th of them, as a call's limit is: else the
+machine's load, or the grader's own work, spent them, and the check is the grader's error (which a batch grades
+again), never the student's lost points.
+
+Before, a check whose grader side was starved of a CPU past its 120 s lost its points as "far too slow or stuck" on
+honest code (the blockwise part's memory check, graded beside a full test run: bench/blockwise_mistakes.py), and a
+grading whose budget the machine's load spent charged every check still to run to the student. Here the grader's side
+is slowed by sleeping in a check of a folder of its own (the student's calls take milliseconds), and the student's by
+a scale_scores that sleeps 0.3 s a call (sleeping is the student's own time): the real sandbox runs each.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from autograder.config import load_settings
+from autograder.grade import _pytest
+from autograder.plugin import TIMED_OUT, GradingPlugin
+from autograder.sandbox.client import Sandbox
+from autograder.sandbox.protocol import GraderBusy
+from autograder.status import Status
+from tests.helpers import REFERENCE, limits
+
+SLOW = "\n\ndef scale_scores(scores, d_k):\n    import time\n\n    time.sleep(0.3)\n    return scores / d_k ** 0.5\n"
+CHECK = """import time
+
+import pytest
+import torch
+
+
+@pytest.mark.check(function="scale_scores", category="values", points=1, exercises=(), picture=None)
+def test_scale_values(loaded):
+    for _ in range({calls}):
+        assert loaded.run("scale_scores", torch.ones(2, 3), 4).ok
+    time.sleep({grader})  # the grader's own work, however long it takes
+"""
+LIMIT = 2.0  # the check's limit here: the student's own time must reach a sixth of it (busy_factor 6)
+
+
+def _checked(tmp_path, source: str, calls: int, grader: float):
+    """The one check above, run with a 2 s limit on the student's ``source`` in a real sandbox: its outcome."""
+    folder = tmp_path / "checks"
+    folder.mkdir()
+    (folder / "pytest.ini").write_text("[pytest]\npython_files = check_*.py\naddopts = --import-mode=importlib\n")
+    (folder / "check_busy.py").write_text(CHECK.format(calls=calls, grader=grader))
+    path = tmp_path / "attention.py"
+    path.write_text(source)
+    with Sandbox(path, limits(memory_mb=2048, load_timeout=10)) as box:
+        assert box.load().ok
+        plugin = GradingPlugin(lambda: box, load_settings(None, environ={}), 0, "cpu")
+        code, output = _pytest(plugin, "--timeout", str(LIMIT), checks=folder)
+    assert "scale_values" in plugin.outcomes, output[-3000:]
+    return plugin.outcomes["scale_values"]
+
+
+@pytest.mark.timeout(60)
+def test_a_check_the_graders_side_kept_past_its_limit_is_the_graders_error(tmp_path):
+    """One call of milliseconds, then 3 s of the grader's own work: past the check's 2 s with no student time to
+    speak of, the grader's error naming the busy machine (before: failed as the student's code "far too slow")."""
+    outcome = _checked(tmp_path, REFERENCE.read_text(), calls=1, grader=3)
+    assert outcome.status is Status.GRADER_ERROR, outcome
+    assert "ran out of its 2 s by the clock" in outcome.message and "too busy" in outcome.message, outcome.message
+
+
+@pytest.mark.timeout(60)
+def test_a_check_the_students_calls_kept_past_its_limit_is_the_students_time_out(tmp_path):
+    """Calls of 0.3 s each, one after the other: past the check's 2 s with the student's own time nearly all of it,
+    the student's time-out, as before."""
+    outcome = _checked(tmp_path, REFERENCE.read_text() + SLOW, calls=50, grader=0)
+    assert (outcome.status, outcome.message) == (Status.FAILED, TIMED_OUT), outcome
+
+
+BUDGET = 6.0  # the grading's budget here: the student's own time must reach 1 s of it
+
+
+def _sandbox(tmp_path, source: str) -> Sandbox:
+    path = tmp_path / "attention.py"
+    path.write_text(source)
+    budgeted = limits(memory_mb=2048, load_timeout=10, grading_budget=BUDGET)
+    return Sandbox(path, budgeted, deadline=time.monotonic() + BUDGET)
+
+
+@pytest.mark.timeout(60)
+def test_a_budget_the_machine_spent_is_the_graders_error(tmp_path):
+    """The budget spent while the student's code had milliseconds of it (the grader waited here): the next call is
+    the grader's error (GraderBusy), not the student's time-out."""
+    with _sandbox(tmp_path, REFERENCE.read_text()) as box:
+        assert box.load().ok
+        assert box.call("scale_scores", (torch.ones(2, 3), 4), timeout=2).ok
+        time.sleep(BUDGET)
+        with pytest.raises(GraderBusy, match="the grading ran out of its 6 s by the clock"):
+            box.call("scale_scores", (torch.ones(2, 3), 4), timeout=2)
+
+
+@pytest.mark.timeout(60)
+def test_a_budget_the_students_calls_spent_is_the_students_time_out(tmp_path):
+    """Calls of 0.3 s each until the budget is spent: the student's own time is nearly all of it, so the call it
+    ends in is the student's time-out, as before."""
+    with _sandbox(tmp_path, REFERENCE.read_text() + SLOW) as box:
+        assert box.load().ok
+        for _ in range(100):
+            reply = box.call("scale_scores", (torch.ones(2, 3), 4), timeout=2)
+            if not reply.ok:
+                break
+    assert reply.hung and "time budget of 6 s ran out" in reply.describe(), reply.describe()
+
