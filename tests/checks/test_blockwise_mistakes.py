@@ -20,7 +20,7 @@ def test_the_reference_loses_nothing():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize(("seed", "overlay"), enumerate(sorted(MISTAKES)))
+@pytest.mark.parametrize(("seed", "overlay"), list(enumerate(sorted(MISTAKES))))
 def test_a_blockwise_mistake_loses_its_checks_and_is_named(seed, overlay):
     """Each mistake on a seed of its own (the seven cover seeds 0 to 6; bench/blockwise_mistakes.py tries each on
     50)."""
