@@ -398,11 +398,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def forks_zygote(argv: Sequence[str], loaded=sys.modules) -> bool:
     """Whether ``sdpa-grade`` with these arguments forks its worker zygote at the start: the command line, read as
-    ``command`` reads it, is the grade verb with no seed given, and the process has loaded nothing of a grading (not a
-    test's or a caller's: their memory is not the zygote's). A batch and a diff grade otherwise or not at all, help and
-    a usage error grade nothing, and a seed given on the command line is a secret that this process's memory holds
-    from its start (the zygote is then started afresh, as a batch's is). A SUBMISSION that is not there is told at once,
-    with no zygote (its torch import: 2 of a missing path's 2.6 s)."""
+    ``command`` reads it, is the grade verb with no seed given or the batch verb, and the process has loaded nothing
+    of a grading (not a test's or a caller's: their memory is not the zygote's). A diff and the verbs that only read
+    results grade nothing with it, help and a usage error grade nothing, and a seed given on the command line is a
+    secret that this process's memory holds from its start (the zygote is then started afresh). A SUBMISSION or a
+    class folder that is not there is told at once, with no zygote (its torch import: 2 of a missing path's 2.6 s)."""
     if any(name in loaded for name in ("pytest", "reference", "autograder.grade")):
         return False
     quiet = io.StringIO()
@@ -411,12 +411,15 @@ def forks_zygote(argv: Sequence[str], loaded=sys.modules) -> bool:
             args = command(argv)
     except SystemExit:  # help, or a usage error
         return False
+    if args.verb == "batch":  # its gradings fork from this zygote; the class is read after the fork
+        return Path(args.batch).is_dir()
     return args.verb == "grade" and args.seed is None and Path(args.submission).exists()
 
 
 def _early_zygote(argv: list[str] | None):
-    """For one submission graded in a fresh process (``sdpa-grade FILE``): the worker zygote, forked from this process
-    once torch is imported, so that torch is imported once; None where it is not (then the grading starts its own)."""
+    """For one submission or a class graded in a fresh process (``sdpa-grade grade FILE``, ``sdpa-grade batch DIR``):
+    the worker zygote, forked from this process once torch is imported, so that torch is imported once; None where it
+    is not (then the grading, or the batch, starts its own)."""
     if not forks_zygote(sys.argv[1:] if argv is None else argv):
         return None
     from autograder.sandbox.zygote import Zygote  # here, not at the top: it imports torch (about 1.1 s), for grade only
@@ -449,7 +452,8 @@ def _main(args: argparse.Namespace) -> int:
 # Each verb's options, typed from argparse's Namespace and handed to the verb's module: argparse stops here. Each
 # verb's module is imported when that verb runs, and only then: all of them at the top made every `sdpa-grade --help`
 # and usage error take 0.185 CPU-s instead of 0.082 (medians of 9), the batch's pool brings torch (about 1.1 s), and
-# the zygote that `grade` forks at the start holds no more of the grader than cli.py and config.py (docs/security.md).
+# the zygote that `grade` and `batch` fork at the start holds no more of the grader than cli.py and config.py
+# (docs/security.md).
 
 
 def _grade(args: argparse.Namespace, settings: Settings) -> int:
@@ -471,7 +475,7 @@ def _batch(args: argparse.Namespace, settings: Settings) -> int:
     from autograder.course.batch import BatchOptions, run_batch
 
     options = BatchOptions(args.batch, args.jobs, args.device, args.json_dir, args.show, args.force, args.shard,
-                           args.times, _exports(args))  # fmt: skip
+                           args.times, _exports(args), args.zygote)  # fmt: skip
     return run_batch(options, settings)
 
 

@@ -44,6 +44,7 @@ class BatchOptions:
     shard: tuple[int, int] | None = None  # (K, N): grade only shard K of N
     times: Path | None = None  # a CSV of student,submitted_at for the [deadline] policy (else nbgrader's timestamps)
     exports: Exports = Exports()
+    zygote: object = None  # the worker zygote this process forked at its start (cli.main), or None: the batch's own
 
 
 def students(folder: Path, settings: Settings | None = None) -> dict[str, Path | tuple[Path, ...]]:
@@ -89,11 +90,12 @@ def _run(options: BatchOptions, settings: Settings) -> int:
 
     started = time.time()
     try:
-        failures = grade_all(todo, handed, targets, settings, options.jobs, options.device)
+        failures = grade_all(todo, handed, targets, settings, options.jobs, options.device, options.zygote)
         again = [name for name in todo if Result.of(load(targets[name])).grader_error]
-        if again:  # the grader's own failure (a worker that did not start, a zygote that died): once more, afresh
+        if again:  # the grader's own failure (a worker that did not start, a zygote that died, a machine too busy):
+            # once more, with a zygote started afresh where the first one died
             print(f"grading {len(again)} submission(s) again after a grader error", file=sys.stderr)
-            failures = grade_all(again, handed, targets, settings, options.jobs, options.device)
+            failures = grade_all(again, handed, targets, settings, options.jobs, options.device, options.zygote)
     except KeyboardInterrupt:
         left = left_line(handed, targets, today, out, started, options.force)
         print(f"\n{VERB}: interrupted: {left}", file=sys.stderr)

@@ -62,15 +62,24 @@ def grade_in_child(
         os._exit(130 if interrupts.seen else code)
 
 
-def grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, jobs: int, device: str) -> int:
-    """Grade ``todo``, ``jobs`` at a time (the timing check on ``device``), sharing one worker zygote; return how many
+def grade_all(
+    todo: list[str],
+    roster: dict,
+    targets: dict,
+    settings: Settings,
+    jobs: int,
+    device: str,
+    given: Zygote | None = None,
+) -> int:
+    """Grade ``todo``, ``jobs`` at a time (the timing check on ``device``), sharing one worker zygote (``given``: the
+    one ``sdpa-grade batch`` forked at its start, its caller's to close; else one started here); return how many
     failed the grader."""
     if not todo:
         return 0
     from autograder.grade import warm_up
 
     become_subreaper()  # what a submission leaves running comes back to us, and is killed below
-    zygote = Zygote()
+    zygote = given if given is not None and given.process.poll() is None else Zygote()
     warm_up(settings)  # while the zygote imports torch: every child starts warm
     zygote.wait_ready()
     running: dict[int, str] = {}
@@ -106,8 +115,10 @@ def grade_all(todo: list[str], roster: dict, targets: dict, settings: Settings, 
     finally:
         interrupted.restore()
         _stop(running, owners)  # interrupted (Ctrl-C): the gradings under way end here, unwritten, and resume later
-        zygote.close()
-        kill_orphans()
+        if zygote is not given:
+            zygote.close()
+        alive = given is not None and given.process.poll() is None  # the caller's, closed by it
+        kill_orphans(keep=frozenset({given.process.pid}) if alive else frozenset())
     return failures
 
 

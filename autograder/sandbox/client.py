@@ -29,7 +29,6 @@ from autograder.sandbox.processes import NOBODY, become_subreaper, children, kil
 from autograder.sandbox.protocol import (
     Failure,
     GraderBusy,
-    GraderFault,
     Reply,
     RequestRefused,
     Runner,
@@ -63,7 +62,6 @@ class _OutOfBudget(Exception):
 # seconds to read what the worker has already sent, once the call's own time is spent (a reply's deadline counts
 # from the request: a reply whose first byte comes just before the limit has only this long for the rest)
 _READ_GRACE = 0.1
-
 
 
 def _run_delay(pid: int) -> float:

@@ -107,4 +107,3 @@ def test_a_budget_the_students_calls_spent_is_the_students_time_out(tmp_path):
             if not reply.ok:
                 break
     assert reply.hung and "time budget of 6 s ran out" in reply.describe(), reply.describe()
-

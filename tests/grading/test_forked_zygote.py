@@ -1,4 +1,5 @@
-"""`sdpa-grade grade FILE` forks its worker zygote from its own torch: the zygote holds nothing of the grading."""
+"""`sdpa-grade grade FILE` and `sdpa-grade batch DIR` fork their worker zygote from their own torch: the zygote holds
+nothing of the grading."""
 
 from __future__ import annotations
 
@@ -77,37 +78,44 @@ def dot_product_variance(d_k, num_samples=10000, generator=None):
 
 @pytest.mark.slow  # one cold sdpa-grade: 15 s on idle cores
 @pytest.mark.timeout(120)
-def test_forked_zygote_holds_nothing_of_the_grading(tmp_path):
-    """The zygote forked at the start of `sdpa-grade grade FILE` leaves the student no module of the grader, no
-    environment variable, argument or frame of the grading process, and no byte of its settings file (read after the
-    fork)."""
-    submission = tmp_path / "attention.py"
+@pytest.mark.parametrize("verb", ["grade", "batch"])
+def test_forked_zygote_holds_nothing_of_the_grading(tmp_path, verb):
+    """The zygote forked at the start of `sdpa-grade grade FILE` or `sdpa-grade batch DIR` leaves the student no
+    module of the grader, no environment variable, argument or frame of the grading process, and no byte of its
+    settings file (read after the fork)."""
+    submission = tmp_path / "class" / "alice" / "attention.py"
+    submission.parent.mkdir(parents=True)
     submission.write_text(REFERENCE.read_text() + SEARCH)
     config = tmp_path / "settings.toml"
     config.write_text(f"# {MARKER} settings: a comment, read only by the grading process\n")
-    out = tmp_path / MARKER / "results.json"
+    out = tmp_path / MARKER
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SDPA_LEAK": MARKER}
-    result = run(
-        [str(BIN / "sdpa-grade"), "grade", str(submission), "--json", str(out), "--config", str(config)], env=env
-    )
+    if verb == "grade":
+        command = ["grade", str(submission), "--json", str(out / "alice.json")]
+    else:
+        command = ["batch", str(submission.parent.parent), "--json-dir", str(out)]
+    result = run([str(BIN / "sdpa-grade"), *command, "--config", str(config)], env=env)
     assert result.returncode == 0, result.stderr
-    results = json.loads(out.read_text())
+    results = json.loads((out / "alice.json").read_text())
     variance = [test for test in results["tests"] if "dot_product_variance" in test["tags"]]
     # (the static scan flags sys.modules and _getframe, for the instructor: the integrity checks' points go)
     assert variance and all(test["score"] == test["max_score"] for test in variance), [t["output"] for t in variance]
 
 
-def test_only_a_fresh_grading_of_one_submission_forks_its_zygote(tmp_path, monkeypatch):
-    """A batch, a diff, help, a seed on the command line, or a process with a grading loaded start the zygote afresh
-    (the older forms: tests/grading/test_older_forms.py); a submission that is not there starts none (it is told at
-    once)."""
+def test_only_a_fresh_grading_forks_its_zygote(tmp_path, monkeypatch):
+    """A diff, help, a seed on the command line, or a process with a grading loaded start the zygote afresh (the
+    older forms: tests/grading/test_older_forms.py); a submission or class folder that is not there starts none (it is
+    told at once)."""
     fresh = {"autograder.cli": None}
     monkeypatch.chdir(tmp_path)
     assert not forks_zygote(["grade", "attention.py", "--json", "out.json"], fresh)
+    assert not forks_zygote(["batch", "class"], fresh)
     (tmp_path / "attention.py").touch()
     (tmp_path / "a.py").touch()
+    (tmp_path / "class").mkdir()
     assert forks_zygote(["grade", "attention.py", "--json", "out.json", "--config", "c.toml"], fresh)
-    for argv in (["-h"], ["--help"], ["batch", "class"], ["summary", "class"],
+    assert forks_zygote(["batch", "class", "--jobs", "2"], fresh)
+    for argv in (["-h"], ["--help"], ["batch", "-h"], ["summary", "class"],
                  ["diff", "a", "b"], ["grade", "a.py", "--seed", "3"], ["grade", "-h"], ["grade", "a.py", "--help"],
                  ["grade", "a.py", "--jobs", "2"], ["grade"]):  # fmt: skip
         assert not forks_zygote(argv, fresh), argv
