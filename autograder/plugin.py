@@ -118,14 +118,16 @@ class GradingPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Once the grading's time budget has run out, every check still to run fails as the student's time-out,
-        before any of it runs (the runner refuses the student's calls by then too); a GPU check on a machine without
-        CUDA is shown not run, as always, so the maximum score stays the same for every submission."""
+        before any of it runs (the runner refuses the student's calls by then too), or is the grader's error where the
+        student's own time took less than a ``busy_factor``-th of the budget (the machine's load spent it); a GPU check
+        on a machine without CUDA is shown not run, as always, so the maximum score stays the same for every
+        submission. Notes the student's own time at the check's start, for its own limit (pytest_runtest_makereport)."""
         self._own_at_check = self._own_seconds()
         if self._deadline is not None and time.monotonic() >= self._deadline:
             if "gpu" in item.fixturenames and self._no_gpu():
                 pytest.skip(self._no_gpu())  # not run, as for every submission here: one maximum score for all
             budget = self._settings.limits.grading_budget
-            if self._machines(budget, self._own_at_check):
+            if self._spent_by_the_machine(budget, self._own_at_check):
                 raise GraderBusy(busy_message("the grading", budget, self._own_at_check))
             raise StudentFault(
                 f"not run: the grading's time budget of {budget:g} s ran out before this check "
@@ -138,7 +140,7 @@ class GradingPlugin:
         count = getattr(self._runner, "own_seconds", None)
         return 0.0 if count is None else count()
 
-    def _machines(self, limit: float, own: float) -> bool:
+    def _spent_by_the_machine(self, limit: float, own: float) -> bool:
         """Whether a wall-clock ``limit`` that ran out is the machine's, not the student's: the student's own time in
         it (``own``) was under a ``busy_factor``-th of it, as for a call (the grader and the student both waited for
         a CPU, or the grader's own work took the time)."""
@@ -214,7 +216,7 @@ class GradingPlugin:
             status, message = _status(report, call)
             if status == Status.FAILED and message == TIMED_OUT:  # the check's own limit (pytest-timeout), by the clock
                 limit, own = float(item.config.getoption("timeout")), self._own_seconds() - self._own_at_check
-                if self._machines(limit, own):
+                if self._spent_by_the_machine(limit, own):
                     status, message = Status.GRADER_ERROR, busy_message("the check", limit, own)
             error = call.excinfo.value if call.excinfo else None
             fields = ("mistake", "cause", "evidence", "flag")  # a CheckFailure's, an IntegrityFlag's
