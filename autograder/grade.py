@@ -156,6 +156,9 @@ class Unreadable(Runner):
     def own_seconds(self) -> float:
         return 0.0  # nothing of the student's ran
 
+    def charge(self, seconds: float) -> None:
+        pass  # nothing of the student's runs, so nothing is asked
+
     def close(self) -> None:
         pass
 

@@ -41,6 +41,9 @@ class InProcess(Runner):
     def own_seconds(self) -> float:
         return self._own
 
+    def charge(self, seconds: float) -> None:
+        self._own += seconds
+
     def _count(self, started: float, delayed: float) -> None:
         """Adds a call's own time (from ``started``, with ``delayed`` this process's run delay then) to the count."""
         self._own += max(time.perf_counter() - started - (_run_delay(os.getpid()) - delayed), 0.0)

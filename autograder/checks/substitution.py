@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import time
 from collections.abc import Sequence
 
 import torch
@@ -306,7 +307,12 @@ class Substituted(Student):
             if not reply.ok or not reply.asked:  # complete: the functions answered in it are what it built on
                 self.answered |= set(reply.entered) & set(table)
                 return self._read(target, args, reply, options)
-            if not answer(reply.asked, table):
+            cpu = time.process_time()
+            try:
+                added = answer(reply.asked, table)
+            finally:  # the reference's work on the student's questions is the student's time (Runner.charge)
+                self._sandbox.charge(time.process_time() - cpu)
+            if not added:
                 break
         raise StudentFault(f"{target}: its calls of {', '.join(self.standing_in)} could not all be answered")
 

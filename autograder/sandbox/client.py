@@ -198,8 +198,14 @@ class Sandbox(Runner):
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     def own_seconds(self) -> float:
-        """The student's own time in this sandbox's requests so far: each request's, as its limit counts it."""
+        """The student's own time in this sandbox's requests so far: each request's, as its limit counts it, and the
+        grader's time answering the student's questions (``charge``)."""
         return self._own
+
+    def charge(self, seconds: float) -> None:
+        """Counts ``seconds`` of the grader's CPU time spent on the student's behalf (the reference's answers to its
+        questions in a substituted call) as the student's own."""
+        self._own += seconds
 
     def _budget_reply(self) -> Reply:
         """The student's time-out once the whole grading's budget has run out, where the student's own time took at
@@ -347,6 +353,12 @@ class Sandbox(Runner):
         except wire.WireError as error:
             self._kill_child()
             return Reply.failed(Failure.WIRE, f"the answer could not be read: {error}")
+        except RequestRefused:  # our own request, refused before anything was written: the child is in step
+            raise
+        except BaseException:  # anything else mid-request (a check's own limit, pytest-timeout's; Ctrl-C): the answer
+            # may still come, and the next request would read it as its own, so this child goes
+            self._kill_child()
+            raise
         if isinstance(answer, dict) and answer.get("error") == "UnreadableRequest":
             # the child stops after that answer (serving._serve): the next call starts a fresh one. The worker's word
             # decides nothing but this restart: the call stays the student's failed call (Reply below)

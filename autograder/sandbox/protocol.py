@@ -175,7 +175,13 @@ class Runner(Protocol):
 
     def own_seconds(self) -> float:
         """The student's own time in every request so far (each call's, as its limit counts it: the wall clock less
-        the time the machine kept the student's process from a CPU): what the grading's wall-clock limits charge."""
+        the time the machine kept the student's process from a CPU), and what ``charge`` added: what the grading's
+        wall-clock limits charge."""
+        ...
+
+    def charge(self, seconds: float) -> None:
+        """Counts ``seconds`` of the grader's CPU time spent on the student's behalf (answering the questions its code
+        asked in a substituted call) as the student's own: a student who asks costly questions spends its own time."""
         ...
 
     def close(self) -> None:
