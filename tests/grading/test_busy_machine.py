@@ -48,9 +48,9 @@ def test_scale_values(loaded):
 LIMIT = 2.0  # the check's limit here: the student's own time must reach a sixth of it (busy_factor 6)
 
 
-def _checked(tmp_path, source: str, calls: int, grader: float, checks: str = CHECK, check: str = "scale_values"):
-    """The check above (or ``checks``), run with a 2 s limit on the student's ``source`` in a real sandbox: the
-    outcome of ``check``, or of every check where ``check`` is empty."""
+def _outcomes(tmp_path, source: str, calls: int, grader: float, checks: str = CHECK) -> dict:
+    """The check above (or ``checks``), run with a 2 s limit on the student's ``source`` in a real sandbox: each
+    check's outcome, by name."""
     folder = tmp_path / "checks"
     folder.mkdir()
     (folder / "pytest.ini").write_text("[pytest]\npython_files = check_*.py\naddopts = --import-mode=importlib\n")
@@ -62,15 +62,15 @@ def _checked(tmp_path, source: str, calls: int, grader: float, checks: str = CHE
         assert box.load().ok
         plugin = GradingPlugin(lambda: box, load_settings(None, environ={}), 0, "cpu")
         code, output = _pytest(plugin, "--timeout", str(LIMIT), checks=folder)
-    assert check in plugin.outcomes if check else len(plugin.outcomes) > 1, output[-3000:]
-    return plugin.outcomes[check] if check else plugin.outcomes
+    assert len(plugin.outcomes) == checks.count("@pytest.mark.check"), output[-3000:]  # every check ran
+    return plugin.outcomes
 
 
 @pytest.mark.timeout(60)
 def test_a_check_the_graders_side_kept_past_its_limit_is_the_graders_error(tmp_path):
     """One call of milliseconds, then 3 s of the grader's own work: past the check's 2 s with no student time to
     speak of, the grader's error naming the busy machine (before: failed as the student's code "far too slow")."""
-    outcome = _checked(tmp_path, REFERENCE.read_text(), calls=1, grader=3)
+    outcome = _outcomes(tmp_path, REFERENCE.read_text(), calls=1, grader=3)["scale_values"]
     assert outcome.status is Status.GRADER_ERROR, outcome
     assert "ran out of its 2 s by the clock" in outcome.message and "too busy" in outcome.message, outcome.message
 
@@ -79,7 +79,7 @@ def test_a_check_the_graders_side_kept_past_its_limit_is_the_graders_error(tmp_p
 def test_a_check_the_students_calls_kept_past_its_limit_is_the_students_time_out(tmp_path):
     """Calls of 0.3 s each, one after the other: past the check's 2 s with the student's own time nearly all of it,
     the student's time-out, as before."""
-    outcome = _checked(tmp_path, REFERENCE.read_text() + SLOW, calls=50, grader=0)
+    outcome = _outcomes(tmp_path, REFERENCE.read_text() + SLOW, calls=50, grader=0)["scale_values"]
     assert (outcome.status, outcome.message) == (Status.FAILED, TIMED_OUT), outcome
 
 
@@ -143,7 +143,7 @@ def test_a_call_its_checks_limit_ends_leaves_no_answer_for_the_next_check(tmp_pa
     """scale_scores sleeps 3 s in a check whose limit is 2 s (the student's time-out), then the next check calls
     attention_scores and gets its own answer (before: the worker lived on, and the next check read scale_scores' late
     answer as attention_scores')."""
-    found = _checked(tmp_path, REFERENCE.read_text() + SLEEPS, calls=1, grader=0, checks=TWO_CHECKS, check="")
+    found = _outcomes(tmp_path, REFERENCE.read_text() + SLEEPS, calls=1, grader=0, checks=TWO_CHECKS)
     assert (found["scale_values"].status, found["scale_values"].message) == (Status.FAILED, TIMED_OUT)
     assert found["scores_values"].status is Status.PASSED, found["scores_values"]
 
