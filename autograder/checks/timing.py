@@ -85,6 +85,41 @@ def within(found: Measurement, budget: float, device: str = "cpu") -> bool:
     return found.cpu_ratio <= budget and found.wall_ratio <= WALL_SLACK * budget
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """The figures a measurement is compared with (``within``, ``over``, ``judge``'s CLEAR_MISS): a form's median
+    CPU ratio against each of ``cpu``, its median wall ratio against each of ``wall``. Once the rounds taken put
+    every form's median on its side of every bound whatever the rounds still to come, those rounds could change no
+    decision and none is taken (``settled``): an honest attention measured within the budget in its first two rounds
+    of three, or a loop over it in both, is not measured a third time."""
+
+    cpu: tuple[float, ...]
+    wall: tuple[float, ...]
+
+    @classmethod
+    def of(cls, budget: float, device: str = "cpu", *more: float) -> Bounds:
+        """``within``'s bounds for ``budget`` on ``device``, and ``more`` for the CPU ratio (on the CPU)."""
+        if device != "cpu":
+            return cls((), (budget,))
+        return cls((budget, *more), (WALL_SLACK * budget,))
+
+    def settled(self, cpu: dict[str, list[float]], wall: dict[str, list[float]], rounds: int) -> bool:
+        """Whether each form's median of ``rounds`` ratios is on a known side of every bound, given the rounds
+        measured so far (``cpu``, ``wall``: per form): more than half of all its rounds on one side of it."""
+        need = rounds // 2 + 1  # then the median of all rounds is on that side, whatever the others are
+        return all(
+            sum(value <= bound for value in values) >= need or sum(value > bound for value in values) >= need
+            for ratios, bounds in ((cpu, self.cpu), (wall, self.wall))
+            for values in ratios.values()
+            for bound in bounds
+        )
+
+
+def _per_form(rounds: int) -> int:
+    """The measured rounds of each form, ``rounds`` shared among the forms."""
+    return -(-rounds // len(FORMS))
+
+
 def timing_inputs(
     draw: Draw, shape: tuple, repeat: int, dtype=torch.float32, form: str = FORMS[1]
 ) -> list[list[torch.Tensor]]:
@@ -160,22 +195,25 @@ def measure(
     tolerance,
     sample: int = 2,
     device: str = "cpu",
+    bounds: Bounds | None = None,
 ) -> Measurement:
     """Interleaved rounds (student, reference, ...) of every call form, after one warm-up round each (of
     ``WARM_UP_REPEAT`` calls); per form, the median of its per-round ratios (``rounds`` in all, shared among the
-    forms); the slowest form is the result."""
+    forms); the slowest form is the result. With ``bounds``, no more rounds once they are settled."""
     with one_thread():
-        return _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device)
+        return _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device, bounds)
 
 
-def _samples(student, reference, draw, shapes, rounds, repeat, tolerance, sample, device):
+def _samples(student, reference, draw, shapes, rounds, repeat, tolerance, sample, device, settled=None):
     """Interleaved rounds of every form on every shape (student, reference, ...), the first of each form a warm-up;
     per (shape, form), each measured round's (student CPU, reference CPU, student wall, reference wall) seconds, and
-    the first wrong answer."""
+    the first wrong answer. With ``settled``, no round after one that leaves ``settled(times)`` true."""
     dtype = torch.float32
     times: dict[tuple, list[tuple[float, float, float, float]]] = {(s, f): [] for s in shapes for f in FORMS}
     wrong = ""
-    for index in range(-(-rounds // len(FORMS)) + 1):
+    for index in range(_per_form(rounds) + 1):
+        if index > 1 and settled is not None and settled(times):
+            break
         calls = repeat if index else min(repeat, WARM_UP_REPEAT)  # the first round of each form warms up
         for form in FORMS:
             for shape in shapes:
@@ -213,11 +251,17 @@ def over(found: Measurement, budget: float, device: str = "cpu") -> list[str]:
     ] or [found.form]
 
 
-def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device) -> Measurement:
-    times, wrong = _samples(student, reference, draw, [shape], rounds, repeat, tolerance, sample, device)
+def _ratios(times, shape) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per form, each measured round's student/reference ratio on ``shape``: by CPU time, by the wall clock."""
     cpu = {form: [s / max(r, 1e-9) for s, r, _, _ in times[shape, form]] for form in FORMS}
     wall = {form: [s / max(r, 1e-9) for _, _, s, r in times[shape, form]] for form in FORMS}
-    return _slowest(Measurement(tuple(shape), wrong=wrong), cpu, wall)
+    return cpu, wall
+
+
+def _measure(student, reference, draw, shape, rounds, repeat, tolerance, sample, device, bounds=None) -> Measurement:
+    settled = bounds and (lambda times: bounds.settled(*_ratios(times, shape), _per_form(rounds)))
+    times, wrong = _samples(student, reference, draw, [shape], rounds, repeat, tolerance, sample, device, settled)
+    return _slowest(Measurement(tuple(shape), wrong=wrong), *_ratios(times, shape))
 
 
 def measure_growth(
@@ -232,20 +276,31 @@ def measure_growth(
     tolerance,
     sample: int = 2,
     device: str = "cpu",
+    bounds: Bounds | None = None,
 ) -> Measurement:
     """How much more the student's attention costs on ``large`` than on ``shape``, over how much more the
     reference's does: both shapes in every round, interleaved; per round and form, (student's cost on large - on
     shape) / (reference's, at least GROWTH_FLOOR of its cost on large); per form the median; the slowest form is the
-    result. Work a call does whatever the size (a mask built on each call, a cast) cancels out."""
+    result. Work a call does whatever the size (a mask built on each call, a cast) cancels out. With ``bounds``, no
+    more rounds once they are settled."""
+    settled = bounds and (lambda times: bounds.settled(*_growths(times, shape, large), _per_form(rounds)))
     with one_thread():
-        times, wrong = _samples(student, reference, draw, [shape, large], rounds, repeat, tolerance, sample, device)
+        times, wrong = _samples(
+            student, reference, draw, [shape, large], rounds, repeat, tolerance, sample, device, settled
+        )
+    return _slowest(Measurement(tuple(shape), wrong=wrong, large=tuple(large)), *_growths(times, shape, large))
+
+
+def _growths(times, shape, large) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per form, each measured round's growth from ``shape`` to ``large`` over the reference's: by CPU time, by the
+    wall clock."""
     cpu: dict[str, list[float]] = {}
     wall: dict[str, list[float]] = {}
     for form in FORMS:
         pairs = list(zip(times[shape, form], times[large, form]))
         cpu[form] = [_growth(a[0], b[0], a[1], b[1]) for a, b in pairs]
         wall[form] = [_growth(a[2], b[2], a[3], b[3]) for a, b in pairs]
-    return _slowest(Measurement(tuple(shape), wrong=wrong, large=tuple(large)), cpu, wall)
+    return cpu, wall
 
 
 def _growth(mine_small: float, mine: float, theirs_small: float, theirs: float) -> float:
@@ -270,17 +325,19 @@ def judge(
     submission costs). Over it, with a larger twin ``large`` (``GROWTH_TO``), the growth from ``shape`` to
     ``large`` decides, measured up to ``1 + retries`` times with GROWTH_REPEAT calls a round (once, when it misses
     by more than CLEAR_MISS times); without one (the GPU's shape), the ratio is measured again as many times. A
-    wrong timed answer seen in any of these measurements is kept on the result."""
-    first = measure(student, reference, draw, shape, device=device, **options)
+    wrong timed answer seen in any of these measurements is kept on the result. No measurement takes a round that
+    could not change what is decided from it (``Bounds``): the verdict is the one all its rounds would give."""
+    first = measure(student, reference, draw, shape, device=device, bounds=Bounds.of(budget, device), **options)
     found = first
     if within(first, budget, device):
         return True, first
     for _ in range(retries + 1 if large else retries):
         if large:
             growth = {**options, "repeat": min(options["repeat"], GROWTH_REPEAT)}
-            found = measure_growth(student, reference, draw, shape, large, device=device, **growth)
+            bounds = Bounds.of(budget, device, CLEAR_MISS * budget)
+            found = measure_growth(student, reference, draw, shape, large, device=device, bounds=bounds, **growth)
         else:
-            found = measure(student, reference, draw, shape, device=device, **options)
+            found = measure(student, reference, draw, shape, device=device, bounds=Bounds.of(budget, device), **options)
         found.wrong = found.wrong or first.wrong
         if within(found, budget, device):
             return True, found

@@ -131,13 +131,68 @@ def test_a_loop_fails_by_its_growth_measured_once():
         assert not passed and found.large == GROWTH_TO[shape]
         assert found.cpu_ratio == pytest.approx(320.0)
         B, H, T_q, _, _ = GROWTH_TO[shape]
-        assert loop.exchanges[(B, H, T_q)] == len(FORMS) * 4  # one warm-up and three measured rounds per form
+        # one warm-up and two measured rounds per form: both far over the budget, a third could change nothing
+        assert loop.exchanges[(B, H, T_q)] == len(FORMS) * 3
 
 
 def test_within_the_budget_by_its_ratio_nothing_more_is_measured():
-    """An honest attention within the budget by its ratio is measured once, on the shape alone."""
-    passed, found = _judged(_Costed(60e-6, 0.25e-6))
+    """An honest attention within the budget by its ratio is measured once, on the shape alone, in two measured
+    rounds a form: within the budget in both, the third could not change the median's side of it."""
+    honest = _Costed(60e-6, 0.25e-6)
+    passed, found = _judged(honest)
     assert passed and found.large == () and found.cpu_ratio == pytest.approx((60 + 256) / (40 + 128))
+    B, H, T_q, _, _ = CPU_SHAPES[0]
+    assert honest.exchanges[(B, H, T_q)] == len(FORMS) * 3 and len(honest.exchanges) == 1
+
+
+class _Noisy(_Costed):
+    """The reference's cost, but in the rounds of ``form`` listed in ``slow`` (by their number in the form, 0 the
+    warm-up) every call costs ``factor`` times as much."""
+
+    def __init__(self, form: str, slow: tuple[int, ...], factor: float) -> None:
+        super().__init__(REFERENCE_COST.constant, REFERENCE_COST.per_item)
+        self.form, self.slow, self.factor, self.rounds = form, slow, factor, defaultdict(int)
+
+    def timed(self, target, inputs, outputs, device="cpu", kwargs=None):
+        form = FORMS[2] if kwargs else FORMS[1] if len(inputs[0]) == 4 else FORMS[0]
+        reply = super().timed(target, inputs, outputs, device, kwargs)
+        if form == self.form and self.rounds[form] in self.slow:
+            reply.cpu_seconds *= self.factor
+        self.rounds[form] += 1
+        return reply
+
+
+def test_a_form_split_by_its_first_two_rounds_is_measured_a_third_time():
+    """One slow round among a form's first two measured ones leaves its median's side of the budget open: the third
+    round is taken, and decides as all three rounds do (within the budget here, the slow round outvoted)."""
+    noisy = _Noisy(FORMS[1], slow=(1,), factor=20.0)
+    passed, found = _judged(noisy)
+    assert passed and found.large == ()
+    assert dict(noisy.rounds) == {form: 4 for form in FORMS}  # a warm-up and three measured rounds, every form
+
+
+def test_stopping_early_never_changes_a_decision():
+    """For every split of a form's three rounds seen in 2000 random draws around the bounds (within, over, far
+    over): where the first two settle it, the median of the two is on the same side of every bound as the median of
+    all three, and where they do not, the rounds go on."""
+    import random
+    import statistics
+
+    from autograder.checks.timing import Bounds
+
+    bounds = Bounds.of(5.0, "cpu", 10.0)
+    draws = random.Random(7)
+    settled = 0
+    for _ in range(2000):
+        cpu = [draws.choice([0.5, 4.9, 5.0, 5.1, 9.9, 10.0, 10.1, 300.0]) for _ in range(3)]
+        wall = [draws.choice([1.0, 10.0, 10.1, 50.0]) for _ in range(3)]
+        if not bounds.settled({"form": cpu[:2]}, {"form": wall[:2]}, 3):
+            continue
+        settled += 1
+        for values, limits in ((cpu, bounds.cpu), (wall, bounds.wall)):
+            for bound in limits:
+                assert (statistics.median(values[:2]) <= bound) == (statistics.median(values) <= bound), values
+    assert 0 < settled < 2000  # some settled by two rounds, some not
 
 
 class _CostedByForm(_Costed):
