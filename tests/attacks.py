@@ -22,19 +22,21 @@ POINTS = {name: points for name, points in load_settings(environ={}).points.item
 
 # Grades every file named on the command line with one zygote (the worker root or unprivileged); writes each
 # result as JSON with the wall time of its grade() beside it; prints the zygote's folder, so that a test can look
-# for processes left behind.
+# for processes left behind. The zygote is forked from this process before anything of a grading is loaded, as
+# `sdpa-grade grade` and `batch` fork theirs (cli.main), so that torch is imported once.
 GRADE_ALL = """
 import json, sys, time
 from pathlib import Path
-from autograder.config import load_settings
-from autograder.grade import grade
 import autograder.sandbox.zygote as zygotes
 
 mode, config, out, *files = sys.argv[1:]
-settings = load_settings(config)
 if mode == "root":  # as where the grader's Python lies in a folder others cannot read: no privilege drop
     zygotes.privilege_drop = lambda: (False, "the worker stays root (test)")
-zygote = zygotes.Zygote(unprivileged_after_import=mode == "unprivileged")
+zygote = zygotes.Zygote(unprivileged_after_import=mode == "unprivileged", fork=True)
+from autograder.config import load_settings
+from autograder.grade import grade
+
+settings = load_settings(config)
 zygote.wait_ready()
 for path in map(Path, files):
     started = time.monotonic()
