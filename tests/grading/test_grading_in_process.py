@@ -1,8 +1,9 @@
 """The grading cases of tests/grading_cases.py, graded in this process: the value checks through the checks' proxy
 (tests/one_mistake.py, no sandbox), then scored as the batch scores them (the carried-cause rule, the gates
 withheld). Each case loses exactly the points the batches' tests (tests/grading/test_grading.py and
-test_grading_hostile.py) assert, with the same hints; the cases this harness cannot judge are named below with the
-reason, and the slow batch grades every case for real.
+test_grading_hostile.py) assert, with the same hints, and each classic one-function mistake (tests/one_mistake.py's
+ONE_FUNCTION) its own function's checks alone; the cases this harness cannot judge are named below with the reason,
+and the slow batch grades every case for real.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from autograder.assignment.catalogue import catalogue
 from autograder.scoring import GATED
 from tests.grading_cases import ABSENT, CASES, DEDUCTED, DEDUCTED_HERE, GATES_MEASURED, JUDGED, SANDBOX_ONLY
 from tests.helpers import SUBMISSIONS
-from tests.one_mistake import SETTINGS, outcomes, scored
+from tests.one_mistake import ONE_FUNCTION, SETTINGS, outcomes, own_checks, scored
 
 SEED = 3
 GATES = {entry.check for entry in catalogue() if entry.category in GATED}
@@ -82,6 +83,9 @@ def test_a_case_loses_in_process_what_it_loses_in_the_batch(name):
         assert any(p in output for p in ((phrase,) if isinstance(phrase, str) else phrase)), f"{check}: {output}"
     for check, phrase in ABSENT.get(name, {}).items():
         assert phrase not in checks[check][2], f"{check}: {checks[check][2]}"
+    if name in ONE_FUNCTION:  # a classic one-function mistake costs its points once, where it is made
+        assert lost, "the mistake costs nothing: it is not caught"
+        assert lost - own_checks(ONE_FUNCTION[name]) == set(), f"beyond {ONE_FUNCTION[name]}: {sorted(lost)}"
 
 
 @pytest.mark.parametrize("name", DEDUCTED_HERE)
