@@ -1,4 +1,4 @@
-"""Each one-function mistake, graded in this process: the checks it loses beyond its own function's.
+"""Each one-function mistake, graded in this process: the checks it loses, and its own function's.
 
 The value checks run here through the checks' proxy (tests/in_process.py, no sandbox); integrity and timing are
 taken as passed, so what is measured is the scoring of them (withheld or not), not their measures: the slow batch
@@ -97,8 +97,3 @@ def lost(overlay: str | None, seed: int) -> dict[str, float]:
         for item in score(outcomes(overlay, seed), SETTINGS)
         if item.score < item.max_score
     }
-
-
-def beyond(overlay: str, seed: int) -> set[str]:
-    """The checks ``overlay`` loses that are not its own function's."""
-    return set(lost(overlay, seed)) - own_checks(ONE_FUNCTION[overlay])

@@ -1,7 +1,7 @@
-"""A mistake costs its points once, where it is made: the rules beside the one that each classic one-function mistake
-loses its own function's checks and nothing else (gates included), which tests/grading/test_grading_in_process.py
-asserts on the outcomes it computes for every case anyway. The value checks run in this process
-(tests/one_mistake.py); bench/one_mistake.py measures the same on 50 seeds, the slow batch grades them for real."""
+"""A mistake costs its points once, where it is made. That each classic one-function mistake loses its own function's
+checks and nothing else (gates included) is asserted by tests/grading/test_grading_in_process.py, on the outcomes it
+computes for every case; here, the rules beside it. The value checks run in this process (tests/one_mistake.py);
+bench/one_mistake.py measures the same on 50 seeds, the slow batch grades them for real."""
 
 from __future__ import annotations
 
