@@ -327,17 +327,19 @@ def judge(
     by more than CLEAR_MISS times); without one (the GPU's shape), the ratio is measured again as many times. A
     wrong timed answer seen in any of these measurements is kept on the result. No measurement takes a round that
     could not change what is decided from it (``Bounds``): the verdict is the one all its rounds would give."""
-    first = measure(student, reference, draw, shape, device=device, bounds=Bounds.of(budget, device), **options)
+    ratio, growth_bounds = Bounds.of(budget, device), Bounds.of(budget, device, CLEAR_MISS * budget)
+    first = measure(student, reference, draw, shape, device=device, bounds=ratio, **options)
     found = first
     if within(first, budget, device):
         return True, first
     for _ in range(retries + 1 if large else retries):
         if large:
             growth = {**options, "repeat": min(options["repeat"], GROWTH_REPEAT)}
-            bounds = Bounds.of(budget, device, CLEAR_MISS * budget)
-            found = measure_growth(student, reference, draw, shape, large, device=device, bounds=bounds, **growth)
+            found = measure_growth(
+                student, reference, draw, shape, large, device=device, bounds=growth_bounds, **growth
+            )
         else:
-            found = measure(student, reference, draw, shape, device=device, bounds=Bounds.of(budget, device), **options)
+            found = measure(student, reference, draw, shape, device=device, bounds=ratio, **options)
         found.wrong = found.wrong or first.wrong
         if within(found, budget, device):
             return True, found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import statistics
 from collections import defaultdict
 from types import SimpleNamespace
 
@@ -15,6 +17,7 @@ from autograder.checks.timing import (
     FORMS,
     GROWTH_TO,
     WARM_UP_REPEAT,
+    Bounds,
     judge,
     keywords,
     measure,
@@ -175,11 +178,6 @@ def test_stopping_early_never_changes_a_decision():
     """For every split of a form's three rounds seen in 2000 random draws around the bounds (within, over, far
     over): where the first two settle it, the median of the two is on the same side of every bound as the median of
     all three, and where they do not, the rounds go on."""
-    import random
-    import statistics
-
-    from autograder.checks.timing import Bounds
-
     bounds = Bounds.of(5.0, "cpu", 10.0)
     draws = random.Random(7)
     settled = 0
